@@ -1,0 +1,353 @@
+r"""D-Gating of any PyTorch tensor, as a :mod:`torch.nn.utils.parametrize` parametrization.
+
+After ``dgate(module, "weight", groups=..., D=D)`` the module's weight is computed as
+
+.. math::
+
+    w_j = \omega_j \prod_{d=1}^{D-1} \gamma_{j,d}
+
+for every group ``j``: ``omega`` has the weight's shape (stored as the parametrization's
+``original``), the gates ``Gamma`` are a ``(D-1, J)`` parameter. Training the smooth
+objective ``loss + lam * penalty(model)`` with
+
+.. math::
+
+    \mathrm{penalty} = \frac{1}{D} \sum_j \rho_j \Big(\|\omega_j\|_2^2
+        + \sum_{d=1}^{D-1} \gamma_{j,d}^2\Big)
+
+by any gradient method solves the non-smooth problem ``loss + lam * induced_penalty`` with
+
+.. math::
+
+    \mathrm{induced\_penalty} = \sum_j \rho_j \|w_j\|_2^{2/D}
+
+(same local minima; "D-Gating" in *Structured Sparsity via D-Gating*). Groups that the
+data do not need shrink geometrically to exact zero during training; :func:`collapse`
+then bakes the effective weights back into plain parameters.
+
+This module knows nothing of scikit-learn; it works on any ``nn.Module``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from .groups import resolve_groups
+
+__all__ = [
+    "DGate",
+    "collapse",
+    "dgate",
+    "gated_tensors",
+    "group_norms",
+    "induced_penalty",
+    "misalignment",
+    "penalty",
+]
+
+#: Default threshold of :func:`collapse`: float32 machine epsilon. D-Gating drives unused
+#: groups far below it (typically 1e-30 or exact 0); it only removes numerical dust.
+ZERO_TOL = float(np.finfo(np.float32).eps)
+
+
+def _check_D(D):
+    if isinstance(D, bool) or not isinstance(D, numbers.Integral) or D < 2:
+        raise ValueError(f"D must be an integer >= 2, got {D!r}.")
+    return int(D)
+
+
+class DGate(nn.Module):
+    """The parametrization ``omega -> omega * prod_d gamma_d`` (expanded per group).
+
+    Not usually built by hand: see :func:`dgate`.
+
+    Parameters
+    ----------
+    grouping : Grouping
+        Which entries share a gate.
+    D : int
+        Gating depth (number of factors, omega included).
+    group_weights : tensor of shape (J,) or None
+        Per-group penalty weights ``rho_j`` (``None`` means all ones).
+    """
+
+    def __init__(self, grouping, D, group_weights=None):
+        super().__init__()
+        self.D = _check_D(D)
+        self.grouping = grouping
+        self.gates = nn.Parameter(torch.ones(self.D - 1, grouping.n_groups))
+        self.register_buffer("group_weights", group_weights)
+
+    @property
+    def n_groups(self):
+        return self.grouping.n_groups
+
+    def gate_product(self):
+        """Product of the ``D - 1`` gates of each group, shape ``(J,)``."""
+        return self.gates.prod(dim=0)
+
+    def forward(self, omega):
+        return omega * self.grouping.expand(self.gate_product())
+
+    def _weighted(self, per_group):
+        return per_group.sum() if self.group_weights is None else per_group @ self.group_weights
+
+    def penalty(self, omega):
+        """Smooth surrogate ``(1/D) sum_j rho_j (||omega_j||^2 + ||gamma_j||^2)``."""
+        if self.group_weights is None and self.grouping.complete:
+            return (omega.pow(2).sum() + self.gates.pow(2).sum()) / self.D
+        per_group = self.grouping.group_sum(omega.pow(2)) + self.gates.pow(2).sum(dim=0)
+        return self._weighted(per_group) / self.D
+
+    def group_norms(self, weight):
+        """Euclidean norm of each group of the effective weight, shape ``(J,)``."""
+        return self.grouping.group_sum(weight.pow(2)).sqrt()
+
+    def induced_penalty(self, weight):
+        """Non-smooth penalty ``sum_j rho_j ||w_j||^(2/D)`` of the effective weight."""
+        return self._weighted(self.group_norms(weight).pow(2.0 / self.D))
+
+    def extra_repr(self):
+        return f"D={self.D}"
+
+
+def _qualified(prefix, name):
+    return f"{prefix}.{name}" if prefix else name
+
+
+def gated_tensors(model):
+    """Iterate over every D-gated tensor of ``model``.
+
+    Yields
+    ------
+    qualified_name : str
+        e.g. ``"0.weight"`` for the weight of the first layer of a ``Sequential``.
+    module : nn.Module
+        The module owning the tensor.
+    name : str
+        The tensor's name in ``module``.
+    gate : DGate
+        The parametrization.
+    """
+    for prefix, module in model.named_modules():
+        if not parametrize.is_parametrized(module):
+            continue
+        for name, plist in module.parametrizations.items():
+            for p in plist:
+                if isinstance(p, DGate):
+                    yield _qualified(prefix, name), module, name, p
+
+
+def _balance(omega, gate, eps=0.0):
+    """Balanced factors with the same product: ||omega_j||^2 = gamma_{j,d}^2 = ||w_j||^(2/D)."""
+    norms = gate.group_norms(omega)
+    live = norms > eps
+    scale = torch.where(live, norms.pow(1.0 / gate.D), torch.ones_like(norms))
+    gate.gates.data.copy_(scale.expand(gate.D - 1, -1))
+    # omega_j = w_j / ||w_j||^((D-1)/D); dead groups keep omega_j = w_j (= 0) with gates 1.
+    return omega / gate.grouping.expand(scale.pow(gate.D - 1))
+
+
+def _dwf_factors(shape, D, sigma_w, eps, generator=None):
+    """Variance-matched factors, truncated in absolute value (Deep Weight Factorization).
+
+    Each of the ``D`` factors is drawn i.i.d. from N(0, sigma_w^(2/D)) conditioned on
+    eps^(1/D) < |x| < min(1, (2 sigma_w)^(1/D)), so that the product has variance close to
+    sigma_w^2 without the mass at zero and the heavy tails of untruncated products.
+    """
+    sigma = sigma_w ** (1.0 / D)
+    lo, hi = eps ** (1.0 / D), min(1.0, (2.0 * sigma_w) ** (1.0 / D))
+    if not lo < hi:
+        raise ValueError(
+            f"dwf init: truncation interval ({lo:.3g}, {hi:.3g}) is empty; lower dwf_eps."
+        )
+    phi = lambda t: 0.5 * (1.0 + math.erf(t / (sigma * math.sqrt(2.0))))  # noqa: E731
+    u = torch.empty((D, *shape)).uniform_(phi(lo), phi(hi), generator=generator)
+    absval = sigma * math.sqrt(2.0) * torch.erfinv(2.0 * u - 1.0)
+    sign = torch.randint(0, 2, (D, *shape), generator=generator) * 2 - 1
+    return (absval * sign).clamp_(min=-hi, max=hi)
+
+
+def dgate(
+    module,
+    name="weight",
+    *,
+    groups="in",
+    D=3,
+    init="identity",
+    group_weights=None,
+    dwf_sigma=None,
+    dwf_eps=3e-3,
+    generator=None,
+):
+    """D-gate the tensor ``module.<name>`` in place.
+
+    Parameters
+    ----------
+    module : nn.Module
+        Module owning the parameter (e.g. an ``nn.Linear``).
+    name : str, default="weight"
+        Name of an ``nn.Parameter`` of ``module``.
+    groups : {"in", "out", "element"}, AxisGroups or array-like of int, default="in"
+        The group structure, see :mod:`sksparse_nn.groups`.
+    D : int, default=3
+        Gating depth, an integer >= 2. ``D=2`` gives the group lasso, larger ``D`` the
+        non-convex penalty ``||w_j||^(2/D)``.
+    init : {"identity", "balanced", "dwf"}, default="identity"
+        ``"identity"``: gates 1 and omega the current weight. ``"balanced"``: the same
+        effective weight split into balanced factors (the stationarity condition; used for
+        warm starts). Both leave the module's output unchanged. ``"dwf"`` (only with
+        ``groups="element"``): re-initializes the weight with variance-matched, truncated
+        factors, needed by deep weight factorization for ``D > 2``.
+    group_weights : array-like of shape (J,), default=None
+        Non-negative penalty weight ``rho_j`` of each group (0 leaves a group unpenalized).
+    dwf_sigma : float, default=None
+        Standard deviation of the standard init the ``"dwf"`` product should match;
+        defaults to the current weight's standard deviation.
+    dwf_eps : float, default=3e-3
+        Smallest absolute value of the product of the ``"dwf"`` factors.
+    generator : torch.Generator, default=None
+        Random generator for ``"dwf"``.
+
+    Returns
+    -------
+    module : nn.Module
+        The same module, now parametrized.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sksparse_nn.gating import dgate, penalty
+    >>> layer = torch.nn.Linear(5, 3)
+    >>> _ = dgate(layer, groups="in", D=3)   # one group per input feature
+    >>> layer.parametrizations.weight[0].gates.shape
+    torch.Size([2, 5])
+    >>> loss = layer(torch.randn(8, 5)).pow(2).mean() + 0.1 * penalty(layer)
+    """
+    D = _check_D(D)
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"dgate needs a torch.nn.Module, got {type(module).__name__}.")
+    params = dict(module.named_parameters(recurse=False))
+    if parametrize.is_parametrized(module, name):
+        if any(isinstance(p, DGate) for p in module.parametrizations[name]):
+            raise ValueError(f"'{name}' of {type(module).__name__} is already D-gated.")
+        raise ValueError(
+            f"'{name}' of {type(module).__name__} already has a parametrization; D-gate it first."
+        )
+    if not isinstance(params.get(name), nn.Parameter):
+        raise ValueError(
+            f"'{name}' is not a parameter of {type(module).__name__}; its parameters are "
+            f"{sorted(params)}."
+        )
+    weight = params[name]
+    grouping = resolve_groups(groups, weight.shape).to(weight.device)
+    rho = None
+    if group_weights is not None:
+        rho = torch.as_tensor(np.asarray(group_weights, dtype=np.float64))
+        if rho.shape != (grouping.n_groups,):
+            raise ValueError(
+                f"group_weights must have one entry per group ({grouping.n_groups}), "
+                f"got shape {tuple(rho.shape)}."
+            )
+        if not torch.all(torch.isfinite(rho)) or torch.any(rho < 0):
+            raise ValueError("group_weights must be finite and non-negative.")
+        rho = rho.to(dtype=weight.dtype, device=weight.device)
+    if init not in ("identity", "balanced", "dwf"):
+        raise ValueError(f"init must be 'identity', 'balanced' or 'dwf', got {init!r}.")
+    if init == "dwf" and not (isinstance(groups, str) and groups == "element"):
+        raise ValueError("init='dwf' is the deep-weight-factorization init: use groups='element'.")
+
+    gate = DGate(grouping, D, rho).to(device=weight.device, dtype=weight.dtype)
+    parametrize.register_parametrization(module, name, gate)
+    original = module.parametrizations[name].original
+    with torch.no_grad():
+        if init == "balanced":
+            original.copy_(_balance(original, gate))
+        elif init == "dwf":
+            sigma = float(weight.detach().std()) if dwf_sigma is None else float(dwf_sigma)
+            if not sigma > 0:
+                raise ValueError("init='dwf' needs dwf_sigma > 0 (the weight has zero spread).")
+            factors = _dwf_factors(weight.shape, D, sigma, dwf_eps, generator)
+            original.copy_(factors[0])
+            gate.gates.copy_(factors[1:].reshape(D - 1, -1))
+    return module
+
+
+def penalty(model):
+    """Smooth D-Gating penalty ``(1/D)(||omega||^2 + ||Gamma||^2)`` over all gated tensors.
+
+    Per-group weights given to :func:`dgate` are applied. Differentiable; add
+    ``lam * penalty(model)`` to the training loss. Returns a 0-dim tensor (0 if nothing
+    is gated).
+    """
+    total = None
+    for _, module, name, gate in gated_tensors(model):
+        term = gate.penalty(module.parametrizations[name].original)
+        total = term if total is None else total + term
+    return total if total is not None else torch.zeros(())
+
+
+def induced_penalty(model):
+    """Non-smooth penalty ``sum_j rho_j ||w_j||^(2/D)`` of the effective weights.
+
+    Equals :func:`penalty` at balanced factors and never exceeds it. For monitoring:
+    its gradient is infinite at zero groups when ``D > 2``.
+    """
+    total = torch.zeros(())
+    for _, module, name, gate in gated_tensors(model):
+        total = total + gate.induced_penalty(getattr(module, name)).cpu()
+    return total
+
+
+def misalignment(model):
+    """``penalty(model) - induced_penalty(model)`` (>= 0, zero at balanced factors)."""
+    return penalty(model).cpu() - induced_penalty(model)
+
+
+@torch.no_grad()
+def group_norms(model):
+    """Norm of every group of every gated tensor's effective weight.
+
+    Returns
+    -------
+    norms : dict of str to tensor of shape (J,)
+        Keyed by the tensor's qualified name (e.g. ``"0.weight"``), detached.
+    """
+    return {
+        qname: gate.group_norms(getattr(module, name)).detach()
+        for qname, module, name, gate in gated_tensors(model)
+    }
+
+
+@torch.no_grad()
+def collapse(model, zero_tol=ZERO_TOL):
+    """Remove every D-Gating parametrization, leaving plain effective weights.
+
+    Groups whose norm is below ``zero_tol`` are set to exactly 0; entries in no group are
+    never touched. Works in place.
+
+    Parameters
+    ----------
+    model : nn.Module
+    zero_tol : float, default=float32 eps
+        Absolute threshold on group norms. ``0`` keeps every weight as computed.
+
+    Returns
+    -------
+    model : nn.Module
+        The same module, without D-Gating.
+    """
+    if zero_tol is None or not zero_tol >= 0:
+        raise ValueError(f"zero_tol must be a number >= 0, got {zero_tol!r}.")
+    for _, module, name, gate in list(gated_tensors(model)):
+        weight = getattr(module, name)
+        keep = (gate.group_norms(weight) >= zero_tol).to(weight.dtype)
+        parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        getattr(module, name).mul_(gate.grouping.expand(keep))
+    return model
