@@ -1,5 +1,6 @@
 """sksparse_nn: scikit-learn compatible sparse neural estimators trained with D-Gating."""
 
+from .estimators import SparseLinearClassifier, SparseLinearRegressor
 from .gating import (
     collapse,
     dgate,
@@ -10,11 +11,17 @@ from .gating import (
     penalty,
 )
 from .groups import AxisGroups
+from .path import RegularizationPath, regularization_path
+from .solvers import GroupLassoRegressor
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AxisGroups",
+    "GroupLassoRegressor",
+    "RegularizationPath",
+    "SparseLinearClassifier",
+    "SparseLinearRegressor",
     "collapse",
     "dgate",
     "gated_tensors",
@@ -22,4 +29,5 @@ __all__ = [
     "induced_penalty",
     "misalignment",
     "penalty",
+    "regularization_path",
 ]

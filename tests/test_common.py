@@ -8,10 +8,12 @@ import pytest
 from sklearn.base import clone, is_classifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sksparse_nn.solvers import GroupLassoRegressor
+from sksparse_nn import GroupLassoRegressor, SparseLinearClassifier, SparseLinearRegressor
 
 ESTIMATORS = [
     GroupLassoRegressor(lam=0.01),
+    SparseLinearRegressor(lam=0.01, max_epochs=5),
+    SparseLinearClassifier(lam=0.01, max_epochs=5),
 ]
 
 
@@ -53,7 +55,9 @@ BAD_FIT_INPUTS = [
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
-@pytest.mark.parametrize("name, corrupt, message", BAD_FIT_INPUTS, ids=[b[0] for b in BAD_FIT_INPUTS])
+@pytest.mark.parametrize(
+    "name, corrupt, message", BAD_FIT_INPUTS, ids=[b[0] for b in BAD_FIT_INPUTS]
+)
 def test_bad_fit_input_raises_a_clear_error(estimator, name, corrupt, message):
     X, y = _data(estimator)
     X_bad, y_bad = corrupt(X, y)

@@ -1,0 +1,162 @@
+"""skorch plumbing shared by every estimator: data, batches, the penalized loss, callbacks.
+
+Nothing here knows which model is trained or how gating is parametrized: the penalty is
+:func:`sksparse_nn.gating.penalty` of whatever module the net holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import Callback, LRScheduler, ProgressBar
+
+from ..gating import penalty
+
+__all__ = ["ArrayDataset", "BatchIterator", "PenalizedNet", "make_callbacks", "resolve_optimizer"]
+
+
+class ArrayDataset(torch.utils.data.Dataset):
+    """Features (dense ndarray or CSR matrix) and a target tensor, sliced per batch.
+
+    Sparse features stay sparse; only the rows of a batch are densified. Dense features are
+    converted to one tensor once, so a batch is a cheap index operation.
+    """
+
+    def __init__(self, X, y, dtype, device="cpu"):
+        self.sparse = sp.issparse(X)
+        if not self.sparse and not X.flags.writeable:
+            X = np.array(X)  # torch tensors cannot share read-only memory
+        self.dtype, self.device = dtype, device
+        self.X = X.tocsr() if self.sparse else torch.as_tensor(X, dtype=dtype, device=device)
+        self.y = None if y is None else torch.as_tensor(y, device=device)
+
+    def __len__(self):
+        return self.X.shape[0]
+
+    def rows(self, index):
+        """Dense feature tensor of the given rows (an index array or a slice)."""
+        if not self.sparse:
+            return self.X[index]
+        if isinstance(index, torch.Tensor):
+            index = index.cpu().numpy()
+        dense = self.X[index].toarray()
+        return torch.as_tensor(dense, dtype=self.dtype, device=self.device)
+
+    def subset(self, index):
+        """A new dataset holding the given rows (used for the validation split)."""
+        out = ArrayDataset.__new__(ArrayDataset)
+        out.__dict__.update(self.__dict__)
+        out.X = self.X[index] if self.sparse else self.X[torch.as_tensor(index)]
+        out.y = None if self.y is None else self.y[torch.as_tensor(index)]
+        return out
+
+    def __getitem__(self, i):  # for generic torch tooling; training uses BatchIterator
+        return self.rows(slice(i, i + 1))[0], None if self.y is None else self.y[i]
+
+
+class BatchIterator:
+    """Mini-batches of an :class:`ArrayDataset` by tensor slicing (no per-sample collate).
+
+    skorch calls it as ``iterator(dataset, batch_size=..., shuffle=...)``.
+    """
+
+    def __init__(self, dataset, batch_size, shuffle=False, generator=None):
+        self.dataset, self.batch_size, self.shuffle = dataset, int(batch_size), shuffle
+        self.generator = generator
+
+    def __len__(self):
+        return -(-len(self.dataset) // self.batch_size)
+
+    def __iter__(self):
+        n, ds = len(self.dataset), self.dataset
+        if self.batch_size >= n and not self.shuffle:
+            yield ds.rows(slice(None)), ds.y
+            return
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else None
+        for start in range(0, n, self.batch_size):
+            if order is None:
+                index = slice(start, start + self.batch_size)
+            else:
+                index = order[start : start + self.batch_size].to(ds.y.device)
+            yield ds.rows(index), ds.y[index]
+
+
+class PenalizedNet(NeuralNet):
+    """A skorch net whose training loss is ``criterion + lam * penalty(module)``.
+
+    The penalty enters only when ``training=True``, so validation losses (and early
+    stopping) measure the fit to the data alone.
+    """
+
+    def __init__(self, *args, lam=0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lam = lam
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        loss = self.criterion_(y_pred, y_true)
+        if training and self.lam:
+            loss = loss + self.lam * penalty(self.module_)
+        return loss
+
+
+class _StopWhenConverged(Callback):
+    """Stop when an epoch lowers the training loss by less than ``tol`` (relative)."""
+
+    def __init__(self, tol):
+        self.tol = tol
+
+    def on_epoch_end(self, net, **kwargs):
+        losses = net.history[:, "train_loss"]
+        if len(losses) >= 2 and losses[-2] - losses[-1] <= self.tol * max(abs(losses[-1]), 1e-12):
+            raise KeyboardInterrupt  # skorch's way to end training early
+
+
+def resolve_optimizer(name):
+    """Map an optimizer name (or a ``torch.optim.Optimizer`` class) to (class, kwargs)."""
+    if isinstance(name, type) and issubclass(name, torch.optim.Optimizer):
+        return name, {}
+    table = {
+        "sgd": (torch.optim.SGD, {"momentum": 0.9, "nesterov": True}),
+        "adam": (torch.optim.Adam, {}),
+        "adamw": (torch.optim.AdamW, {"weight_decay": 0.0}),
+        "lbfgs": (
+            torch.optim.LBFGS,
+            {
+                "max_iter": 50,
+                "history_size": 10,
+                "line_search_fn": "strong_wolfe",
+                "tolerance_grad": 1e-10,
+                "tolerance_change": 0.0,
+            },
+        ),
+    }
+    if name not in table:
+        raise ValueError(
+            f"optimizer must be one of {sorted(table)} or a torch.optim.Optimizer class, "
+            f"got {name!r}."
+        )
+    return table[name]
+
+
+def make_callbacks(*, lr_schedule, max_epochs, tol, verbose):
+    """The callbacks of a fit: LR schedule, convergence stop and an optional progress bar."""
+    callbacks = []
+    if lr_schedule == "cosine":
+        callbacks.append(
+            (
+                "lr_schedule",
+                LRScheduler(torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs),
+            )
+        )
+    if tol is not None:
+        callbacks.append(("converged", _StopWhenConverged(tol)))
+    if verbose:
+        callbacks.append(("progress", ProgressBar()))
+    return callbacks
+
+
+def as_numpy(tensor):
+    """CPU float64 numpy copy of a tensor."""
+    return tensor.detach().cpu().numpy().astype(np.float64)
