@@ -1,6 +1,11 @@
 """sksparse_nn: scikit-learn compatible sparse neural estimators trained with D-Gating."""
 
-from .estimators import SparseLinearClassifier, SparseLinearRegressor
+from .estimators import (
+    DGatedMLPClassifier,
+    DGatedMLPRegressor,
+    SparseLinearClassifier,
+    SparseLinearRegressor,
+)
 from .gating import (
     collapse,
     dgate,
@@ -18,6 +23,8 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AxisGroups",
+    "DGatedMLPClassifier",
+    "DGatedMLPRegressor",
     "GroupLassoRegressor",
     "RegularizationPath",
     "SparseLinearClassifier",

@@ -136,6 +136,22 @@ class RegularizationPath:
         return plot_path(self, ax=ax, kind=kind)
 
 
+def _grid(lams, extend, selected, max_extra=20):
+    """Yield the grid; a default grid grows (appending to ``lams``) until all is zero.
+
+    lam_max zeroes the convex D=2 problem, but a warm-started non-convex fit (D > 2) can
+    keep a local minimum with live groups beyond it, so default paths continue upward
+    with the grid's own ratio until no feature is selected.
+    """
+    yield from list(lams)
+    ratio = lams[-1] / lams[-2] if len(lams) > 1 else 2.0
+    for _ in range(max_extra if extend else 0):
+        if selected[-1].size == 0:
+            return
+        lams.append(lams[-1] * ratio)
+        yield lams[-1]
+
+
 def regularization_path(
     estimator,
     X,
@@ -157,7 +173,8 @@ def regularization_path(
     lams : array-like of float, default=None
         The grid; sorted ascending before fitting. ``None`` builds ``n_lams`` log-spaced
         values from ``lam_min_ratio * lam_max`` to ``lam_max``, where ``lam_max`` is the
-        smallest lam with an all-zero group-lasso (D=2) solution.
+        smallest lam with an all-zero group-lasso (D=2) solution; for D > 2 the grid is
+        extended upward (same ratio) until no feature is selected.
     n_lams : int, default=30
     lam_min_ratio : float, default=1e-3
     X_val, y_val : validation data, default=None
@@ -171,7 +188,8 @@ def regularization_path(
     import copy
 
     est = clone(estimator)
-    if lams is None:
+    extend = lams is None
+    if extend:
         lams = lambda_grid(est._default_lambda_max(X, y), n_lams, lam_min_ratio)
     lams = np.sort(check_array(np.asarray(lams, dtype=float), ensure_2d=False).ravel())
     if lams.size == 0 or np.any(lams < 0):
@@ -180,8 +198,8 @@ def regularization_path(
         raise ValueError("Give both X_val and y_val, or neither.")
 
     records = {k: [] for k in ("selected", "norms", "coefs", "intercepts", "obj", "train", "val")}
-    kept, warm = [], None
-    for lam in lams:
+    kept, warm, lams = [], None, list(lams)
+    for lam in _grid(lams, extend, records["selected"]):
         est.set_params(lam=float(lam))
         est._fit(X, y, warm_module=warm)
         warm = est.module_
@@ -197,7 +215,7 @@ def regularization_path(
             kept.append(copy.deepcopy(est))
     has_coef = hasattr(est, "coef_")
     return RegularizationPath(
-        lams=lams,
+        lams=np.asarray(lams),
         n_selected=np.array([s.size for s in records["selected"]]),
         selected=records["selected"],
         group_norms=np.vstack(records["norms"]),

@@ -1,5 +1,11 @@
 """scikit-learn estimators trained with D-Gating (each wraps a skorch net)."""
 
 from .linear import SparseLinearClassifier, SparseLinearRegressor
+from .mlp import DGatedMLPClassifier, DGatedMLPRegressor
 
-__all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
+__all__ = [
+    "DGatedMLPClassifier",
+    "DGatedMLPRegressor",
+    "SparseLinearClassifier",
+    "SparseLinearRegressor",
+]

@@ -50,6 +50,9 @@ class BaseDGated(BaseEstimator):
     #: dtype of training. Linear models train in float64 (they are checked against exact
     #: solvers); networks in float32.
     _torch_dtype = torch.float32
+    #: How a freshly built module is gated: "identity" (gates 1, the papers' choice for
+    #: networks) or "balanced" (factors already at the stationarity condition).
+    _fresh_init = "identity"
 
     _parameter_constraints = {
         "lam": [Interval(Real, 0, None, closed="left")],
@@ -109,7 +112,8 @@ class BaseDGated(BaseEstimator):
             if warm_module is not None:
                 module, init = copy.deepcopy(warm_module), "balanced"
             else:
-                module, init = self._build_module(X.shape[1], n_outputs), "identity"
+                module, init = self._build_module(X.shape[1], n_outputs), self._fresh_init
+                self._init_module(module, X, targets)
             module = module.to(dtype=dtype)
             self._gate_module(module, init)
             dataset = ArrayDataset(X, targets, dtype=dtype, device=self.device)
@@ -170,6 +174,10 @@ class BaseDGated(BaseEstimator):
         """Raw module output on X as CPU float64 numpy, evaluated in batches."""
         check_is_fitted(self, "module_")
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
+        return self._module_output(X)
+
+    def _module_output(self, X):
+        """Module output on already validated X (no feature-name checks)."""
         dataset = ArrayDataset(X, None, dtype=self._torch_dtype)
         with torch.no_grad():
             outs = [
@@ -233,6 +241,9 @@ class BaseDGated(BaseEstimator):
     def _feature_importances(self, module):
         """Norm of each input feature's weights: exactly 0 for removed features."""
         return np.linalg.norm(as_numpy(self._input_weight(module)), axis=0)
+
+    def _init_module(self, module, X, targets):
+        """Data-dependent initialization of a freshly built module (default: none)."""
 
     def _after_fit(self, X, y):
         """Set family-specific fitted attributes (e.g. ``coef_``)."""
@@ -315,7 +326,8 @@ class ClassifierTaskMixin(ClassifierMixin):
         self.classes_ = encoder.classes_
         if len(self.classes_) < 2:
             raise ValueError(
-                f"The training data contain only one class ({self.classes_[0]!r}); at least 2 are needed."
+                f"The training data contain only one class ({self.classes_[0]!r}); "
+                "at least 2 are needed."
             )
         codes = torch.as_tensor(encoder.transform(y), dtype=torch.int64)
         return codes, (1 if len(self.classes_) == 2 else len(self.classes_))

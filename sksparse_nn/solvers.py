@@ -1,0 +1,905 @@
+r"""Reference group-lasso solver (numpy/scipy only, no torch).
+
+The problem solved is the (weighted) group lasso for least-squares regression
+
+.. math::
+
+    \min_{w, b}\; \frac{1}{2n}\,\|y - Xw - b\mathbf{1}\|_2^2
+        \;+\; \lambda \sum_{j=1}^{J} \rho_j \,\|w_{G_j}\|_2 ,
+
+where ``G_1, ..., G_J`` are disjoint groups of features, ``rho_j >= 0`` are group weights
+(``rho_j = 1`` by default, like skglm and celer) and features in no group are not
+penalized. The intercept ``b`` is optional and never penalized.
+
+It is meant as an exact, dependency-light reference for the D-Gating estimators of this
+package (which solve the same problem by smooth gradient descent): it reaches the optimum
+to a certified KKT tolerance.
+
+Contents
+--------
+:func:`solve_group_lasso`
+    one problem, accelerated proximal gradient (FISTA with adaptive restart).
+:func:`group_lasso_path`
+    a sequence of penalties with warm starts, sharing the precomputations.
+:func:`lambda_max`
+    the smallest penalty at which every penalized group is zero.
+:class:`GroupLassoRegressor`
+    the scikit-learn estimator.
+``_check_groups`` / ``_resolve_group_weights``
+    validation of group specifications and group weights, shared with the estimators of
+    the library.
+
+Stopping rule
+-------------
+The solver stops when the *relative KKT violation* is at most ``tol``. With
+``g = X_c^T (y_c - X_c w) / n`` (``X_c``, ``y_c`` centered when ``fit_intercept``) the
+violation of group ``j`` is its distance to the subdifferential of the penalty,
+
+* ``max(0, ||g_j|| - lam rho_j)`` if ``w_j = 0``,
+* ``||g_j - lam rho_j w_j / ||w_j||||`` if ``w_j != 0``,
+
+and unpenalized features (in no group, or in a group of weight 0) count as groups with
+``rho = 0`` (violation ``|g_i|``, respectively ``||g_j||``). The maximum over groups is
+divided by the scale ``max_j ||X_{c,j}^T y_c|| / n`` (the same maximum at ``w = 0`` and
+``lam = 0``, i.e. ``lambda_max`` for unit weights without unpenalized features; ``1`` if it
+is zero), which makes ``tol`` independent of the units of ``y``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from contextlib import nullcontext
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, eigsh
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "GroupLassoRegressor",
+    "GroupLassoResult",
+    "group_lasso_path",
+    "lambda_max",
+    "solve_group_lasso",
+]
+
+# Largest problem for which the Gram matrix X^T X / n is precomputed ("auto").
+_GRAM_MAX_FEATURES = 4096
+# Per-iteration flop count below which the iterations run with single-threaded BLAS.
+_SMALL_WORK = 2**20
+# Largest dimension for which the Lipschitz constant is computed by a dense eigensolver.
+_DENSE_EIG_MAX = 64
+
+
+# --------------------------------------------------------------------------------------
+# Group specifications
+# --------------------------------------------------------------------------------------
+
+
+def _is_sequence(obj):
+    """Whether ``obj`` is a list-like of indices (not a string or a scalar)."""
+    if isinstance(obj, (str, bytes)):
+        return False
+    if isinstance(obj, np.ndarray):
+        return obj.ndim >= 1
+    return isinstance(obj, (list, tuple, range)) or (
+        hasattr(obj, "__len__") and hasattr(obj, "__getitem__")
+    )
+
+
+def _as_integers(values, what):
+    """Integer array from ``values``; integral floats are accepted, bools are not."""
+    arr = np.asarray(values)
+    if arr.dtype == bool or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        if arr.dtype == object:
+            # e.g. a list mixing ints and floats that numpy could not unify; try harder.
+            try:
+                return _as_integers(arr.astype(np.float64), what)
+            except (TypeError, ValueError):
+                pass
+        raise ValueError(f"{what} must be integers, got dtype {arr.dtype}.")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            bad = arr[~np.isfinite(arr) | (arr != np.round(arr))][0]
+            raise ValueError(f"{what} must be integers; got the non-integer value {bad!r}.")
+    return arr.astype(np.intp)
+
+
+def _labels_from_index_lists(groups, n_features):
+    labels = np.full(n_features, -1, dtype=np.intp)
+    for j, group in enumerate(groups):
+        idx = _as_integers(group, f"The indices of group {j}")
+        if idx.ndim != 1:
+            raise ValueError(
+                f"Group {j} must be a 1-d list of feature indices, got shape {idx.shape}."
+            )
+        if idx.size == 0:
+            raise ValueError(f"Group {j} is empty; every group needs at least one feature.")
+        bad = (idx < 0) | (idx >= n_features)
+        if bad.any():
+            raise ValueError(
+                f"Group {j} contains the feature index {idx[bad][0]}, out of range for "
+                f"{n_features} features (valid indices are 0..{n_features - 1})."
+            )
+        uniq, counts = np.unique(idx, return_counts=True)
+        if np.any(counts > 1):
+            raise ValueError(f"Feature {uniq[counts > 1][0]} appears twice in group {j}.")
+        owners = labels[idx]
+        taken = owners >= 0
+        if taken.any():
+            first = np.flatnonzero(taken)[0]
+            raise ValueError(
+                f"Groups must not overlap: feature {idx[first]} appears in groups "
+                f"{owners[first]} and {j}."
+            )
+        labels[idx] = j
+    return labels
+
+
+def _labels_from_label_array(arr, n_features):
+    if arr.ndim != 1 or arr.shape[0] != n_features:
+        raise ValueError(
+            f"A group label array must have shape ({n_features},) (one label per feature), "
+            f"got shape {arr.shape}."
+        )
+    arr = _as_integers(arr, "Group labels")
+    if arr.size and arr.min() < -1:
+        raise ValueError(f"Group labels must be >= 0, or -1 for 'in no group'; got {arr.min()}.")
+    labels = np.full(n_features, -1, dtype=np.intp)
+    grouped = arr >= 0
+    ids = np.unique(arr[grouped])
+    labels[grouped] = np.searchsorted(ids, arr[grouped])
+    return labels
+
+
+def _check_groups(groups, n_features):
+    """Resolve a group specification into one integer label per feature.
+
+    Parameters
+    ----------
+    groups : None, int, list of list of int, or array-like of int of shape (n_features,)
+        * ``None``: every feature is its own group (the lasso).
+        * ``int k >= 1``: consecutive groups of ``k`` features; the last one may be
+          smaller.
+        * a list of index lists (or a 2-d integer array, one group per row): the features
+          of each group. Groups are numbered in list order; features that are listed in
+          no group are unpenalized. Indices must be in ``0..n_features-1`` and groups must
+          not overlap.
+        * a label array of length ``n_features``: integer group label of each feature,
+          ``-1`` for "in no group". Groups are numbered in sorted label order.
+    n_features : int
+        Number of features.
+
+    Returns
+    -------
+    labels : ndarray of int of shape (n_features,)
+        Values in ``-1..J-1``: group of each feature, ``-1`` for unpenalized features.
+
+    Raises
+    ------
+    ValueError
+        If the specification is malformed, names out-of-range features, has overlapping
+        or empty groups, non-integer labels or the wrong length.
+    """
+    n_features = int(n_features)
+    if groups is None:
+        return np.arange(n_features, dtype=np.intp)
+    if isinstance(groups, (bool, np.bool_)):
+        raise ValueError(f"groups must not be a boolean, got {groups!r}.")
+    if isinstance(groups, numbers.Integral):
+        size = int(groups)
+        if size < 1:
+            raise ValueError(
+                f"An integer groups gives the group size and must be >= 1, got {size}."
+            )
+        return (np.arange(n_features) // size).astype(np.intp)
+    if isinstance(groups, (str, bytes, dict, set, frozenset)) or not (
+        _is_sequence(groups) or hasattr(groups, "__array__")
+    ):
+        raise ValueError(
+            "groups must be None, a positive int (group size), a list of feature-index lists "
+            f"or an integer label array of length n_features; got {type(groups).__name__}."
+        )
+    if hasattr(groups, "__array__") and not isinstance(groups, np.ndarray):
+        groups = np.asarray(groups)  # pandas Series, torch tensors, ...
+    if isinstance(groups, np.ndarray):
+        if groups.ndim == 2:
+            return _labels_from_index_lists(list(groups), n_features)
+        if groups.ndim != 1:
+            raise ValueError(
+                f"groups as an array must be 1-d (labels) or 2-d (one group per row), "
+                f"got {groups.ndim} dimensions."
+            )
+        if groups.dtype != object:
+            return _labels_from_label_array(groups, n_features)
+    items = list(groups)
+    if len(items) == 0:
+        raise ValueError(
+            "groups is empty: give a label per feature, or a list of non-empty index lists."
+        )
+    nested = [_is_sequence(item) for item in items]
+    if all(nested):
+        return _labels_from_index_lists(items, n_features)
+    if any(nested):
+        raise ValueError(
+            "groups mixes index lists and scalars: give either a list of feature-index lists "
+            "or a flat label array."
+        )
+    return _labels_from_label_array(np.asarray(items), n_features)
+
+
+def _n_groups(labels):
+    return int(labels.max()) + 1 if labels.size and labels.max() >= 0 else 0
+
+
+def _resolve_group_weights(group_weights, labels):
+    """Group weights ``rho`` of shape ``(J,)`` from a specification.
+
+    Parameters
+    ----------
+    group_weights : None, "sqrt" or array-like of shape (J,)
+        ``None`` gives ``rho_j = 1``; ``"sqrt"`` gives ``sqrt(|G_j|)``; an array gives
+        explicit finite non-negative weights (``0`` leaves a group unpenalized).
+    labels : ndarray of int of shape (n_features,)
+        Output of :func:`_check_groups`.
+
+    Returns
+    -------
+    rho : ndarray of float64 of shape (J,)
+    """
+    n_groups = _n_groups(labels)
+    if group_weights is None:
+        return np.ones(n_groups)
+    if isinstance(group_weights, str):
+        if group_weights == "sqrt":
+            return np.sqrt(np.bincount(labels[labels >= 0], minlength=n_groups).astype(float))
+        raise ValueError(
+            f'group_weights must be None, "sqrt" or an array of {n_groups} non-negative '
+            f"weights, got {group_weights!r}."
+        )
+    try:
+        rho = np.array(group_weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"group_weights must be numeric, got {group_weights!r}.") from exc
+    if rho.shape != (n_groups,):
+        raise ValueError(
+            f"group_weights must have shape ({n_groups},) (one weight per group), "
+            f"got shape {rho.shape}."
+        )
+    if not np.all(np.isfinite(rho)):
+        raise ValueError("group_weights must be finite.")
+    if np.any(rho < 0):
+        raise ValueError(f"group_weights must be >= 0, got {rho.min()}.")
+    return rho
+
+
+def _extended_groups(labels, rho):
+    """Give each unpenalized feature its own weight-0 group.
+
+    Returns ``(ext, rho_ext)``: labels in ``0..K-1`` for every feature (groups ``0..J-1``
+    keep their number, features in no group get ``J, J+1, ...``) and the weights of the
+    ``K`` groups. The solver then needs no special case for unpenalized features.
+    """
+    labels = np.asarray(labels, dtype=np.intp)
+    n_groups = _n_groups(labels)
+    rho = np.asarray(rho, dtype=np.float64).reshape(-1)
+    if rho.shape != (n_groups,):
+        raise ValueError(f"rho must have shape ({n_groups},), got {rho.shape}.")
+    ext = labels.copy()
+    free = ext < 0
+    ext[free] = n_groups + np.arange(int(free.sum()))
+    rho_ext = np.concatenate([rho, np.zeros(int(free.sum()))])
+    return ext, rho_ext
+
+
+# --------------------------------------------------------------------------------------
+# Data preparation
+# --------------------------------------------------------------------------------------
+
+
+def _as_float_data(X, y):
+    if sp.issparse(X):
+        if X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        if X.dtype != np.float64:
+            X = X.astype(np.float64)
+    else:
+        X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}.")
+    return X, y
+
+
+def _top_eigenvalue(matvec, dim):
+    """Largest eigenvalue of a symmetric PSD operator, rounded up to be an upper bound.
+
+    Small operators are formed explicitly and solved by LAPACK; larger ones use a few
+    Lanczos (ARPACK) iterations with a fixed starting vector (deterministic).
+    """
+    if dim == 0:
+        return 0.0
+    if dim <= _DENSE_EIG_MAX:
+        M = np.column_stack([matvec(e) for e in np.eye(dim)])
+        return float(scipy.linalg.eigvalsh(0.5 * (M + M.T))[-1])
+    op = LinearOperator((dim, dim), matvec=matvec, dtype=np.float64)
+    v0 = np.random.RandomState(0).standard_normal(dim)
+    tol = 1e-8
+    val = eigsh(op, k=1, which="LA", tol=tol, v0=v0, return_eigenvectors=False)[0]
+    # ARPACK guarantees an eigenvalue within tol * |val| of val: round up.
+    return float(val) * (1.0 + 10 * tol)
+
+
+class _Design:
+    """Centered least-squares data and everything the iterations need, computed once.
+
+    ``grad(w)`` is the gradient ``X_c^T (X_c w - y_c) / n`` of the smooth part, ``c`` is
+    ``X_c^T y_c / n`` (``-grad(0)``) and ``L`` the Lipschitz constant of ``grad``.
+    Sparse ``X`` is never densified nor explicitly centered: ``X_c w = X w - x_mean @ w``
+    and ``X_c^T r = X^T r - x_mean * sum(r)``.
+    """
+
+    def __init__(self, X, y, fit_intercept=True, precompute="auto", lipschitz=None):
+        X, y = _as_float_data(X, y)
+        n, p = X.shape
+        self.n_samples, self.n_features = n, p
+        self.fit_intercept = bool(fit_intercept)
+        if self.fit_intercept:
+            self.x_mean = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1)
+            self.y_mean = float(y.mean())
+        else:
+            self.x_mean = np.zeros(p)
+            self.y_mean = 0.0
+        yc = y - self.y_mean
+        sparse = sp.issparse(X)
+        if precompute == "auto":
+            use_gram = p <= n and p <= _GRAM_MAX_FEATURES
+        elif isinstance(precompute, (bool, np.bool_)):
+            use_gram = bool(precompute)
+        else:
+            raise ValueError(f'precompute must be "auto", True or False, got {precompute!r}.')
+        self.gram = None
+        m = self.x_mean
+        if sparse:
+            Xt = X.T
+
+            def xc_dot(w):
+                return X @ w - m @ w
+
+            def xct_dot(r):
+                return Xt @ r - m * r.sum()
+        else:
+            Xc = X - m if self.fit_intercept else X
+
+            def xc_dot(w):
+                return Xc @ w
+
+            def xct_dot(r):
+                return Xc.T @ r
+
+        self.c = xct_dot(yc) / n
+        if use_gram:
+            if sparse:
+                G = Xt @ X
+                G = G.toarray() if sp.issparse(G) else np.array(G, dtype=np.float64)
+                G /= n
+                if self.fit_intercept:
+                    G -= np.outer(m, m)
+            else:
+                G = Xc.T @ Xc / n
+            G = 0.5 * (G + G.T)
+            self.gram = G
+        if lipschitz is not None:
+            L = float(lipschitz)
+        elif use_gram:
+            L = _top_eigenvalue(lambda v: G @ v, p)
+        elif n < p:  # the nonzero spectrum of X_c X_c^T / n, in the smaller dimension
+            L = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
+        else:
+            L = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
+        # Treat X_c = 0 up to rounding (e.g. constant columns) as exactly 0.
+        sq = np.asarray(X.multiply(X).sum(axis=0)) if sparse else np.einsum("ij,ij->j", X, X)
+        ref = float(sq.max()) / n if n and p else 0.0
+        if not np.isfinite(L) or L <= 1e-24 * ref or L <= 0:
+            L = 0.0  # the smooth part does not depend on w
+        self.L = L
+        c = self.c
+        # forward(w) = w - grad(w) / L, the gradient step of every iteration, written with
+        # as few array operations as possible (the iterations are overhead-bound for small
+        # problems).
+        if use_gram:
+            Gs = G / L if L > 0 else G
+            cs = c / L if L > 0 else c
+
+            def grad(w):
+                return G @ w - c
+
+            def forward(w):
+                return w - Gs @ w + cs
+        else:
+            inv_nl = 1.0 / (n * L) if L > 0 else 1.0 / n
+            cs = c * (n * inv_nl)
+
+            def grad(w):
+                return xct_dot(xc_dot(w)) / n - c
+
+            def forward(w):
+                return w - xct_dot(xc_dot(w)) * inv_nl + cs
+
+        self.grad, self.forward = grad, forward
+        # per-iteration work small enough for single-threaded BLAS to be fastest
+        self.small = (p * p if use_gram else 2 * n * p) <= _SMALL_WORK
+
+    def intercept(self, w):
+        return self.y_mean - float(self.x_mean @ w) if self.fit_intercept else 0.0
+
+
+# --------------------------------------------------------------------------------------
+# Solver
+# --------------------------------------------------------------------------------------
+
+
+class GroupLassoResult(NamedTuple):
+    """Output of :func:`solve_group_lasso`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features,)
+    intercept : float
+    n_iter : int
+        Number of proximal-gradient iterations (0 if ``w0`` was already optimal).
+    kkt : float
+        Final relative KKT violation (see the module docstring).
+    converged : bool
+        Whether ``kkt <= tol``.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    n_iter: int
+    kkt: float
+    converged: bool
+
+
+def _kkt_violation(w, g, ext, lam_rho, n_ext):
+    """Largest distance of ``-g`` to the subdifferential of the penalty, over groups."""
+    nw = np.sqrt(np.bincount(ext, weights=w * w, minlength=n_ext))
+    live = nw > 0
+    coef = np.zeros(n_ext)
+    np.divide(lam_rho, nw, out=coef, where=live)
+    d = g + coef[ext] * w  # for live groups: g_j + lam rho_j w_j / ||w_j||; else g_j
+    nd = np.sqrt(np.bincount(ext, weights=d * d, minlength=n_ext))
+    viol = np.where(live, nd, np.maximum(nd - lam_rho, 0.0))
+    return float(viol.max()) if viol.size else 0.0
+
+
+def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10):
+    """FISTA with gradient-based adaptive restart (O'Donoghue & Candes, 2015).
+
+    The KKT violation is evaluated at the start and every ``check_every`` iterations (it
+    needs one extra gradient); returns ``(w, n_iter, relative kkt)``.
+    """
+    p = design.n_features
+    n_ext = rho_ext.shape[0]
+    lam_rho = lam * rho_ext
+    # KKT scale: largest group norm of X_c^T y_c / n over all (extended) groups.
+    scale = 0.0
+    if p:
+        scale = float(np.sqrt(np.bincount(ext, weights=design.c**2, minlength=n_ext)).max())
+    if not scale > 0:
+        scale = 1.0
+    abs_tol = tol * scale
+    x = np.zeros(p) if w0 is None else np.array(w0, dtype=np.float64).reshape(-1)
+    if x.shape != (p,):
+        raise ValueError(f"w0 must have shape ({p},), got {x.shape}.")
+    grad = design.grad
+    if design.L == 0.0:
+        # The loss is constant in w: zero every penalized group, keep the others.
+        x = np.where(rho_ext[ext] > 0, 0.0, x)
+        return x, 0, _kkt_violation(x, grad(x), ext, lam_rho, n_ext) / scale
+    kkt = _kkt_violation(x, grad(x), ext, lam_rho, n_ext)
+    if kkt <= abs_tol:
+        return x, 0, kkt / scale
+    forward = design.forward
+    thr = lam_rho / design.L
+    has_thr = bool(np.any(thr > 0))
+    singletons = n_ext == p  # every group has one feature: plain soft-thresholding
+    thr_feat = thr[ext]
+    y, t = x, 1.0
+    sqrt, bincount, maximum, divide, dot = np.sqrt, np.bincount, np.maximum, np.divide, np.dot
+    clip = np.clip
+    n_iter = 0
+    # Small problems are overhead-bound: extra BLAS threads only add synchronization.
+    limit = threadpool_limits(limits=1, user_api="blas") if design.small else nullcontext()
+    with limit:
+        for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is used after the loop)
+            v = forward(y)
+            if singletons:
+                x_new = v - clip(v, -thr_feat, thr_feat)
+            elif has_thr:  # block soft-thresholding, vectorized over groups
+                nv = sqrt(bincount(ext, weights=v * v, minlength=n_ext))
+                s = maximum(nv - thr, 0.0)
+                divide(s, nv, out=s, where=nv > 0)
+                x_new = v * s[ext]
+            else:
+                x_new = v
+            dx = x_new - x
+            if dot(y - x_new, dx) > 0.0:  # momentum points uphill: restart
+                t = 1.0
+                y = x_new
+            else:
+                t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+                y = x_new + ((t - 1.0) / t_new) * dx
+                t = t_new
+            x = x_new
+            if n_iter % check_every == 0 or n_iter == max_iter:
+                kkt = _kkt_violation(x, grad(x), ext, lam_rho, n_ext)
+                if kkt <= abs_tol:
+                    break
+    return x + 0.0, n_iter, kkt / scale  # + 0.0 turns -0.0 into 0.0
+
+
+def _check_solver_args(lam, tol, max_iter):
+    if not (isinstance(lam, Real) and np.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}.")
+    if not (isinstance(tol, Real) and tol > 0):
+        raise ValueError(f"tol must be > 0, got {tol!r}.")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
+
+
+def solve_group_lasso(
+    X,
+    y,
+    lam,
+    groups_index,
+    rho,
+    w0=None,
+    tol=1e-8,
+    max_iter=10000,
+    fit_intercept=True,
+    *,
+    precompute="auto",
+    lipschitz=None,
+):
+    r"""Solve one group-lasso problem by accelerated proximal gradient.
+
+    Minimizes :math:`\frac{1}{2n}\|y - Xw - b\|_2^2 + \lambda \sum_j \rho_j \|w_{G_j}\|_2`
+    with FISTA, gradient-based adaptive restart, constant step ``1/L``
+    (``L`` = largest eigenvalue of :math:`X_c^T X_c / n`) and block soft-thresholding.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Design matrix, not modified. Sparse input is never densified (centering is
+        implicit); dense input is centered in a copy when ``fit_intercept``.
+    y : ndarray of shape (n_samples,)
+    lam : float
+        Penalty level ``>= 0``.
+    groups_index : ndarray of int of shape (n_features,)
+        Group label of every feature in ``-1..J-1`` (``-1``: unpenalized), as returned by
+        :func:`_check_groups`.
+    rho : ndarray of shape (J,)
+        Non-negative group weights (``0``: unpenalized group).
+    w0 : ndarray of shape (n_features,), default=None
+        Starting point (warm start); zeros if None.
+    tol : float, default=1e-8
+        Tolerance on the relative KKT violation (see the module docstring).
+    max_iter : int, default=10000
+        Maximum number of proximal-gradient iterations.
+    fit_intercept : bool, default=True
+        Fit an unpenalized intercept (by centering ``X`` and ``y``).
+    precompute : "auto" or bool, default="auto"
+        Iterate with the Gram matrix ``X_c^T X_c / n``. "auto" uses it when
+        ``n_features <= n_samples`` (and ``n_features <= 4096``).
+    lipschitz : float, default=None
+        Known Lipschitz constant ``L`` (e.g. from a previous call on the same data).
+
+    Returns
+    -------
+    result : GroupLassoResult
+        Named tuple ``(coef, intercept, n_iter, kkt, converged)``.
+    """
+    _check_solver_args(lam, tol, max_iter)
+    design = _Design(X, y, fit_intercept, precompute=precompute, lipschitz=lipschitz)
+    ext, rho_ext = _extended_groups(groups_index, rho)
+    if ext.shape != (design.n_features,):
+        raise ValueError(f"groups_index must have shape ({design.n_features},), got {ext.shape}.")
+    w, n_iter, kkt = _fista(design, float(lam), ext, rho_ext, w0, tol, max_iter)
+    return GroupLassoResult(w, design.intercept(w), n_iter, kkt, bool(kkt <= tol))
+
+
+def group_lasso_path(
+    X,
+    y,
+    lams,
+    groups_index,
+    rho,
+    *,
+    w0=None,
+    tol=1e-8,
+    max_iter=10000,
+    fit_intercept=True,
+    precompute="auto",
+):
+    """Solve the group lasso for a sequence of penalties with warm starts.
+
+    The centering, the Gram matrix and the Lipschitz constant are computed once; each
+    problem starts from the solution of the previous one (so give ``lams`` in decreasing
+    order). Parameters are those of :func:`solve_group_lasso`.
+
+    Returns
+    -------
+    coefs : ndarray of shape (n_lams, n_features)
+    intercepts : ndarray of shape (n_lams,)
+    n_iters : ndarray of int of shape (n_lams,)
+    kkts : ndarray of shape (n_lams,)
+        Final relative KKT violations; a problem converged iff its value is ``<= tol``.
+    """
+    lams = np.asarray(lams, dtype=np.float64).reshape(-1)
+    for lam in lams:
+        _check_solver_args(float(lam), tol, max_iter)
+    design = _Design(X, y, fit_intercept, precompute=precompute)
+    ext, rho_ext = _extended_groups(groups_index, rho)
+    if ext.shape != (design.n_features,):
+        raise ValueError(f"groups_index must have shape ({design.n_features},), got {ext.shape}.")
+    coefs = np.zeros((lams.size, design.n_features))
+    intercepts = np.zeros(lams.size)
+    n_iters = np.zeros(lams.size, dtype=int)
+    kkts = np.zeros(lams.size)
+    w = w0
+    for k, lam in enumerate(lams):
+        w, n_iters[k], kkts[k] = _fista(design, float(lam), ext, rho_ext, w, tol, max_iter)
+        coefs[k] = w
+        intercepts[k] = design.intercept(w)
+    return coefs, intercepts, n_iters, kkts
+
+
+def lambda_max(X, y, labels, rho, fit_intercept=True):
+    """Smallest penalty at which every penalized group of the solution is zero.
+
+    Without unpenalized features this is ``max_j ||X_{c,j}^T y_c|| / (n rho_j)`` over the
+    groups with ``rho_j > 0``. Unpenalized features (label ``-1`` or weight ``0``) are
+    first fitted by least squares (on their centered columns, densified: there are
+    usually few) and their residual ``r`` replaces ``y_c``; this is exact, because ``r``
+    is the residual at every solution whose penalized groups are all zero.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    labels : ndarray of int of shape (n_features,)
+        Output of :func:`_check_groups`.
+    rho : ndarray of shape (J,)
+        Group weights.
+    fit_intercept : bool, default=True
+
+    Returns
+    -------
+    lam_max : float
+        ``0.0`` if no group is penalized.
+    """
+    X, y = _as_float_data(X, y)
+    n, p = X.shape
+    labels = np.asarray(labels, dtype=np.intp)
+    if labels.shape != (p,):
+        raise ValueError(f"labels must have shape ({p},), got {labels.shape}.")
+    ext, rho_ext = _extended_groups(labels, rho)
+    penalized = rho_ext[ext] > 0
+    if not penalized.any():
+        return 0.0
+    x_mean = np.asarray(X.mean(axis=0)).reshape(-1) if fit_intercept else np.zeros(p)
+    r = y - y.mean() if fit_intercept else y.copy()
+    free = np.flatnonzero(~penalized)
+    if free.size:
+        XU = X[:, free]
+        XU = XU.toarray() if sp.issparse(XU) else np.array(XU)
+        XU -= x_mean[free]
+        beta = np.linalg.lstsq(XU, r, rcond=None)[0]
+        r = r - XU @ beta
+    z = (safe_sparse_dot(X.T, r) - x_mean * r.sum()) / n
+    norms = np.sqrt(np.bincount(ext, weights=np.where(penalized, z * z, 0.0)))
+    pos = rho_ext > 0
+    return float(np.max(norms[pos] / rho_ext[pos]))
+
+
+# --------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------
+
+
+class GroupLassoRegressor(RegressorMixin, BaseEstimator):
+    r"""Group lasso for least-squares regression (exact reference solver).
+
+    Solves
+
+    .. math::
+
+        \min_{w, b}\; \frac{1}{2n}\,\|y - Xw - b\mathbf{1}\|_2^2
+            + \mathrm{lam} \sum_{j=1}^{J} \rho_j \|w_{G_j}\|_2
+
+    by FISTA with adaptive restart until the relative KKT violation is below ``tol``
+    (see :mod:`sksparse_nn.solvers`). Whole groups of coefficients are exactly zero.
+    With singleton groups and unit weights this is :class:`sklearn.linear_model.Lasso`
+    with ``alpha=lam``.
+
+    Parameters
+    ----------
+    lam : float, default=1.0
+        Penalty level, ``>= 0``.
+    groups : None, int, list of list of int or array-like of int, default=None
+        Group structure: None (every feature alone), a group size ``k`` (consecutive
+        groups), a list of feature-index lists (unlisted features are unpenalized) or a
+        label per feature (``-1``: unpenalized). See ``_check_groups``.
+    group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
+        Weights ``rho_j``: 1, ``sqrt(group size)`` or explicit non-negative values
+        (``0`` leaves a group unpenalized).
+    fit_intercept : bool, default=True
+        Fit an unpenalized intercept.
+    tol : float, default=1e-8
+        Tolerance on the relative KKT violation.
+    max_iter : int, default=10000
+        Maximum number of iterations.
+    warm_start : bool, default=False
+        Start from the previous ``coef_`` when refitting.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+        Iterations of the last fit.
+    kkt_ : float
+        Final relative KKT violation.
+    group_labels_ : ndarray of int of shape (n_features,)
+        Resolved group of every feature, ``-1`` for unpenalized ones.
+    group_weights_ : ndarray of shape (n_groups,)
+        Resolved weights ``rho``.
+    selected_groups_ : ndarray of int
+        Groups with a non-zero coefficient; groups of weight 0 always count as selected.
+    selected_features_ : ndarray of int
+        Sorted features of the selected groups, plus all unpenalized features.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_nn.solvers import GroupLassoRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.standard_normal((100, 6))
+    >>> y = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.standard_normal(100)
+    >>> model = GroupLassoRegressor(lam=0.1, groups=[[0, 1], [2, 3], [4, 5]]).fit(X, y)
+    >>> model.selected_groups_
+    array([0])
+    >>> model.coef_[2:]
+    array([0., 0., 0., 0.])
+    """
+
+    _parameter_constraints: dict = {
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "groups": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
+        "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
+        "fit_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        lam=1.0,
+        groups=None,
+        group_weights=None,
+        fit_intercept=True,
+        tol=1e-8,
+        max_iter=10000,
+        warm_start=False,
+    ):
+        self.lam = lam
+        self.groups = groups
+        self.group_weights = group_weights
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data (CSR/CSC sparse input is used without densifying).
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self : GroupLassoRegressor
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64, y_numeric=True
+        )
+        n_features = X.shape[1]
+        labels = _check_groups(self.groups, n_features)
+        rho = _resolve_group_weights(self.group_weights, labels)
+        w0 = None
+        if self.warm_start and getattr(self, "coef_", None) is not None:
+            if self.coef_.shape == (n_features,):
+                w0 = self.coef_
+        result = solve_group_lasso(
+            X,
+            y,
+            float(self.lam),
+            labels,
+            rho,
+            w0=w0,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            fit_intercept=self.fit_intercept,
+        )
+        if not result.converged:
+            warnings.warn(
+                f"{type(self).__name__} did not converge: relative KKT violation "
+                f"{result.kkt:.3g} > tol after {result.n_iter} iterations; increase "
+                f"max_iter (currently {self.max_iter}) or loosen tol (currently {self.tol}).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        coef = result.coef
+        n_groups = rho.shape[0]
+        grouped = labels >= 0
+        norms = np.sqrt(
+            np.bincount(labels[grouped], weights=coef[grouped] ** 2, minlength=n_groups)
+        )
+        selected = (norms > 0) | (rho == 0)
+        self.coef_ = coef
+        self.intercept_ = float(result.intercept)
+        self.n_iter_ = int(result.n_iter)
+        self.kkt_ = float(result.kkt)
+        self.group_labels_ = labels
+        self.group_weights_ = rho
+        self.selected_groups_ = np.flatnonzero(selected)
+        in_selected = np.zeros(n_features, dtype=bool)
+        in_selected[grouped] = selected[labels[grouped]]
+        self.selected_features_ = np.flatnonzero(~grouped | in_selected)
+        return self
+
+    def predict(self, X):
+        """Predict with the fitted linear model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        return np.asarray(safe_sparse_dot(X, self.coef_)).reshape(-1) + self.intercept_

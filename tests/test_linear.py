@@ -1,0 +1,211 @@
+"""SparseLinearRegressor / SparseLinearClassifier against the exact group lasso and KKT."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sksparse_nn import GroupLassoRegressor, SparseLinearClassifier, SparseLinearRegressor
+from sksparse_nn.datasets import make_group_regression, make_sparse_classification
+
+
+@pytest.fixture(scope="module")
+def group_data():
+    return make_group_regression(n_samples=120, n_test=10, n_groups=20, random_state=0)
+
+
+def _group_norms(coef, labels):
+    return np.sqrt(np.bincount(labels, weights=coef**2))
+
+
+def _objective(X, y, coef, intercept, lam, labels, D):
+    resid = y - X @ coef - intercept
+    return 0.5 * np.mean(resid**2) + lam * np.sum(_group_norms(coef, labels) ** (2.0 / D))
+
+
+@pytest.mark.parametrize("lam_ratio", [0.05, 0.2, 0.5])
+def test_D2_matches_the_proximal_group_lasso(group_data, lam_ratio):
+    X, y, labels = group_data.X, group_data.y, group_data.groups
+    lam_max = SparseLinearRegressor(D=2, groups=labels)._default_lambda_max(X, y)
+    lam = lam_ratio * lam_max
+    ref = GroupLassoRegressor(lam=lam, groups=labels, tol=1e-10, max_iter=100000).fit(X, y)
+    est = SparseLinearRegressor(lam=lam, D=2, groups=labels, random_state=0).fit(X, y)
+
+    ref_obj = _objective(X, y, ref.coef_, ref.intercept_, lam, labels, 2)
+    assert abs(est.objective_ - ref_obj) <= 1e-4 * ref_obj
+    np.testing.assert_allclose(
+        est.objective_, _objective(X, y, est.coef_, est.intercept_, lam, labels, 2), rtol=1e-12
+    )
+    # same support wherever the proximal solution has a clear KKT margin
+    resid = y - ref.predict(X)
+    corr = np.sqrt(np.bincount(labels, weights=(X.T @ resid / len(y)) ** 2))
+    ref_norms = _group_norms(ref.coef_, labels)
+    clear_zero = (ref_norms == 0) & (corr < 0.95 * lam)
+    clear_live = ref_norms > 1e-3
+    est_norms = est.group_norms_
+    assert np.all(est_norms[clear_zero] == 0)
+    assert np.all(est_norms[clear_live] > 0)
+    assert clear_zero.sum() + clear_live.sum() >= 0.8 * len(ref_norms)
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+def test_dropped_groups_are_exact_zeros_with_a_gap(group_data, D):
+    X, y, labels = group_data.X, group_data.y, group_data.groups
+    est = SparseLinearRegressor(lam=0.3, D=D, groups=labels, random_state=0).fit(X, y)
+    largest_dropped, smallest_live = est.sparsity_gap_
+    assert largest_dropped < 1e-10  # before thresholding
+    assert smallest_live > 1e-3
+    assert 0 < est.selected_groups_.size < 20
+    coef_groups = est.coef_.reshape(20, 5)
+    dropped = np.setdiff1d(np.arange(20), est.selected_groups_)
+    assert np.all(coef_groups[dropped] == 0)
+    np.testing.assert_array_equal(est.feature_importances_, np.abs(est.coef_))
+    np.testing.assert_array_equal(est.selected_features_, np.flatnonzero(est.coef_))
+
+
+def test_deeper_gating_is_sparser_and_finds_the_true_groups():
+    data = make_group_regression(n_samples=200, n_test=10, random_state=1)
+    lam = 0.3
+    sizes = {
+        D: SparseLinearRegressor(lam=lam, D=D, groups=5, random_state=0)
+        .fit(data.X, data.y)
+        .selected_groups_
+        for D in (2, 3, 4)
+    }
+    assert sizes[2].size > sizes[3].size >= sizes[4].size
+    np.testing.assert_array_equal(sizes[4], data.informative_groups)
+
+
+def test_unpenalized_features_survive_any_lam(group_data):
+    X, y = group_data.X, group_data.y
+    labels = group_data.groups.copy()
+    labels[:5] = -1  # first five features in no group
+    est = SparseLinearRegressor(lam=1e3, D=3, groups=labels, random_state=0).fit(X, y)
+    assert np.all(est.coef_[:5] != 0)
+    assert np.all(est.coef_[5:] == 0)
+    assert est.group_labels_.tolist()[:5] == [-1] * 5
+
+
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ([[0, 1], [1, 2]], "appears in groups|overlap"),
+        ([[0, 99]], "out of range|range"),
+        (np.zeros(3), "length|shape"),
+    ],
+)
+def test_bad_groups_raise(groups, message):
+    X, y = np.random.default_rng(0).normal(size=(20, 6)), np.arange(20.0)
+    with pytest.raises(ValueError, match=message):
+        SparseLinearRegressor(groups=groups).fit(X, y)
+
+
+def test_lam_max_zeroes_everything_at_D2(group_data):
+    X, y, labels = group_data.X, group_data.y, group_data.groups
+    est = SparseLinearRegressor(D=2, groups=labels, random_state=0)
+    lam_max = est._default_lambda_max(X, y)
+    assert est.set_params(lam=1.01 * lam_max).fit(X, y).selected_groups_.size == 0
+    assert est.set_params(lam=0.9 * lam_max).fit(X, y).selected_groups_.size > 0
+
+
+def _logistic_kkt_violation(est, X, y, lam):
+    """Distance of the mean log-loss gradient to -lam * subdifferential of sum_j ||w_j||."""
+    proba = est.predict_proba(X)
+    onehot = (y[:, None] == est.classes_[None, :]).astype(float)
+    if len(est.classes_) == 2:
+        grad = X.T @ (proba[:, 1] - onehot[:, 1])[:, None] / len(y)  # (p, 1)
+    else:
+        grad = X.T @ (proba - onehot) / len(y)  # (p, K)
+    W = est.coef_.T  # (p, K) or (p, 1)
+    worst = 0.0
+    for j in range(X.shape[1]):
+        norm = np.linalg.norm(W[j])
+        if norm == 0:
+            worst = max(worst, np.linalg.norm(grad[j]) - lam)
+        else:
+            worst = max(worst, np.linalg.norm(grad[j] + lam * W[j] / norm))
+    return worst
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_satisfies_group_lasso_kkt_at_D2(n_classes):
+    X, y = make_sparse_classification(
+        n_samples=200, n_features=12, n_informative=3, n_classes=n_classes, random_state=0
+    )
+    X = StandardScaler().fit_transform(X)
+    lam = 0.02
+    est = SparseLinearClassifier(lam=lam, D=2, random_state=0).fit(X, y)
+    assert 0 < est.selected_features_.size < 12
+    assert _logistic_kkt_violation(est, X, y, lam) < 1e-3 * lam
+    # a perturbed solution violates them: the check can fail
+    est.coef_ = est.coef_ * 1.05
+    est.module_.weight.data.mul_(1.05)
+    assert _logistic_kkt_violation(est, X, y, lam) > 1e-2 * lam
+
+
+def test_classifier_string_labels_probabilities_and_shapes():
+    X, y = make_sparse_classification(n_samples=150, n_features=8, n_classes=3, random_state=1)
+    names = np.array(["cat", "dog", "eel"])[y]
+    est = SparseLinearClassifier(lam=0.01, D=3, random_state=0).fit(X, names)
+    np.testing.assert_array_equal(est.classes_, ["cat", "dog", "eel"])
+    proba = est.predict_proba(X)
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert set(est.predict(X)) <= set(est.classes_)
+    assert est.coef_.shape == (3, 8) and est.intercept_.shape == (3,)
+    assert est.score(X, names) > 0.6
+
+
+def test_pipeline_gridsearch_and_pandas_names(group_data):
+    X = pd.DataFrame(group_data.X[:, :15], columns=[f"x{i}" for i in range(15)])
+    y = group_data.X[:, 0] - 2 * group_data.X[:, 3] + 0.1 * group_data.y
+    est = SparseLinearRegressor(lam=0.1, D=3, random_state=0).fit(X, y)
+    assert list(est.feature_names_in_) == list(X.columns)
+    assert {"x0", "x3"} <= set(est.feature_names_in_[est.selected_features_])
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), SparseLinearRegressor(random_state=0)),
+        {"sparselinearregressor__lam": [0.01, 0.3], "sparselinearregressor__D": [2, 3, 4]},
+        cv=2,
+    ).fit(X, y)
+    assert search.best_params_["sparselinearregressor__D"] in (2, 3, 4)
+    assert search.best_estimator_.score(X, y) > 0.9
+
+
+def test_sparse_input_and_determinism(group_data):
+    X = group_data.X.copy()
+    X[np.abs(X) < 1.0] = 0.0
+    y = group_data.y
+    dense = SparseLinearRegressor(lam=0.2, D=3, groups=5, random_state=3).fit(X, y)
+    again = SparseLinearRegressor(lam=0.2, D=3, groups=5, random_state=3).fit(X, y)
+    sparse = SparseLinearRegressor(lam=0.2, D=3, groups=5, random_state=3).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(dense.coef_, again.coef_)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-8)
+    np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X)), dense.predict(X), atol=1e-8)
+
+
+def test_regularization_path_runs_dense_to_sparse(group_data):
+    X, y, labels = group_data.X, group_data.y, group_data.groups
+    est = SparseLinearRegressor(D=3, groups=labels, random_state=0)
+    path = est.regularization_path(X, y, n_lams=8, X_val=X[:40], y_val=y[:40])
+    assert not hasattr(est, "coef_")  # the estimator itself is not fitted
+    assert np.all(np.diff(path.lams) > 0)
+    n_lams = len(path)  # the default grid grows upward until nothing is selected
+    assert n_lams >= 8 and np.allclose(
+        np.diff(np.log(path.lams)), np.log(path.lams[1] / path.lams[0])
+    )
+    assert path.group_norms.shape == (n_lams, 20)
+    assert path.coefs.shape == (n_lams, 100)
+    assert path.n_selected[0] > 50
+    assert path.n_selected[-1] == 0 and path.n_selected[-2] > 0
+    # warm-started path points are genuine fits: each satisfies its own objective
+    for k in (0, 4):
+        obj = _objective(X, y, path.coefs[k], path.intercepts[k], path.lams[k], labels, 3)
+        np.testing.assert_allclose(path.train_objective[k], obj, rtol=1e-10)
+    frame = path.to_frame()
+    assert list(frame.columns[:4]) == ["lam", "n_selected", "train_objective", "train_score"]
+    assert "val_score" in frame
+    assert path.plot().get_xscale() == "log"
+    assert path.plot(kind="score") is not None
