@@ -33,7 +33,9 @@ class MLP(nn.Module):
     def __init__(self, n_features, hidden_layer_sizes, n_outputs, activation="relu", dropout=0.0):
         super().__init__()
         sizes = [int(n_features), *map(int, hidden_layer_sizes), int(n_outputs)]
-        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.linears = nn.ModuleList(
+            nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True)
+        )
         self.activation = ACTIVATIONS[activation]()
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
@@ -66,7 +68,7 @@ def compact_mlp(mlp, keep_inputs):
     weights = [layer.weight.detach() for layer in mlp.linears]
     biases = [layer.bias.detach() for layer in mlp.linears]
     new_w, new_b = [], []
-    for k, (w, b) in enumerate(zip(weights, biases)):
+    for k, (w, b) in enumerate(zip(weights, biases, strict=True)):
         w = w[:, keep]
         if k + 1 < len(weights):
             alive = torch.nonzero(weights[k + 1].abs().sum(dim=0) > 0).flatten()
@@ -78,7 +80,7 @@ def compact_mlp(mlp, keep_inputs):
     out = MLP(sizes[0], sizes[1:-1], sizes[-1])
     out.activation, out.dropout = mlp.activation, nn.Identity()
     with torch.no_grad():
-        for layer, w, b in zip(out.linears, new_w, new_b):
+        for layer, w, b in zip(out.linears, new_w, new_b, strict=True):
             layer.weight.copy_(w)
             layer.bias.copy_(b)
     return out.to(dtype=weights[0].dtype).eval()
