@@ -8,12 +8,20 @@ import pytest
 from sklearn.base import clone, is_classifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sksparse_nn import GroupLassoRegressor, SparseLinearClassifier, SparseLinearRegressor
+from sksparse_nn import (
+    DGatedMLPClassifier,
+    DGatedMLPRegressor,
+    GroupLassoRegressor,
+    SparseLinearClassifier,
+    SparseLinearRegressor,
+)
 
 ESTIMATORS = [
     GroupLassoRegressor(lam=0.01),
     SparseLinearRegressor(lam=0.01, max_epochs=5),
     SparseLinearClassifier(lam=0.01, max_epochs=5),
+    DGatedMLPRegressor(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
+    DGatedMLPClassifier(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
 ]
 
 

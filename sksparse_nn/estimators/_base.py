@@ -36,6 +36,7 @@ from ._training import (
 __all__ = ["BaseDGated", "ClassifierTaskMixin", "RegressorTaskMixin"]
 
 _PREDICT_BATCH = 8192
+_AUTO_MIN_STEPS = 4000
 
 
 class BaseDGated(BaseEstimator):
@@ -57,7 +58,7 @@ class BaseDGated(BaseEstimator):
     _parameter_constraints = {
         "lam": [Interval(Real, 0, None, closed="left")],
         "D": [Interval(Integral, 2, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "optimizer": [StrOptions({"sgd", "adam", "adamw", "lbfgs"}), type],
@@ -136,9 +137,10 @@ class BaseDGated(BaseEstimator):
     def _make_net(self, module, dataset, seed):
         optimizer, opt_kwargs = resolve_optimizer(self.optimizer)
         batch_size = len(dataset) if self.batch_size is None else min(self.batch_size, len(dataset))
+        max_epochs = self._max_epochs(len(dataset), batch_size)
         callbacks = make_callbacks(
             lr_schedule=self.lr_schedule,
-            max_epochs=self.max_epochs,
+            max_epochs=max_epochs,
             tol=self.tol,
             verbose=self.verbose,
         )
@@ -157,7 +159,7 @@ class BaseDGated(BaseEstimator):
             lam=self.lam,
             optimizer=optimizer,
             lr=self.lr,
-            max_epochs=self.max_epochs,
+            max_epochs=max_epochs,
             batch_size=batch_size,
             iterator_train=BatchIterator,
             iterator_train__shuffle=batch_size < len(dataset),
@@ -168,6 +170,18 @@ class BaseDGated(BaseEstimator):
             verbose=0,
             **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},
         )
+
+    def _max_epochs(self, n_samples, batch_size):
+        """``max_epochs``, or for ``None`` at least 100 epochs and 4000 optimizer steps.
+
+        Unused groups shrink geometrically at a rate proportional to ``lam * lr`` per
+        step, so exact zeros need a number of steps rather than of epochs: small data
+        sets get more epochs.
+        """
+        if self.max_epochs is not None:
+            return self.max_epochs
+        steps_per_epoch = -(-n_samples // batch_size)
+        return max(100, -(-_AUTO_MIN_STEPS // steps_per_epoch))
 
     # ---------------------------------------------------------- inference
     def _forward(self, X):

@@ -28,7 +28,7 @@ class _DGatedMLP(BaseDGated):
 
     def __init__(
         self,
-        lam=1e-3,
+        lam=1e-2,
         *,
         D=3,
         hidden_layer_sizes=(100,),
@@ -37,7 +37,7 @@ class _DGatedMLP(BaseDGated):
         gate_hidden=False,
         optimizer="sgd",
         lr=0.1,
-        max_epochs=100,
+        max_epochs=None,
         batch_size=64,
         lr_schedule="cosine",
         tol=None,
@@ -107,7 +107,7 @@ _MLP_DOC = """
 
     Parameters
     ----------
-    lam : float, default=1e-3
+    lam : float, default=1e-2
         Penalty strength on ``sum_j ||w_j||^(2/D)`` over the first-layer weights ``w_j``
         leaving input feature ``j`` (and over hidden neurons' outgoing weights when
         ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``.
@@ -123,7 +123,12 @@ _MLP_DOC = """
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero.
     lr : float, default=0.1
-    max_epochs : int, default=100
+        Initial learning rate (inputs are assumed standardized, e.g. by a
+        ``StandardScaler`` in a pipeline).
+    max_epochs : int or None, default=None
+        ``None``: at least 100 epochs and at least 4000 optimizer steps. Unused groups
+        shrink by a factor of about ``1 - 2 lr lam / D`` per step, so exact zeros need
+        steps, not epochs: small data sets get more epochs.
     batch_size : int or None, default=64
     lr_schedule : {"cosine", "constant"}, default="cosine"
     tol : float or None, default=None
