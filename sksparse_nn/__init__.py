@@ -16,6 +16,7 @@ from .gating import (
     penalty,
 )
 from .groups import AxisGroups
+from .model_selection import SparsePathCV
 from .path import RegularizationPath, regularization_path
 from .solvers import GroupLassoRegressor
 
@@ -29,6 +30,7 @@ __all__ = [
     "RegularizationPath",
     "SparseLinearClassifier",
     "SparseLinearRegressor",
+    "SparsePathCV",
     "collapse",
     "dgate",
     "gated_tensors",

@@ -4,17 +4,30 @@ For ``D > 2`` a group at exactly zero is a local minimum that never comes back, 
 run from small lam (dense) to large lam (sparse), each fit starting from the previous
 solution re-split into balanced factors. The engine only calls the estimator's private
 ``_fit(X, y, warm_module=...)`` and reads fitted attributes; it knows nothing of gating.
+
+With ``cv``, every fold runs the same warm-started path on a common grid, in parallel
+through joblib (so ``joblib.parallel_config(backend="dask")`` spreads the folds over a
+cluster), next to the path on all the data; the result then holds per-fold scores, their
+mean and standard error, ``best_lam_`` and ``lam_1se_``.
 """
 
 from __future__ import annotations
 
+import copy
+import os
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import clone
+from joblib import Parallel, delayed
+from sklearn.base import clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils.validation import check_array
 
-__all__ = ["RegularizationPath", "lambda_max", "lambda_grid", "regularization_path"]
+__all__ = ["RegularizationPath", "lambda_grid", "lambda_max", "regularization_path"]
 
 
 def lambda_max(X, targets, labels, rho, fit_intercept=True):
@@ -78,6 +91,18 @@ class RegularizationPath:
         ``score`` on the validation data, when given.
     feature_names : ndarray of str or None
     D : int
+    cv_scores : ndarray of shape (n_folds, n_lams) or None
+        Validation score of every fold's path (with ``cv``).
+    cv_mean, cv_se : ndarray of shape (n_lams,) or None
+        Mean over folds and its standard error ``std / sqrt(n_folds)``.
+    best_lam_ : float or None
+        The lam with the best mean CV score.
+    lam_1se_ : float or None
+        The largest (sparsest) lam whose mean CV score is within one standard error of
+        the best.
+    completed : bool
+        False when the computation was interrupted (Ctrl-C): the points computed so far
+        are kept.
     """
 
     lams: np.ndarray
@@ -92,9 +117,24 @@ class RegularizationPath:
     feature_names: np.ndarray | None = None
     D: int | None = None
     estimators: list = field(default_factory=list, repr=False)
+    cv_scores: np.ndarray | None = None
+    cv_mean: np.ndarray | None = None
+    cv_se: np.ndarray | None = None
+    best_lam_: float | None = None
+    lam_1se_: float | None = None
+    completed: bool = True
 
     def __len__(self):
         return len(self.lams)
+
+    def index_of(self, lam):
+        """Position of ``lam`` in the grid."""
+        return int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))
+
+    def selected_at(self, lam):
+        """Selected features (names where known) of the full-data fit at ``lam``."""
+        chosen = self.selected[self.index_of(lam)]
+        return self.feature_names[chosen] if self.feature_names is not None else chosen
 
     def to_frame(self):
         """One row per lam: lam, n_selected, objective and scores (pandas DataFrame)."""
@@ -110,6 +150,8 @@ class RegularizationPath:
         )
         if self.val_score is not None:
             frame["val_score"] = self.val_score
+        if self.cv_mean is not None:
+            frame["cv_mean"], frame["cv_se"] = self.cv_mean, self.cv_se
         names = self.feature_names
         frame["selected"] = [
             list(names[s]) if names is not None else s.tolist() for s in self.selected
@@ -122,18 +164,38 @@ class RegularizationPath:
         Parameters
         ----------
         ax : matplotlib Axes, default=None
-        kind : {"norms", "score"}, default="norms"
+        kind : {"norms", "score", "cv"}, default="norms"
             ``"norms"``: every group norm against lam (log-log; dropped groups fall to
-            zero and leave the plot at the bottom). ``"score"``: train and validation score
-            with the number of selected features on a second axis.
+            zero and sit on the bottom line). ``"score"``: train and validation score with
+            the number of selected features on a second axis. ``"cv"``: mean CV score
+            with its standard-error band, selected features, ``best_lam_`` and
+            ``lam_1se_``.
 
         Returns
         -------
         ax : matplotlib Axes
         """
-        from .plotting import plot_path
+        from .plotting import plot_cv_path, plot_path
 
+        if kind == "cv":
+            return plot_cv_path(self, ax=ax)
         return plot_path(self, ax=ax, kind=kind)
+
+
+@contextmanager
+def _torch_threads(n):
+    """Temporarily set torch's intra-op threads (no-op for ``None``)."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _grid(lams, extend, selected, max_extra=20):
@@ -152,6 +214,119 @@ def _grid(lams, extend, selected, max_extra=20):
         yield lams[-1]
 
 
+def _run_path(
+    estimator,
+    X,
+    y,
+    lams,
+    *,
+    extend=False,
+    X_val=None,
+    y_val=None,
+    scorer=None,
+    keep_estimators=False,
+    verbose=0,
+    threads=None,
+    desc="path",
+):
+    """The warm-started path on one data set; returns a dict of per-lam records.
+
+    A KeyboardInterrupt ends the loop and keeps the points computed so far.
+    """
+    est = clone(estimator)
+    rec = {
+        k: []
+        for k in (
+            "lams",
+            "selected",
+            "norms",
+            "coefs",
+            "intercepts",
+            "obj",
+            "train",
+            "val",
+            "estimators",
+        )
+    }
+    lams, warm, completed = list(lams), None, True
+    progress = _progress(len(lams), desc) if verbose else None
+    try:
+        with _torch_threads(threads):
+            for lam in _grid(lams, extend, rec["selected"]):
+                est.set_params(lam=float(lam))
+                est._fit(X, y, warm_module=warm)
+                warm = est.module_
+                rec["lams"].append(float(lam))
+                rec["selected"].append(est.selected_features_.copy())
+                rec["norms"].append(est._path_group_norms())
+                rec["coefs"].append(np.copy(getattr(est, "coef_", np.nan)))
+                rec["intercepts"].append(np.copy(getattr(est, "intercept_", np.nan)))
+                rec["obj"].append(getattr(est, "objective_", np.nan))
+                rec["train"].append(est.score(X, y))
+                if X_val is not None:
+                    rec["val"].append(
+                        scorer(est, X_val, y_val) if scorer else est.score(X_val, y_val)
+                    )
+                if keep_estimators:
+                    rec["estimators"].append(copy.deepcopy(est))
+                if progress is not None:
+                    progress.update(1)
+    except KeyboardInterrupt:
+        completed = False
+        warnings.warn(
+            f"Regularization path interrupted: returning the {len(rec['lams'])} points "
+            "computed so far.",
+            UserWarning,
+            stacklevel=3,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    rec["completed"] = completed
+    rec["has_coef"] = hasattr(est, "coef_")
+    rec["feature_names"] = getattr(est, "feature_names_in_", None)
+    return rec
+
+
+def _progress(total, desc):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def _fold_scores(estimator, X, y, train, test, lams, scorer, threads):
+    """Validation scores of the warm-started path fitted on one fold's training part."""
+    rec = _run_path(
+        estimator,
+        _safe_indexing(X, train),
+        _safe_indexing(y, train),
+        lams,
+        X_val=_safe_indexing(X, test),
+        y_val=_safe_indexing(y, test),
+        scorer=scorer,
+        threads=threads,
+    )
+    return np.asarray(rec["val"], dtype=float)
+
+
+def _workers(n_jobs, n_tasks):
+    if n_jobs is None or n_jobs == 1:
+        return 1
+    n = (os.cpu_count() or 1) if n_jobs < 0 else n_jobs
+    return max(1, min(n, n_tasks))
+
+
+def _one_se_rule(lams, mean, se):
+    """(best_lam, lam_1se): largest lam whose mean is within one SE of the best mean."""
+    ok = np.isfinite(mean)
+    if not ok.any():
+        return None, None
+    best = int(np.nanargmax(np.where(ok, mean, -np.inf)))
+    within = ok & (mean >= mean[best] - se[best])
+    within[:best] = False  # only sparser (larger) lams than the best
+    return float(lams[best]), float(lams[np.flatnonzero(within).max()])
+
+
 def regularization_path(
     estimator,
     X,
@@ -162,69 +337,137 @@ def regularization_path(
     lam_min_ratio=1e-3,
     X_val=None,
     y_val=None,
+    cv=None,
+    scoring=None,
+    n_jobs=None,
+    verbose=0,
     keep_estimators=False,
 ):
     """Fit ``estimator`` along a lam grid with warm starts from dense to sparse.
 
     Parameters
     ----------
-    estimator : a D-gated estimator of this package (not modified; cloned)
+    estimator : a D-gated estimator of this package
+        Not modified (cloned).
     X, y : training data
     lams : array-like of float, default=None
         The grid; sorted ascending before fitting. ``None`` builds ``n_lams`` log-spaced
         values from ``lam_min_ratio * lam_max`` to ``lam_max``, where ``lam_max`` is the
-        smallest lam with an all-zero group-lasso (D=2) solution; for D > 2 the grid is
-        extended upward (same ratio) until no feature is selected.
+        smallest lam with an all-zero group-lasso (D=2) solution; without ``cv`` the
+        grid is extended upward (same ratio) until no feature is selected (a non-convex
+        fit, D > 2, can keep live groups beyond ``lam_max``).
     n_lams : int, default=30
     lam_min_ratio : float, default=1e-3
     X_val, y_val : validation data, default=None
+        Scored at every lam (``val_score``).
+    cv : int, cross-validation generator or iterable, default=None
+        Also run the path on every fold (common grid, in parallel) and record its
+        validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
+        ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
+    scoring : str or callable, default=None
+        Scorer for validation and CV scores; ``None`` uses ``estimator.score``.
+    n_jobs : int, default=None
+        Parallel jobs over the folds and the full-data path (joblib; ``-1`` all cores).
+        Each job uses ``cpu_count // n_jobs`` torch threads.
+    verbose : int, default=0
+        Progress bars over lams (and folds).
     keep_estimators : bool, default=False
         Keep a fitted copy of the estimator at every lam in ``path.estimators``.
 
     Returns
     -------
     path : RegularizationPath
+        An interrupted computation (Ctrl-C) returns the points computed so far with
+        ``completed=False``.
     """
-    import copy
-
-    est = clone(estimator)
-    extend = lams is None
-    if extend:
-        lams = lambda_grid(est._default_lambda_max(X, y), n_lams, lam_min_ratio)
+    base = clone(estimator)
+    X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    extend = lams is None and cv is None
+    if lams is None:
+        lams = lambda_grid(base._default_lambda_max(X, y), n_lams, lam_min_ratio)
     lams = np.sort(check_array(np.asarray(lams, dtype=float), ensure_2d=False).ravel())
     if lams.size == 0 or np.any(lams < 0):
         raise ValueError("lams must be a non-empty array of non-negative values.")
     if (X_val is None) != (y_val is None):
         raise ValueError("Give both X_val and y_val, or neither.")
+    scorer = check_scoring(base, scoring) if scoring is not None else None
 
-    records = {k: [] for k in ("selected", "norms", "coefs", "intercepts", "obj", "train", "val")}
-    kept, warm, lams = [], None, list(lams)
-    for lam in _grid(lams, extend, records["selected"]):
-        est.set_params(lam=float(lam))
-        est._fit(X, y, warm_module=warm)
-        warm = est.module_
-        records["selected"].append(est.selected_features_.copy())
-        records["norms"].append(est._path_group_norms())
-        records["coefs"].append(np.copy(getattr(est, "coef_", np.nan)))
-        records["intercepts"].append(np.copy(getattr(est, "intercept_", np.nan)))
-        records["obj"].append(getattr(est, "objective_", np.nan))
-        records["train"].append(est.score(X, y))
-        if X_val is not None:
-            records["val"].append(est.score(X_val, y_val))
-        if keep_estimators:
-            kept.append(copy.deepcopy(est))
-    has_coef = hasattr(est, "coef_")
-    return RegularizationPath(
-        lams=np.asarray(lams),
-        n_selected=np.array([s.size for s in records["selected"]]),
-        selected=records["selected"],
-        group_norms=np.vstack(records["norms"]),
-        coefs=np.stack(records["coefs"]) if has_coef else None,
-        intercepts=np.stack(records["intercepts"]) if has_coef else None,
-        train_objective=np.asarray(records["obj"], dtype=float),
-        train_score=np.asarray(records["train"]),
-        val_score=np.asarray(records["val"]) if X_val is not None else None,
-        feature_names=getattr(est, "feature_names_in_", None),
-        D=getattr(est, "D", None),
-        estimators=kept,
+    splits = []
+    if cv is not None:
+        splitter = check_cv(cv, y, classifier=is_classifier(base))
+        splits = list(splitter.split(X, y))
+    workers = _workers(n_jobs, len(splits) + 1)
+    threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+    full_kwargs = {
+        "extend": extend,
+        "X_val": X_val,
+        "y_val": y_val,
+        "scorer": scorer,
+        "keep_estimators": keep_estimators,
+    }
+
+    fold_scores, completed = [], True
+    if workers == 1:
+        full = _run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
+        completed = full["completed"]
+        try:
+            for k, (train, test) in enumerate(splits):
+                if not completed:
+                    break
+                if verbose:
+                    print(f"[regularization_path] fold {k + 1}/{len(splits)}")
+                fold_scores.append(_fold_scores(base, X, y, train, test, lams, scorer, None))
+        except KeyboardInterrupt:
+            completed = False
+            warnings.warn(f"CV interrupted after {len(fold_scores)} folds.", stacklevel=2)
+    else:
+        tasks = [delayed(_run_path)(base, X, y, lams, threads=threads, **full_kwargs)]
+        tasks += [
+            delayed(_fold_scores)(base, X, y, train, test, lams, scorer, threads)
+            for train, test in splits
+        ]
+        results = []
+        try:
+            for out in Parallel(n_jobs=workers, return_as="generator", verbose=verbose)(tasks):
+                results.append(out)
+        except KeyboardInterrupt:
+            completed = False
+            warnings.warn(f"Interrupted after {len(results)} of {len(tasks)} tasks.", stacklevel=2)
+        if not results:
+            raise KeyboardInterrupt("regularization_path interrupted before any result.")
+        full, fold_scores = results[0], results[1:]
+        completed = completed and full["completed"]
+
+    return _assemble(full, fold_scores, splits, base, completed)
+
+
+def _assemble(rec, fold_scores, splits, estimator, completed):
+    lams = np.asarray(rec["lams"])
+    n = len(lams)
+    path = RegularizationPath(
+        lams=lams,
+        n_selected=np.array([s.size for s in rec["selected"]], dtype=int),
+        selected=rec["selected"],
+        group_norms=np.vstack(rec["norms"]) if n else np.empty((0, 0)),
+        coefs=np.stack(rec["coefs"]) if rec["has_coef"] and n else None,
+        intercepts=np.stack(rec["intercepts"]) if rec["has_coef"] and n else None,
+        train_objective=np.asarray(rec["obj"], dtype=float),
+        train_score=np.asarray(rec["train"], dtype=float),
+        val_score=np.asarray(rec["val"], dtype=float) if rec["val"] else None,
+        feature_names=rec["feature_names"],
+        D=getattr(estimator, "D", None),
+        estimators=rec["estimators"],
+        completed=completed,
     )
+    if splits and fold_scores:
+        width = min(n, *(len(s) for s in fold_scores))
+        scores = np.vstack([s[:width] for s in fold_scores])
+        path.cv_scores = scores
+        path.cv_mean = scores.mean(axis=0)
+        path.cv_se = (
+            scores.std(axis=0, ddof=1) / np.sqrt(len(scores))
+            if len(scores) > 1
+            else (np.zeros(width))
+        )
+        path.best_lam_, path.lam_1se_ = _one_se_rule(lams[:width], path.cv_mean, path.cv_se)
+    return path

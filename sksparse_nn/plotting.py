@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_path"]
+__all__ = ["plot_cv_path", "plot_path", "plot_tradeoff"]
 
 
 def _axes(ax):
@@ -62,3 +62,86 @@ def plot_path(path, ax=None, *, kind="norms"):
     ax.set_xscale("log")
     ax.set_xlabel("lam")
     return ax
+
+
+def plot_cv_path(path, ax=None):
+    """Mean CV score with its standard-error band against lam.
+
+    The number of selected features (full-data path) is drawn on a second axis, with
+    vertical lines at ``best_lam_`` and ``lam_1se_``.
+
+    Parameters
+    ----------
+    path : RegularizationPath
+        Computed with ``cv``.
+    ax : matplotlib Axes, default=None
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    if path.cv_mean is None:
+        raise ValueError("This path has no CV scores: compute it with cv=...")
+    ax = _axes(ax)
+    lams = np.asarray(path.lams)[: len(path.cv_mean)]
+    ax.plot(lams, path.cv_mean, color="C0", marker="o", ms=3, label="mean CV score")
+    ax.fill_between(
+        lams,
+        path.cv_mean - path.cv_se,
+        path.cv_mean + path.cv_se,
+        color="C0",
+        alpha=0.25,
+        label="+- 1 standard error",
+    )
+    ax.axvline(path.best_lam_, color="C2", ls="--", label=f"best lam = {path.best_lam_:.3g}")
+    ax.axvline(path.lam_1se_, color="C3", ls=":", label=f"1-SE lam = {path.lam_1se_:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("lam")
+    ax.set_ylabel("CV score")
+    ax.legend(loc="lower left", fontsize="small")
+    twin = ax.twinx()
+    twin.step(lams, path.n_selected[: len(lams)], where="mid", color="0.4", lw=1)
+    twin.set_ylabel("selected features")
+    D = f" (D={path.D})" if path.D is not None else ""
+    ax.set_title(f"Cross-validated path{D}")
+    return ax
+
+
+def plot_tradeoff(paths, ax=None, *, score="auto"):
+    """Score against the number of selected features, one curve per path (e.g. per D).
+
+    Parameters
+    ----------
+    paths : dict of label -> RegularizationPath, or list of RegularizationPath
+        Labelled by ``D`` when a list is given.
+    ax : matplotlib Axes, default=None
+    score : {"auto", "cv", "val", "train"}, default="auto"
+        Which score to draw: CV mean, validation, or training score; ``"auto"`` takes
+        the first available in that order.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    if not isinstance(paths, dict):
+        paths = {f"D={p.D}": p for p in paths}
+    ax = _axes(ax)
+    for label, path in paths.items():
+        values = _score_of(path, score)
+        n = len(values)
+        order = np.argsort(path.n_selected[:n], kind="stable")
+        ax.plot(path.n_selected[:n][order], values[order], marker="o", ms=3, label=label)
+    ax.set_xlabel("selected features")
+    ax.set_ylabel("score")
+    ax.set_title("Sparsity-accuracy trade-off")
+    ax.legend()
+    return ax
+
+
+def _score_of(path, score):
+    table = {"cv": path.cv_mean, "val": path.val_score, "train": path.train_score}
+    if score == "auto":
+        return next(v for v in (table["cv"], table["val"], table["train"]) if v is not None)
+    if score not in table or table[score] is None:
+        raise ValueError(f"score={score!r} is not available for this path.")
+    return table[score]

@@ -14,6 +14,7 @@ from sksparse_nn import (
     GroupLassoRegressor,
     SparseLinearClassifier,
     SparseLinearRegressor,
+    SparsePathCV,
 )
 
 ESTIMATORS = [
@@ -22,6 +23,7 @@ ESTIMATORS = [
     SparseLinearClassifier(lam=0.01, max_epochs=5),
     DGatedMLPRegressor(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
     DGatedMLPClassifier(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
+    SparsePathCV(SparseLinearRegressor(max_epochs=5), lams=[1e-3, 1e-2], cv=2),
 ]
 
 

@@ -211,9 +211,13 @@ class BaseDGated(BaseEstimator):
         lam_min_ratio=1e-3,
         X_val=None,
         y_val=None,
+        cv=None,
+        scoring=None,
+        n_jobs=None,
+        verbose=0,
         keep_estimators=False,
     ):
-        """Fit along a lam grid with warm starts from dense to sparse.
+        """Fit along a lam grid with warm starts from dense to sparse (optionally with CV).
 
         See :func:`sksparse_nn.path.regularization_path`; this estimator is not modified.
 
@@ -230,6 +234,10 @@ class BaseDGated(BaseEstimator):
             lam_min_ratio=lam_min_ratio,
             X_val=X_val,
             y_val=y_val,
+            cv=cv,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            verbose=verbose,
             keep_estimators=keep_estimators,
         )
 

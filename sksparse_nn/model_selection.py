@@ -1,0 +1,204 @@
+"""Choose lam by cross-validated regularization paths: :class:`SparsePathCV`."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, check_X_y
+
+from .path import regularization_path
+
+__all__ = ["SparsePathCV"]
+
+
+def _fitted_has(name):
+    def check(self):
+        if hasattr(self, "estimator_"):
+            return hasattr(self.estimator_, name)
+        return hasattr(self.estimator, name)
+
+    return check
+
+
+class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
+    """The best sparse model along a cross-validated regularization path.
+
+    Fits the warm-started path of ``estimator`` on every CV fold (in parallel) and on all
+    the data, picks lam by ``rule`` and then behaves as the full-data fit at that lam
+    (itself warm-started along the path, so no extra refit is needed).
+
+    Parameters
+    ----------
+    estimator : estimator of this package
+        A D-gated estimator (``lam`` is chosen here; its other parameters are kept).
+    lams : array-like of float, default=None
+        Grid; ``None`` uses ``n_lams`` values down from the data's ``lam_max``.
+    n_lams : int, default=30
+    lam_min_ratio : float, default=1e-3
+    cv : int, CV splitter or iterable, default=5
+    rule : {"1se", "best"}, default="1se"
+        ``"1se"``: the sparsest lam whose mean CV score is within one standard error of
+        the best (robust, sparser); ``"best"``: the best mean CV score.
+    scoring : str or callable, default=None
+        ``None`` uses the estimator's ``score``.
+    n_jobs : int, default=None
+        Parallel jobs over folds (joblib; works with the dask or ray backends).
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The full-data fit at ``lam_``.
+    lam_ : float
+        The chosen lam.
+    best_lam_ : float
+        lam with the best mean CV score.
+    lam_1se_ : float
+        The largest lam within one standard error of the best.
+    cv_path_ : RegularizationPath
+        The path with per-fold scores (``cv_scores``, ``cv_mean``, ``cv_se``).
+    selected_features_, feature_importances_, classes_, coef_, intercept_
+        Those of ``estimator_`` (where it has them).
+    n_features_in_, feature_names_in_
+
+    Examples
+    --------
+    >>> from sksparse_nn import SparseLinearRegressor, SparsePathCV
+    >>> from sksparse_nn.datasets import make_group_regression
+    >>> data = make_group_regression(random_state=0)
+    >>> search = SparsePathCV(SparseLinearRegressor(D=3, groups=5), n_lams=10, cv=3)
+    >>> search.fit(data.X, data.y).selected_features_  # doctest: +SKIP
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "regularization_path"])],
+        "lams": ["array-like", None],
+        "n_lams": [Interval(Integral, 2, None, closed="left")],
+        "lam_min_ratio": [Interval(Real, 0, 1, closed="neither")],
+        "cv": ["cv_object"],
+        "rule": [StrOptions({"1se", "best"})],
+        "scoring": [str, callable, None],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        lams=None,
+        n_lams=30,
+        lam_min_ratio=1e-3,
+        cv=5,
+        rule="1se",
+        scoring=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.lams = lams
+        self.n_lams = n_lams
+        self.lam_min_ratio = lam_min_ratio
+        self.cv = cv
+        self.rule = rule
+        self.scoring = scoring
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Run the CV path, choose lam and keep the full-data fit there.
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        # fail early with scikit-learn's messages (empty data, wrong shapes); the inner
+        # estimator validates again and keeps pandas feature names
+        check_X_y(X, y, accept_sparse=True, dtype=None, ensure_all_finite=False, multi_output=True)
+        path = regularization_path(
+            clone(self.estimator),
+            X,
+            y,
+            lams=self.lams,
+            n_lams=self.n_lams,
+            lam_min_ratio=self.lam_min_ratio,
+            cv=self.cv,
+            scoring=self.scoring,
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+            keep_estimators=True,
+        )
+        if path.best_lam_ is None:
+            raise ValueError("Every CV score is NaN: cannot choose lam.")
+        self.best_lam_, self.lam_1se_ = path.best_lam_, path.lam_1se_
+        self.lam_ = self.lam_1se_ if self.rule == "1se" else self.best_lam_
+        self.estimator_ = path.estimators[path.index_of(self.lam_)]
+        path.estimators = []  # keep only the chosen fit
+        self.cv_path_ = path
+        self.n_features_in_ = self.estimator_.n_features_in_
+        if hasattr(self.estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.estimator_.feature_names_in_
+        return self
+
+    # ---- delegation to the chosen fit
+    def _fitted(self):
+        check_is_fitted(self, "estimator_")
+        return self.estimator_
+
+    @available_if(_fitted_has("predict"))
+    def predict(self, X):
+        """Predict with the model at the chosen lam."""
+        return self._fitted().predict(X)
+
+    @available_if(_fitted_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the model at the chosen lam."""
+        return self._fitted().predict_proba(X)
+
+    @available_if(_fitted_has("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Log class probabilities of the model at the chosen lam."""
+        return self._fitted().predict_log_proba(X)
+
+    @available_if(_fitted_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of the model at the chosen lam."""
+        return self._fitted().decision_function(X)
+
+    def score(self, X, y, sample_weight=None):
+        """The chosen model's ``score`` (R^2 or accuracy)."""
+        return self._fitted().score(X, y, sample_weight=sample_weight)
+
+    @property
+    def classes_(self):
+        return self._fitted().classes_
+
+    @property
+    def selected_features_(self):
+        return self._fitted().selected_features_
+
+    @property
+    def feature_importances_(self):
+        return self._fitted().feature_importances_
+
+    @property
+    def coef_(self):
+        return self._fitted().coef_
+
+    @property
+    def intercept_(self):
+        return self._fitted().intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        tags.target_tags = inner.target_tags
+        tags.input_tags.sparse = inner.input_tags.sparse
+        return tags

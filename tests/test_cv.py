@@ -1,0 +1,134 @@
+"""Cross-validated regularization paths, the 1-SE rule and SparsePathCV."""
+
+import numpy as np
+import pytest
+from sklearn.feature_selection import SelectFromModel
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sksparse_nn import SparseLinearRegressor, SparsePathCV
+from sksparse_nn.datasets import make_group_regression
+from sksparse_nn.path import _one_se_rule
+
+LAMS = np.geomspace(0.02, 3.0, 6)
+
+
+@pytest.fixture(scope="module")
+def known_support():
+    data = make_group_regression(
+        n_samples=120, n_test=10, n_groups=10, group_size=3, n_informative=3, random_state=0
+    )
+    return data.X, data.y, data.groups, data.informative_groups
+
+
+@pytest.fixture(scope="module")
+def cv_path(known_support):
+    X, y, groups, _ = known_support
+    est = SparseLinearRegressor(D=3, groups=groups, random_state=0)
+    return est.regularization_path(X, y, lams=LAMS, cv=KFold(3, shuffle=True, random_state=0))
+
+
+def test_cv_path_records_fold_scores_and_the_1se_rule(cv_path):
+    assert cv_path.cv_scores.shape == (3, LAMS.size)
+    np.testing.assert_allclose(cv_path.cv_mean, cv_path.cv_scores.mean(axis=0))
+    np.testing.assert_allclose(cv_path.cv_se, cv_path.cv_scores.std(axis=0, ddof=1) / np.sqrt(3))
+    best = cv_path.index_of(cv_path.best_lam_)
+    one_se = cv_path.index_of(cv_path.lam_1se_)
+    assert cv_path.cv_mean[best] == cv_path.cv_mean.max()
+    assert one_se >= best
+    assert cv_path.cv_mean[one_se] >= cv_path.cv_mean[best] - cv_path.cv_se[best]
+    assert cv_path.n_selected[one_se] <= cv_path.n_selected[best]
+    assert set(cv_path.selected_at(cv_path.lam_1se_)) <= set(cv_path.selected_at(cv_path.best_lam_))
+
+
+def test_one_se_rule_picks_the_largest_lam_within_one_standard_error():
+    lams = np.array([0.1, 0.2, 0.4, 0.8, 1.6])
+    mean = np.array([0.5, 0.9, 0.85, 0.79, 0.2])
+    se = np.full(5, 0.1)
+    assert _one_se_rule(lams, mean, se) == (0.2, 0.4)  # 0.79 < 0.9 - 0.1
+
+
+def test_meta_estimator_recovers_the_informative_groups(known_support):
+    X, y, groups, informative = known_support
+    search = SparsePathCV(
+        SparseLinearRegressor(D=3, groups=groups, random_state=0), lams=LAMS, cv=3
+    ).fit(X, y)
+    np.testing.assert_array_equal(search.estimator_.selected_groups_, informative)
+    assert search.lam_ == search.lam_1se_
+    np.testing.assert_array_equal(search.selected_features_, search.estimator_.selected_features_)
+    np.testing.assert_array_equal(search.predict(X), search.estimator_.predict(X))
+    assert search.score(X, y) > 0.6  # unit noise: the true model scores about 0.75
+    assert search.cv_path_.estimators == []  # only the chosen fit is kept
+    best = SparsePathCV(search.estimator, lams=LAMS, cv=3, rule="best").fit(X, y)
+    assert best.lam_ == best.best_lam_ <= search.lam_
+
+
+def test_parallel_folds_give_the_same_numbers(known_support):
+    X, y, groups, _ = known_support
+    est = SparseLinearRegressor(D=2, groups=groups, random_state=0)
+    lams = LAMS[::2]
+    serial = est.regularization_path(X, y, lams=lams, cv=2, n_jobs=1)
+    parallel = est.regularization_path(X, y, lams=lams, cv=2, n_jobs=2)
+    np.testing.assert_allclose(parallel.cv_scores, serial.cv_scores, rtol=1e-6)
+    np.testing.assert_allclose(parallel.coefs, serial.coefs, atol=1e-6)
+    assert parallel.lam_1se_ == serial.lam_1se_
+
+
+def test_dask_backend_matches_local_joblib(known_support):
+    distributed = pytest.importorskip("dask.distributed")
+    from joblib import parallel_config
+
+    X, y, groups, _ = known_support
+    est = SparseLinearRegressor(D=2, groups=groups, random_state=0)
+    lams = LAMS[::2]
+    local = est.regularization_path(X, y, lams=lams, cv=2, n_jobs=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False) as cluster:
+        with distributed.Client(cluster), parallel_config(backend="dask"):
+            remote = est.regularization_path(X, y, lams=lams, cv=2, n_jobs=2)
+    np.testing.assert_allclose(remote.cv_scores, local.cv_scores, rtol=1e-6)
+
+
+def test_meta_estimator_in_pipeline_selectfrommodel_and_gridsearch(known_support):
+    X, y, groups, informative = known_support
+    inner = SparsePathCV(SparseLinearRegressor(groups=groups, random_state=0), lams=LAMS, cv=2)
+    pipe = make_pipeline(StandardScaler(), inner).fit(X, y)
+    assert pipe.score(X, y) > 0.6
+    selector = SelectFromModel(inner, threshold=1e-300).fit(X, y)
+    np.testing.assert_array_equal(
+        np.flatnonzero(selector.get_support()), selector.estimator_.selected_features_
+    )
+    grid = GridSearchCV(inner, {"estimator__D": [2, 3]}, cv=2).fit(X, y)
+    assert grid.best_params_["estimator__D"] in (2, 3)
+
+
+class _Interrupting(SparseLinearRegressor):
+    """Simulates Ctrl-C during the third fit of a path."""
+
+    def _fit(self, X, y, warm_module=None):
+        if self.lam > 0.1:
+            raise KeyboardInterrupt
+        return super()._fit(X, y, warm_module=warm_module)
+
+
+def test_interrupted_path_keeps_the_points_computed(known_support):
+    X, y, groups, _ = known_support
+    lams = [0.02, 0.05, 0.2, 0.5]
+    with pytest.warns(UserWarning, match="interrupted"):
+        path = _Interrupting(groups=groups).regularization_path(X, y, lams=lams)
+    assert not path.completed
+    np.testing.assert_allclose(path.lams, lams[:2])
+    assert path.coefs.shape[0] == 2
+
+
+def test_plots_run_headless(cv_path):
+    import matplotlib.pyplot as plt
+
+    from sksparse_nn.plotting import plot_tradeoff
+
+    ax = cv_path.plot(kind="cv")
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert any("1-SE" in label for label in labels)
+    assert cv_path.plot(kind="norms").get_yscale() == "log"
+    assert plot_tradeoff([cv_path]).get_xlabel() == "selected features"
+    plt.close("all")
