@@ -25,7 +25,8 @@ def mlp_feature_selection():
     start = time.perf_counter()
     model.fit(X_train, y_train)
     est = model[-1]
-    print(f"DGatedMLPClassifier(lam=0.03, D=3) on breast cancer ({time.perf_counter() - start:.1f} s)")
+    seconds = time.perf_counter() - start
+    print(f"DGatedMLPClassifier(lam=0.03, D=3) on breast cancer ({seconds:.1f} s)")
     print(f"  test accuracy: {model.score(X_test, y_test):.3f}")
     names = list(X_train.columns[est.selected_features_])
     print(f"  selected {len(names)} of {X_train.shape[1]} features: {names}")
@@ -39,7 +40,8 @@ def linear_cv_path():
     search = SparsePathCV(SparseLinearRegressor(D=3), n_lams=15, cv=5)
     start = time.perf_counter()
     search.fit(X, (y - y.mean()) / y.std())
-    print(f"\nSparsePathCV(SparseLinearRegressor(D=3)) on diabetes ({time.perf_counter() - start:.1f} s)")
+    seconds = time.perf_counter() - start
+    print(f"\nSparsePathCV(SparseLinearRegressor(D=3)) on diabetes ({seconds:.1f} s)")
     print(f"  lam chosen by the one-standard-error rule: {search.lam_:.4f}")
     print(f"  selected features: {list(search.feature_names_in_[search.selected_features_])}")
 
