@@ -49,6 +49,7 @@ __all__ = [
     "induced_penalty",
     "misalignment",
     "penalty",
+    "penalty_function",
 ]
 
 #: Default threshold of :func:`collapse`: float32 machine epsilon. D-Gating drives unused
@@ -90,7 +91,7 @@ class DGate(nn.Module):
 
     def gate_product(self):
         """Product of the ``D - 1`` gates of each group, shape ``(J,)``."""
-        return self.gates.prod(dim=0)
+        return self.gates[0] if self.D == 2 else self.gates.prod(dim=0)
 
     def forward(self, omega):
         return omega * self.grouping.expand(self.gate_product())
@@ -291,6 +292,28 @@ def penalty(model):
         term = gate.penalty(module.parametrizations[name].original)
         total = term if total is None else total + term
     return total if total is not None else torch.zeros(())
+
+
+def penalty_function(model):
+    """A callable returning :func:`penalty` of ``model``, with the gated tensors looked up once.
+
+    For training loops: calling it costs only the penalty arithmetic, not a walk over the
+    model's modules. Re-create it if gating is added or removed.
+    """
+    terms = [
+        (gate, module.parametrizations[name].original)
+        for _, module, name, gate in gated_tensors(model)
+    ]
+    if not terms:
+        return lambda: torch.zeros(())
+
+    def _penalty():
+        total = terms[0][0].penalty(terms[0][1])
+        for gate, omega in terms[1:]:
+            total = total + gate.penalty(omega)
+        return total
+
+    return _penalty
 
 
 def induced_penalty(model):

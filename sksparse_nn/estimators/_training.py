@@ -12,7 +12,7 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, LRScheduler, ProgressBar
 
-from ..gating import penalty
+from ..gating import penalty_function
 
 __all__ = ["ArrayDataset", "BatchIterator", "PenalizedNet", "make_callbacks", "resolve_optimizer"]
 
@@ -74,13 +74,19 @@ class BatchIterator:
         if self.batch_size >= n and not self.shuffle:
             yield ds.rows(slice(None)), ds.y
             return
-        order = torch.randperm(n, generator=self.generator) if self.shuffle else None
+        X, y = (ds.X, ds.y) if not ds.sparse else (None, ds.y)
+        order = None
+        if self.shuffle:
+            order = torch.randperm(n, generator=self.generator).to(ds.y.device)
+            if X is not None:  # one gather per epoch; batches are then views
+                X, y = X[order], y[order]
         for start in range(0, n, self.batch_size):
-            if order is None:
-                index = slice(start, start + self.batch_size)
+            index = slice(start, start + self.batch_size)
+            if X is not None:
+                yield X[index], y[index]
             else:
-                index = order[start : start + self.batch_size].to(ds.y.device)
-            yield ds.rows(index), ds.y[index]
+                rows = index if order is None else order[index]
+                yield ds.rows(rows), ds.y[rows]
 
 
 class PenalizedNet(NeuralNet):
@@ -94,11 +100,21 @@ class PenalizedNet(NeuralNet):
         super().__init__(*args, **kwargs)
         self.lam = lam
 
+    def initialize_module(self):
+        super().initialize_module()
+        self.penalty_ = penalty_function(self.module_)
+        return self
+
     def get_loss(self, y_pred, y_true, X=None, training=False):
         loss = self.criterion_(y_pred, y_true)
         if training and self.lam:
-            loss = loss + self.lam * penalty(self.module_)
+            loss = loss + self.lam * self.penalty_()
         return loss
+
+    def _set_training(self, training=True):
+        # skorch switches modes before every batch; module.train() walks all submodules
+        if self.module_.training != training:
+            super()._set_training(training)
 
 
 class _StopWhenConverged(Callback):
