@@ -3,6 +3,8 @@
 from .estimators import (
     DGatedMLPClassifier,
     DGatedMLPRegressor,
+    NODEClassifier,
+    NODERegressor,
     SparseLinearClassifier,
     SparseLinearRegressor,
 )
@@ -27,6 +29,8 @@ __all__ = [
     "DGatedMLPClassifier",
     "DGatedMLPRegressor",
     "GroupLassoRegressor",
+    "NODEClassifier",
+    "NODERegressor",
     "RegularizationPath",
     "SparseLinearClassifier",
     "SparseLinearRegressor",

@@ -12,6 +12,8 @@ from sksparse_nn import (
     DGatedMLPClassifier,
     DGatedMLPRegressor,
     GroupLassoRegressor,
+    NODEClassifier,
+    NODERegressor,
     SparseLinearClassifier,
     SparseLinearRegressor,
     SparsePathCV,
@@ -24,6 +26,8 @@ ESTIMATORS = [
     DGatedMLPRegressor(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
     DGatedMLPClassifier(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
     SparsePathCV(SparseLinearRegressor(max_epochs=5), lams=[1e-3, 1e-2], cv=2),
+    NODERegressor(num_trees=8, depth=3, max_epochs=10, batch_size=32, random_state=0),
+    NODEClassifier(num_trees=8, depth=3, max_epochs=10, batch_size=32, random_state=0),
 ]
 
 

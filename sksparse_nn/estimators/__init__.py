@@ -2,10 +2,13 @@
 
 from .linear import SparseLinearClassifier, SparseLinearRegressor
 from .mlp import DGatedMLPClassifier, DGatedMLPRegressor
+from .node import NODEClassifier, NODERegressor
 
 __all__ = [
     "DGatedMLPClassifier",
     "DGatedMLPRegressor",
+    "NODEClassifier",
+    "NODERegressor",
     "SparseLinearClassifier",
     "SparseLinearRegressor",
 ]

@@ -14,14 +14,17 @@ then spans its features' coefficients across all classes.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from numbers import Integral
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import torch
 from sklearn.utils._param_validation import StrOptions
+from threadpoolctl import ThreadpoolController
 
-from ..gating import ZERO_TOL, dgate
+from ..gating import ZERO_TOL, _balance, dgate
 from ..groups import AxisGroups
 from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
@@ -30,6 +33,236 @@ from ._training import as_numpy
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
 
 _RIDGE_INIT_MAX_FEATURES = 4000
+# Widest problem on which a fit first runs exact block steps (one p x p solve each).
+_BLOCK_STEPS_MAX_FEATURES = 2000
+# Most block steps before L-BFGS takes over, and their stopping tolerance (relative
+# decrease of the objective per step).
+_BLOCK_STEPS_MAX = 100
+_BLOCK_STEPS_TOL = 1e-10
+_BLOCK_STEPS_PATIENCE = 3
+# n_samples * n_features below which training runs single-threaded: such small tensor
+# operations are overhead-bound, and extra threads only add synchronization.
+_SMALL_WORK = 2**20
+
+
+_THREADPOOLS = []  # one ThreadpoolController, created on first use (it scans libraries)
+
+
+@contextmanager
+def _single_threaded(small):
+    """Run torch and BLAS on one thread inside the block when ``small``."""
+    if not small:
+        yield
+        return
+    if not _THREADPOOLS:
+        _THREADPOOLS.append(ThreadpoolController())
+    n_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with _THREADPOOLS[0].limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        torch.set_num_threads(n_threads)
+
+
+def _centered_moments(X, Y, fit_intercept):
+    """``(gram, rhs, x_mean, y_mean, const)`` of the centered least-squares problem.
+
+    ``gram = X_c^T X_c / n``, ``rhs = X_c^T Y_c / n`` and ``const = ||Y_c||^2 / (2n)``, so
+    that ``1/(2n) ||Y - X W - b||^2`` at the best intercept equals
+    ``const - <rhs, W> + <W, gram W> / 2``.
+    """
+    n, p = X.shape
+    x_mean = np.asarray(X.mean(axis=0)).ravel() if fit_intercept else np.zeros(p)
+    y_mean = Y.mean(axis=0) if fit_intercept else np.zeros(Y.shape[1])
+    gram = np.asarray((X.T @ X).todense() if sp.issparse(X) else X.T @ X) / n
+    gram -= np.outer(x_mean, x_mean)
+    rhs = np.asarray(X.T @ Y) / n - np.outer(x_mean, y_mean)
+    const = 0.5 * float(((Y - y_mean) ** 2).sum()) / n
+    return gram, rhs, x_mean, y_mean, const
+
+
+class _GatedLeastSquares:
+    r"""Exact block steps on the D-gated least-squares objective (the linear models' start).
+
+    With the gates held at their balanced values the D-gated objective is a ridge problem
+    in ``omega``, so one linear solve gives its exact minimizer; re-balancing the factors
+    then minimizes exactly over how each group's product is split. In terms of the
+    effective weight ``W`` this is the majorize-minimize (reweighted ridge) iteration of
+    the induced penalty, and the objective decreases at every step. The solve is written
+    in the scaled variables (matrix ``S G S + I`` on the live features, well conditioned
+    however small the gates): groups at zero stay at zero, groups the data do not need
+    shrink geometrically (superlinearly for ``D > 2``). That shrinking never reaches zero,
+    and at ``D = 2`` it is slow near the KKT boundary, so a step also sets to zero the
+    groups whose block minimizer is zero (see ``_doomed``) when that lowers the objective.
+    Steps are Anderson-extrapolated (memory 5) when that lowers the objective further.
+
+    ``gram = X_c^T X_c / n``, ``rhs = X_c^T Y_c / n`` (p, k) and ``const = ||Y_c||^2/(2n)``
+    (see ``_centered_moments``): objective values include the best intercept.
+    """
+
+    def __init__(self, gram, rhs, const, labels, rho, lam, D):
+        self.gram, self.rhs, self.const = gram, rhs, const
+        self.rho, self.lam, self.D = rho, lam, D
+        p = gram.shape[0]
+        grouped = labels >= 0
+        self.penalized = grouped.copy()
+        self.penalized[grouped] = rho[labels[grouped]] > 0
+        self.index = labels[self.penalized]
+        self.free_ridge = 1e-12 * max(np.trace(gram) / max(p, 1), 1e-12)
+        in_group = np.full(p, -1)  # diagonal blocks G_jj of the penalized groups
+        in_group[self.penalized] = self.index
+        same = (in_group[:, None] == in_group[None, :]) & self.penalized[:, None]
+        self.block_gram = np.where(same, gram, 0.0)
+
+    def norms(self, W):
+        weights = (W[self.penalized] ** 2).sum(1)
+        return np.sqrt(np.bincount(self.index, weights=weights, minlength=self.rho.size))
+
+    def objective(self, W):
+        norms = self.norms(W)
+        data = self.const - float((self.rhs * W).sum()) + 0.5 * float((W * (self.gram @ W)).sum())
+        return data + self.lam * float(self.rho @ norms ** (2.0 / self.D)), norms
+
+    def _per_feature(self, per_group, free_value):
+        out = np.full(self.gram.shape[0], free_value, dtype=per_group.dtype)
+        out[self.penalized] = per_group[self.index]
+        return out
+
+    def _doomed(self, W, norms):
+        """Live groups to set to zero: their block minimizer (others fixed) is, or tends to, 0.
+
+        With ``c_j = ||X_j^T r_{-j}|| / n`` (the residual without group ``j``), the next
+        step shrinks group ``j`` at least by the factor ``q_j = D c_j ||w_j||^(1-2/D) /
+        (2 lam rho_j)``. At ``D = 2``, ``q_j <= 1`` means the block minimizer is exactly
+        zero. At ``D > 2`` zero is always a local block minimizer and ``q_j`` falls with
+        the norm, so once ``q_j <= 1/2`` the steps drive the group to zero superlinearly;
+        a group is also dropped when zero is simply better (others fixed), which lets the
+        steps leave the flat region around a saddle at once instead of creeping.
+        """
+        D, lam, rho = self.D, self.lam, self.rho
+        live = (norms > 0) & (rho > 0)
+        if not live.any():
+            return live
+        partial = self.rhs - self.gram @ W + self.block_gram @ W  # X_j^T r_{-j} / n
+        corr = self.norms(partial)
+        if D == 2:
+            return live & (corr <= lam * rho)
+        shrink = np.full(rho.size, np.inf)
+        shrink[live] = D * corr[live] * norms[live] ** (1.0 - 2.0 / D) / (2.0 * lam * rho[live])
+        # objective change when group j alone is set to zero
+        quad = (W * (self.block_gram @ W)).sum(1)
+        fit = (partial * W).sum(1) - 0.5 * quad
+        gain = np.bincount(self.index, weights=fit[self.penalized], minlength=rho.size)
+        gain -= lam * rho * norms ** (2.0 / D)
+        return live & ((shrink <= 0.5) | (gain < 0))
+
+    def step(self, W, norms):
+        """One exact omega-step (with re-balancing) from ``W``, then zeroing doomed groups."""
+        D, lam, rho = self.D, self.lam, self.rho
+        live = (norms > 0) & (rho > 0)
+        scale = np.zeros(rho.size)
+        scale[live] = np.sqrt(D / (2.0 * lam * rho[live])) * norms[live] ** (1.0 - 1.0 / D)
+        s = self._per_feature(scale, 1.0)
+        support = s > 0
+        W_new = np.zeros_like(W)
+        if support.any():
+            ss = s[support]
+            A = ss[:, None] * self.gram[np.ix_(support, support)] * ss[None, :]
+            A[np.diag_indices_from(A)] += np.where(self.penalized[support], 1.0, self.free_ridge)
+            b = ss[:, None] * self.rhs[support]
+            try:
+                V = scipy.linalg.solve(A, b, assume_a="pos", check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                V = np.linalg.lstsq(A, b, rcond=None)[0]
+            W_new[support] = ss[:, None] * V
+        f_new, norms_new = self.objective(W_new)
+        dead = self._doomed(W_new, norms_new)
+        if dead.any():
+            W_try = np.where(self._per_feature(dead, False)[:, None], 0.0, W_new)
+            f_try, norms_try = self.objective(W_try)
+            if f_try <= f_new:
+                W_new, f_new, norms_new = W_try, f_try, norms_try
+        if D == 2:
+            W_new, f_new, norms_new = self._revive(W_new, f_new, norms_new)
+        return W_new, f_new, norms_new
+
+    def _revive(self, W, f, norms):
+        """At D = 2, restart the zero groups that violate their KKT condition.
+
+        A zero group with ``||X_j^T r|| / n > lam rho_j`` lowers the objective along
+        ``u = X_j^T r / ||X_j^T r||``; it gets the best step ``t u`` on that line (the
+        steps above keep zero groups at zero, so without this they could never return).
+        """
+        lam, rho = self.lam, self.rho
+        grad = self.rhs - self.gram @ W  # X^T r / n, (p, k)
+        corr = self.norms(grad)
+        excess = np.where((norms == 0) & (rho > 0), corr - lam * rho, 0.0)
+        if not np.any(excess > 0):
+            return W, f, norms
+        candidates = [excess > 0, excess == excess.max()]  # all, else the worst alone
+        for revive in candidates:
+            rows = self._per_feature(revive, False)
+            U = np.where(
+                rows[:, None], grad / self._per_feature(np.maximum(corr, 1e-300), 1.0)[:, None], 0.0
+            )
+            curvature = np.bincount(
+                self.index,
+                weights=(U * (self.block_gram @ U)).sum(1)[self.penalized],
+                minlength=rho.size,
+            )
+            ok = revive & (curvature > 0)
+            if not ok.any():
+                continue
+            step = np.zeros(rho.size)
+            step[ok] = excess[ok] / curvature[ok]
+            W_try = W + self._per_feature(step, 0.0)[:, None] * U
+            f_try, norms_try = self.objective(W_try)
+            if f_try < f:
+                return W_try, f_try, norms_try
+        return W, f, norms
+
+    def minimize(self, W, max_steps, tol, memory=5, patience=_BLOCK_STEPS_PATIENCE):
+        """Steps from ``W`` until ``patience`` steps in a row lower the objective by at
+        most ``tol`` (relative): non-convex problems can creep through flat regions.
+
+        Returns ``(W, objective, n_steps)``.
+        """
+        f, norms = self.objective(W)
+        history = []  # (iterate, its step) pairs for Anderson extrapolation
+        n_steps = slow = 0
+        for n_steps in range(1, max_steps + 1):  # noqa: B007 (used after the loop)
+            W_new, f_new, norms_new = self.step(W, norms)
+            history = [*history[-memory:], (W.ravel(), W_new.ravel())]
+            if len(history) >= 3:
+                W_acc = self._anderson(history, norms_new)
+                if W_acc is not None:
+                    f_acc, norms_acc = self.objective(W_acc)
+                    if f_acc < f_new:
+                        W_new, f_new, norms_new = W_acc, f_acc, norms_acc
+            if not f_new <= f:  # rounding noise at convergence: keep the better point
+                break
+            decrease, W, f, norms = f - f_new, W_new, f_new, norms_new
+            slow = slow + 1 if decrease <= tol * abs(f) else 0
+            if slow >= patience:
+                break
+        return W, f, n_steps
+
+    def _anderson(self, history, norms_new):
+        """Extrapolated point from the last steps; zero groups of the last step stay zero."""
+        steps = np.array([after for _, after in history]).T
+        residuals = steps - np.array([before for before, _ in history]).T
+        d_res, d_steps = np.diff(residuals, axis=1), np.diff(steps, axis=1)
+        try:
+            coef = np.linalg.lstsq(d_res, residuals[:, -1], rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return None
+        W_acc = (steps[:, -1] - d_steps @ coef).reshape(-1, self.rhs.shape[1])
+        if not np.all(np.isfinite(W_acc)):
+            return None
+        dead = self._per_feature((norms_new == 0) & (self.rho > 0), False)
+        W_acc[dead] = 0.0
+        return W_acc
 
 
 class _SparseLinearModel(BaseDGated):
@@ -37,6 +270,7 @@ class _SparseLinearModel(BaseDGated):
 
     _torch_dtype = torch.float64  # small problems, compared against exact solvers
     _fresh_init = "balanced"  # the ridge start, split into balanced factors
+    _block_steps = False  # exact block steps before L-BFGS (squared error only)
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -106,18 +340,69 @@ class _SparseLinearModel(BaseDGated):
             codes = targets.numpy()
             Y = np.eye(module.out_features + (module.out_features == 1))[codes]
             Y = Y[:, 1:] if module.out_features == 1 else Y
-        n = X.shape[0]
-        x_mean = np.asarray(X.mean(axis=0)).ravel() if self.fit_intercept else np.zeros(p)
-        y_mean = Y.mean(axis=0) if self.fit_intercept else np.zeros(Y.shape[1])
-        gram = np.asarray((X.T @ X).todense() if sp.issparse(X) else X.T @ X) / n
-        gram -= np.outer(x_mean, x_mean)
-        rhs = np.asarray(X.T @ Y) / n - np.outer(x_mean, y_mean)
+        gram, rhs, x_mean, y_mean, _ = _centered_moments(X, Y, self.fit_intercept)
         alpha = self.lam + 1e-6 * max(np.trace(gram) / p, 1e-12)
         W = np.linalg.solve(gram + alpha * np.eye(p), rhs)  # (p, n_outputs)
         with torch.no_grad():
             module.weight.copy_(torch.as_tensor(W.T))
             if self.fit_intercept:
                 module.bias.copy_(torch.as_tensor(y_mean - x_mean @ W))
+
+    def _fit(self, X, y, warm_module=None):
+        shape = getattr(X, "shape", None)
+        small = shape is not None and len(shape) == 2 and shape[0] * shape[1] <= _SMALL_WORK
+        with _single_threaded(small):
+            return super()._fit(X, y, warm_module=warm_module)
+
+    def _make_net(self, module, dataset, seed):
+        """The skorch net, after exact block steps from the module's start (regression).
+
+        The block steps (see ``_block_descent``) bring the D-gated factors close to a
+        stationary point at the cost of one linear solve each; L-BFGS then finishes the
+        smooth D-gated problem. L-BFGS stops when one of its iterations lowers the
+        objective by less than ``tol`` (relative), not only at the end of an epoch.
+        """
+        objective = None
+        if (
+            self._block_steps
+            and self.lam > 0
+            and not self.early_stopping
+            and dataset.X.shape[1] <= _BLOCK_STEPS_MAX_FEATURES
+        ):
+            objective = self._run_block_steps(module, dataset)
+        net = super()._make_net(module, dataset, seed)
+        # skorch's PrintLog formats a table row every epoch even when nothing is printed
+        net.set_params(callbacks__print_log=None)
+        if objective is not None and self.optimizer == "lbfgs" and self.tol is not None:
+            net.set_params(optimizer__tolerance_change=self.tol * abs(objective))
+        return net
+
+    @torch.no_grad()
+    def _run_block_steps(self, module, dataset):
+        X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
+        Y = dataset.y.cpu().double().numpy()
+        gram, rhs, x_mean, y_mean, const = _centered_moments(X, Y, self.fit_intercept)
+        labels, rho = self._penalty_groups(X.shape[1])
+        problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
+        W, objective, self._n_block_steps = problem.minimize(
+            as_numpy(module.weight).T, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL
+        )
+        omega = module.parametrizations.weight.original
+        gate = module.parametrizations.weight[0]
+        omega.copy_(torch.as_tensor(W.T, dtype=omega.dtype, device=omega.device))
+        gate.gates.fill_(1.0)
+        omega.copy_(_balance(omega, gate))
+        # Groups at zero get zero gates too (balanced: every factor of a zero product is
+        # zero), a stationary point L-BFGS need not move away from. At D = 2 only where
+        # the group lasso keeps them at zero (its KKT condition), so that others can grow.
+        dead = (problem.norms(W) == 0) & (rho > 0)
+        if self.D == 2:
+            dead &= problem.norms(rhs - gram @ W) < self.lam * rho
+        gate.gates[:, torch.as_tensor(dead)] = 0.0
+        if self.fit_intercept:
+            bias = torch.as_tensor(y_mean - x_mean @ W, dtype=omega.dtype, device=omega.device)
+            module.bias.copy_(bias)
+        return objective
 
     def _penalty_groups(self, n_features):
         labels = _check_groups(self.groups, n_features)
@@ -154,9 +439,14 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     r"""Group-sparse least squares with the penalty :math:`\lambda\sum_j\rho_j\|w_j\|^{2/D}`.
 
     Trained by D-Gating: each group's coefficients are a vector times ``D-1`` scalar gates
-    with plain L2 on all factors, optimized by full-batch L-BFGS in float64 (closure steps
-    through skorch). Groups the data do not need reach exact zero during training; the
-    final ``zero_tol`` threshold only removes numerical dust (``sparsity_gap_`` shows it).
+    with plain L2 on all factors. From the start (ridge at ``alpha = lam``, or the previous
+    solution along a path) a fit first takes exact block steps on this smooth problem:
+    with the gates fixed it is a ridge problem in the vectors, solved exactly, after which
+    the factors are re-balanced (one ``p x p`` solve per step; skipped with early stopping
+    or more than 2000 features). Full-batch L-BFGS in float64 (closure steps through
+    skorch) then finishes the D-gated problem. Groups the data do not need reach exact
+    zero during training; the final ``zero_tol`` threshold only removes numerical dust
+    (``sparsity_gap_`` shows it).
 
     Parameters
     ----------
@@ -175,7 +465,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     fit_intercept : bool, default=True
         Fit an unpenalized intercept.
     optimizer : {"lbfgs", "sgd", "adam", "adamw"} or torch optimizer class, default="lbfgs"
-        L-BFGS converges in a few dozen full-batch steps on this smooth problem.
+        Optimizer after the block steps; from their end L-BFGS usually needs a handful of
+        closure evaluations.
     lr : float, default=1.0
         Learning rate (L-BFGS with a Wolfe line search uses 1).
     max_epochs : int, default=200
@@ -184,7 +475,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         ``None`` trains on the full batch.
     lr_schedule : {"constant", "cosine"}, default="constant"
     tol : float or None, default=1e-12
-        Stop when an epoch lowers the objective by less than ``tol`` (relative).
+        Stop when an epoch lowers the objective by less than ``tol`` (relative); L-BFGS
+        also ends an epoch early when one of its iterations does.
     zero_tol : float, default=float32 eps (1.2e-7)
         Groups with a smaller norm after training are set to exactly 0 (numerical dust:
         dropped groups typically end far below it, see ``sparsity_gap_``).
@@ -229,6 +521,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     >>> est = SparseLinearRegressor(lam=0.3, D=3, groups=5).fit(data.X, data.y)
     >>> est.selected_groups_  # doctest: +SKIP
     """
+
+    _block_steps = True
 
     def _coef_shape(self, weight, bias):
         if self._y_1d:

@@ -1,0 +1,486 @@
+r"""Neural oblivious decision ensembles (NODE) whose trees are removed by D-Gating.
+
+The D-Gating groups are the trees: group ``t`` is the leaf-response tensor
+``response[t]`` of shape ``(tree_dim, 2**depth)`` (``AxisGroups(0)`` on the layer's
+``(num_trees, tree_dim, 2**depth)`` response). A tree's output is a leaf-weighted sum of
+its responses, so when the group is exactly zero the tree outputs 0 for every input: it
+adds nothing to the prediction and feeds zero columns to later layers, and its feature
+choices, thresholds and temperatures no longer matter. Those are therefore not gated; the
+trained ``module_`` keeps the dead trees (with zero responses) and :meth:`compact` drops
+them.
+
+The penalty is ``lam * sum_t ||s * response_t||^(2/D)`` with ``s`` the fixed output scale
+(``1 / num_trees``, the ensemble average): it acts on each tree's contribution to the
+prediction, so ``lam`` means the same for any number of trees.
+"""
+
+from __future__ import annotations
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ..gating import ZERO_TOL, dgate
+from ..groups import AxisGroups
+from ..nn.node import NODE, compact_node
+from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._training import ArrayDataset, as_numpy
+
+__all__ = ["NODEClassifier", "NODERegressor"]
+
+#: Rows used for the data-aware initialization of thresholds and temperatures.
+_INIT_ROWS = 2048
+#: Rows per forward pass at prediction time.
+_PREDICT_ROWS = 2048
+#: skorch name patterns of the D-Gating factors of the leaf responses: omega (one row per
+#: tree) and the gates (one column per tree).
+_RESPONSE_OMEGA = "*parametrizations.response.original"
+_RESPONSE_GATES = "*parametrizations.response.0.gates"
+#: Trust region of the response SGD: a tree's factors change by at most this fraction of
+#: their size (plus _TRUST_FLOOR) in one step.
+_TRUST = 0.25
+_TRUST_FLOOR = 1e-2
+
+
+class _ResponseSGD(torch.optim.Optimizer):
+    """SGD with Nesterov momentum on the parameter groups flagged ``sgd=True``, ``inner``
+    (e.g. Adam) on all others.
+
+    D-Gating removes a group because plain gradient steps shrink its factors
+    geometrically to exact zero; Adam's per-coordinate normalization keeps unused factors
+    jittering at the size of the step instead. NODE's tree internals (feature choices,
+    thresholds, temperatures), on the other hand, train far better with Adam. Both share
+    one ``param_groups`` list, so learning-rate schedules act on both.
+
+    The SGD step has a relative trust region: the factors of one tree (a row of omega
+    along ``trust_dim``, or one gate when ``trust_dim`` is None) change by at most
+    ``_TRUST * (size + _TRUST_FLOOR)`` per step. The effective step of a product of
+    factors grows with their size (a tree of norm ``r`` with balanced factors moves
+    ``r^(2(D-1)/D)`` times faster), and trained NODE trees span norms from 1 to ~1000;
+    unbounded, the largest ones diverge. Shrinking groups are unaffected: the penalty
+    step is capped below half their size.
+    """
+
+    def __init__(self, params, lr, inner=torch.optim.Adam, sgd_momentum=0.9, **inner_kwargs):
+        defaults = {"lr": lr, "sgd": False, "sgd_momentum": sgd_momentum, "trust_dim": None}
+        super().__init__(params, defaults)
+        others = [group for group in self.param_groups if not group["sgd"]]
+        self.inner = inner(others, lr=lr, **inner_kwargs) if others else None
+
+    @staticmethod
+    def _sizes(tensor, dim):
+        """Size of each trust unit, broadcast to the tensor's shape."""
+        if dim is None:
+            return tensor.abs()
+        other = [d for d in range(tensor.dim()) if d != dim]
+        return tensor.pow(2).sum(dim=other, keepdim=True).sqrt()
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        if self.inner is not None:
+            loss = self.inner.step(closure)
+        elif closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        else:
+            loss = None
+        for group in self.param_groups:
+            if not group["sgd"]:
+                continue
+            mu, dim = group["sgd_momentum"], group["trust_dim"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = p.grad.clone()
+                else:
+                    state["momentum_buffer"].mul_(mu).add_(p.grad)
+                step = p.grad.add(state["momentum_buffer"], alpha=mu).mul_(group["lr"])
+                bound = _TRUST * (self._sizes(p, dim) + _TRUST_FLOOR)
+                ratio = (bound / self._sizes(step, dim).clamp_min(1e-38)).clamp_(max=1.0)
+                p.sub_(step.mul_(ratio))
+        return loss
+
+
+class _NODEFamily(BaseDGated):
+    """The NODE family: one D-Gating group per tree (its leaf responses)."""
+
+    _parameter_constraints = {
+        **BaseDGated._parameter_constraints,
+        "num_trees": [Interval(Integral, 1, None, closed="left")],
+        "depth": [Interval(Integral, 1, None, closed="left")],
+        "tree_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "num_layers": [Interval(Integral, 1, None, closed="left")],
+        "dense": ["boolean"],
+        "response_lr": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
+    def __init__(
+        self,
+        lam=1e-3,
+        *,
+        D=3,
+        num_trees=128,
+        depth=6,
+        tree_dim=None,
+        num_layers=1,
+        dense=True,
+        optimizer="adam",
+        lr=3e-2,
+        response_lr=0.3,
+        max_epochs=None,
+        batch_size=256,
+        lr_schedule="cosine",
+        tol=None,
+        zero_tol=ZERO_TOL,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        warm_start=False,
+        random_state=None,
+        device="cpu",
+        verbose=0,
+    ):
+        self.lam = lam
+        self.D = D
+        self.num_trees = num_trees
+        self.depth = depth
+        self.tree_dim = tree_dim
+        self.num_layers = num_layers
+        self.dense = dense
+        self.optimizer = optimizer
+        self.lr = lr
+        self.response_lr = response_lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr_schedule = lr_schedule
+        self.tol = tol
+        self.zero_tol = zero_tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ hooks
+    def _build_module(self, n_features, n_outputs):
+        if self.tree_dim is not None and self.tree_dim < n_outputs:
+            raise ValueError(
+                f"tree_dim={self.tree_dim} is smaller than the number of outputs "
+                f"({n_outputs}); use tree_dim=None or at least {n_outputs}."
+            )
+        return NODE(
+            n_features,
+            n_outputs,
+            num_trees=self.num_trees,
+            depth=self.depth,
+            tree_dim=self.tree_dim,
+            num_layers=self.num_layers,
+            dense=self.dense,
+        )
+
+    def _init_module(self, module, X, targets):
+        """Data-aware thresholds/temperatures on a random subsample; bias at the base rate."""
+        n = X.shape[0]
+        rows = torch.randperm(n)[: min(n, _INIT_ROWS)].sort().values.numpy()
+        batch = X[rows].toarray() if sp.issparse(X) else X[rows]
+        module.data_init(torch.as_tensor(np.asarray(batch), dtype=module.bias.dtype))
+        with torch.no_grad():
+            module.bias.copy_(self._initial_bias(targets).to(module.bias.dtype))
+
+    def _gate_module(self, module, init):
+        # AxisGroups(0) on response (T, tree_dim, 2**depth): one group per tree. The group
+        # weight s^(2/D) (s = output_scale) puts the penalty on each tree's contribution
+        # s * response to the output: lam means the same for any number of trees.
+        scale = float(module.output_scale)
+        for layer in module.layers:
+            rho = np.full(layer.num_trees, scale ** (2.0 / self.D))
+            dgate(layer, "response", groups=AxisGroups(0), D=self.D, init=init, group_weights=rho)
+
+    def _make_net(self, module, dataset, seed):
+        net = super()._make_net(module, dataset, seed)
+        if self.response_lr is None:
+            return net
+        if net.optimizer is torch.optim.LBFGS:
+            raise ValueError(
+                "optimizer='lbfgs' cannot train the responses with their own SGD; "
+                "set response_lr=None or use another optimizer."
+            )
+        # response factors: plain SGD (exact zeros), step response_lr in units of the output
+        scale = float(module.output_scale)
+        sgd_lr = self.response_lr / scale
+        # the penalty alone shrinks each factor by lr * lam * rho * 2/D per step; beyond
+        # ~1.3 Nesterov momentum oscillates instead of converging: cap it at 0.5
+        curvature = self.lam * scale ** (2.0 / self.D) * 2.0 / self.D
+        if curvature > 0:
+            sgd_lr = min(sgd_lr, 0.5 / curvature)
+        return net.set_params(
+            optimizer=_ResponseSGD,
+            optimizer__inner=net.optimizer,
+            optimizer__param_groups=[
+                (_RESPONSE_OMEGA, {"sgd": True, "lr": sgd_lr, "trust_dim": 0}),
+                (_RESPONSE_GATES, {"sgd": True, "lr": sgd_lr, "trust_dim": None}),
+            ],
+        )
+
+    def _module_output(self, X):
+        """Module output in float64.
+
+        float32 matrix products round differently for different batch sizes, so a
+        float32 prediction of a row would depend (at the 1e-7 level) on which rows are
+        predicted with it; a float64 copy of the fitted module makes predictions
+        independent of the batch.
+        """
+        module = copy.deepcopy(self.module_).to(torch.float64)
+        dataset = ArrayDataset(X, None, dtype=torch.float64)
+        with torch.no_grad():
+            outs = [
+                module(dataset.rows(slice(i, i + _PREDICT_ROWS)))
+                for i in range(0, len(dataset), _PREDICT_ROWS)
+            ]
+        return as_numpy(torch.cat(outs))
+
+    def _default_lambda_max(self, X, y):
+        """Top of the default lam grid: the D=2 lam that keeps every tree at zero.
+
+        With the tree internals fixed at their data-aware initialization, ``c_t = 0``
+        (all contributions zero) is optimal for the group penalty ``lam sum_t ||c_t||``
+        exactly when ``lam >= max_t ||dL/dc_t||``; training moves the internals, so this
+        is an estimate (paths extend the grid until no tree is left).
+        """
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        targets, n_outputs = self._encode_targets(np.asarray(y))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            module = self._build_module(X.shape[1], n_outputs)
+            self._init_module(module, X, targets)
+        with torch.no_grad():
+            for layer in module.layers:
+                layer.response.zero_()
+        x = ArrayDataset(X, None, dtype=torch.float32).rows(slice(None))
+        loss = self._criterion()(module(x), targets)
+        grads = torch.autograd.grad(loss, [layer.response for layer in module.layers])
+        norms = torch.cat([g.flatten(start_dim=1).norm(dim=1) for g in grads])
+        return float(norms.max()) / float(module.output_scale)
+
+    def _tree_norms(self, module):
+        """Norm of every tree's responses, layers concatenated (0 for removed trees)."""
+        return np.concatenate(
+            [
+                np.linalg.norm(as_numpy(layer.response).reshape(layer.num_trees, -1), axis=1)
+                for layer in module.layers
+            ]
+        )
+
+    def _feature_importances(self, module):
+        """Response norm times feature-choice weight, summed over live trees and levels.
+
+        Exactly 0 for features no live tree can choose (entmax gives exact zeros, and
+        removed trees have response norm 0). Normalized to sum to 1 (if any is > 0).
+        """
+        n = module.n_features
+        total = np.zeros(n)
+        # with dense connections every layer reads the input features (its first n
+        # columns); without them only the first layer does
+        for layer in module.layers if module.dense else module.layers[:1]:
+            norms = np.linalg.norm(as_numpy(layer.response).reshape(layer.num_trees, -1), axis=1)
+            choice = as_numpy(layer.choice_weights())[:, :, :n]  # (T, depth, n_features)
+            total += np.einsum("t,tdf->f", norms, choice)
+        mass = total.sum()
+        return total / mass if mass > 0 else total
+
+    def _after_fit(self, X, y):
+        self.tree_norms_ = self._tree_norms(self.module_)
+        self.active_trees_ = np.flatnonzero(self.tree_norms_)
+        self.n_active_trees_ = int(self.active_trees_.size)
+
+    def compact(self):
+        """A plain NODE holding only the live trees (and reading only the selected features).
+
+        Returns
+        -------
+        module : sksparse_nn.nn.node.NODE
+            Takes ``X[:, selected_features_]`` (a float tensor) and returns the same raw
+            outputs (regression values or logits) as the fitted model on ``X``. The sum
+            over the remaining trees keeps the full model's fixed ``1 / num_trees``
+            scale, so no output changes.
+        """
+        check_is_fitted(self, "module_")
+        return compact_node(self.module_, self.selected_features_)
+
+
+_NODE_DOC = """
+
+    Parameters
+    ----------
+    lam : float, default=1e-3
+        Strength of the tree penalty ``sum_t ||s * response_t||^(2/D)`` (``s`` = 1 /
+        number of trees: the penalty is on each tree's contribution to the output). The
+        loss is the mean over samples plus ``lam * penalty``. On the white wine data
+        (500 trees, depth 6), D=3 with ``lam=4e-3`` kept about 9 trees at the dense
+        model's test error; D=2 needs ``lam`` about 10 times larger and removes trees
+        more slowly.
+    D : int, default=3
+        Gating depth >= 2 (2: group lasso over trees; 3, 4: sparser non-convex
+        penalties, which remove trees faster and more cleanly).
+    num_trees : int, default=128
+        Trees per layer.
+    depth : int, default=6
+        Depth of each oblivious tree (``2**depth`` leaves).
+    tree_dim : int or None, default=None
+        Output length of each tree; ``None`` means the number of outputs. Larger values
+        give later layers more to read (with ``num_layers > 1``).
+    num_layers : int, default=1
+    dense : bool, default=True
+        Each layer reads the input and all earlier layers' outputs, and every layer's
+        trees feed the prediction (as in NODE); ``False`` stacks layers plainly.
+    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
+        Optimizer of the feature choices, thresholds, temperatures and bias (NODE trains
+        with Adam).
+    lr : float, default=3e-2
+        Its initial learning rate.
+    response_lr : float or None, default=0.3
+        The D-gated leaf responses are trained by plain SGD with Nesterov momentum 0.9,
+        with step ``response_lr / s`` (that is, ``response_lr`` in units of the
+        output): plain gradient steps shrink unused trees geometrically to exact zero,
+        Adam's normalized steps do not. ``None`` trains them with ``optimizer`` too.
+    max_epochs : int or None, default=None
+        ``None``: at least 100 epochs and at least 4000 optimizer steps.
+    batch_size : int or None, default=256
+    lr_schedule : {"cosine", "constant"}, default="cosine"
+        Applied to both learning rates.
+    tol : float or None, default=None
+        Stop early when an epoch lowers the training loss by less than ``tol``.
+    zero_tol : float, default=float32 eps
+        Trees whose response norm ends below it are set to exactly 0.
+    early_stopping : bool, default=False
+    validation_fraction : float, default=0.1
+    n_iter_no_change : int, default=10
+    warm_start : bool, default=False
+        Start from the previous fit (factors re-split balanced).
+    random_state : int, RandomState or None, default=None
+    device : str, default="cpu"
+        Training device; the fitted model always lives on the CPU.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    active_trees_ : ndarray of int
+        Indices of the trees with non-zero responses (layers concatenated, layer-major).
+    n_active_trees_ : int
+    tree_norms_ : ndarray of shape (num_layers * num_trees,)
+        Norm of each tree's responses; exactly 0 for removed trees.
+    selected_features_ : ndarray of int
+        Features that some active tree can still choose (entmax gives exact zeros in
+        the choice weights).
+    feature_importances_ : ndarray of shape (n_features,)
+        Sum over active trees and levels of response norm times choice weight,
+        normalized to sum to 1; exactly 0 for features no active tree can choose.
+    module_ : sksparse_nn.nn.node.NODE
+        The fitted torch module (plain parameters, removed trees exactly zero).
+    sparsity_gap_ : tuple of float
+        (largest tree norm set to zero, smallest kept) before thresholding.
+    history_ : skorch.History
+    n_iter_ : int
+    n_features_in_, feature_names_in_
+"""
+
+
+class NODERegressor(RegressorTaskMixin, _NODEFamily):
+    __doc__ = (
+        """NODE regressor whose trees are removed by D-Gating during training.
+
+    Neural oblivious decision ensembles (Popov, Morozov and Babenko, ICLR 2020) with one
+    D-Gating group per tree. The squared error is measured in units of each target's
+    standard deviation (the fitted module maps back to the target's units), so ``lam``
+    and the learning rates do not depend on the scale of ``y``.
+    """
+        + _NODE_DOC
+        + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_nn.estimators.node import NODERegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 5))
+    >>> y = np.sin(2 * X[:, 0]) + (X[:, 1] > 0)
+    >>> reg = NODERegressor(lam=1e-2, num_trees=32, depth=3, max_epochs=30,
+    ...                     batch_size=32, random_state=0).fit(X, y)
+    >>> reg.n_active_trees_ < 32
+    True
+    >>> small = reg.compact()  # a NODE with only the active trees
+    """
+    )
+
+    def _encode_targets(self, y):
+        targets, n_outputs = super()._encode_targets(y)
+        std = targets.to(torch.float64).std(dim=0, correction=0)
+        self._target_std = torch.where(std > 1e-12, std, torch.ones_like(std))
+        return targets, n_outputs
+
+    def _criterion(self):
+        return _StandardizedHalfSquaredError(self._target_std)
+
+    def _init_module(self, module, X, targets):
+        super()._init_module(module, X, targets)
+        with torch.no_grad():  # the trees work in standardized units
+            module.target_mean.copy_(targets.to(torch.float64).mean(dim=0))
+            module.target_scale.copy_(self._target_std)
+
+    def _initial_bias(self, targets):
+        return torch.zeros(targets.shape[1], dtype=torch.float64)
+
+
+class _StandardizedHalfSquaredError(torch.nn.Module):
+    """``1/(2n) sum_i sum_k ((y_ik - f_ik) / sigma_k)^2``: squared error in units of each
+    target's standard deviation, so that ``lam`` and the learning rates do not depend on
+    the units of ``y``."""
+
+    def __init__(self, std):
+        super().__init__()
+        self.register_buffer("inv_std", 1.0 / std)
+
+    def forward(self, y_pred, y_true):
+        scaled = (y_pred - y_true) * self.inv_std.to(y_pred.dtype)
+        return 0.5 * scaled.pow(2).sum(dim=1).mean()
+
+
+class NODEClassifier(ClassifierTaskMixin, _NODEFamily):
+    __doc__ = (
+        """NODE classifier whose trees are removed by D-Gating during training.
+
+    Cross-entropy (logistic for two classes) plus ``lam`` times the tree penalty; the
+    bias starts at the log class priors.
+    """
+        + _NODE_DOC
+        + """    classes_ : ndarray of shape (n_classes,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sksparse_nn.estimators.node import NODEClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = NODEClassifier(lam=1e-3, num_trees=16, depth=3, max_epochs=10,
+    ...                      random_state=0).fit(X, y)
+    >>> clf.score(X, y) > 0.9
+    True
+    """
+    )
+
+    def _initial_bias(self, targets):
+        counts = torch.bincount(targets, minlength=len(self.classes_)).to(torch.float64)
+        prior = (counts + 1.0) / (counts.sum() + len(self.classes_))
+        log_prior = prior.log()
+        if len(self.classes_) == 2:
+            return (log_prior[1] - log_prior[0]).reshape(1)
+        return log_prior - log_prior.mean()

@@ -1,0 +1,232 @@
+"""NODERegressor / NODEClassifier: tree-level D-Gating, exact zeros, compaction, checks."""
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+
+from sksparse_nn.estimators.node import NODEClassifier, NODERegressor
+from sksparse_nn.gating import gated_tensors
+from sksparse_nn.nn.node import NODE, _entmax15_exact, compact_node, entmax15, entmoid15
+
+SMALL = {"num_trees": 8, "depth": 3, "max_epochs": 10, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def regression_problem():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    y = 3.0 + np.sin(2 * X[:, 0]) + (X[:, 1] > 0) + 0.1 * rng.normal(size=400)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def sparse_fit(regression_problem):
+    X, y = regression_problem
+    return NODERegressor(
+        lam=1e-2, D=3, num_trees=32, depth=3, max_epochs=30, batch_size=32, random_state=0
+    ).fit(X, y)
+
+
+# ------------------------------------------------------------------ plain torch parts
+def test_entmoid15_is_two_class_entmax15_and_entmax_has_exact_zeros():
+    x = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    pairs = torch.stack((x, torch.zeros_like(x)), dim=-1)
+    np.testing.assert_allclose(entmoid15(x), entmax15(pairs, dim=-1)[:, 0], atol=1e-12)
+    assert entmoid15(torch.tensor(-2.5)) == 0 and entmoid15(torch.tensor(2.5)) == 1
+    logits = torch.randn(50, 11, dtype=torch.float64)
+    p = entmax15(logits, dim=-1)
+    np.testing.assert_allclose(p.sum(dim=-1), 1.0, atol=1e-12)
+    assert (p == 0).any()
+    np.testing.assert_allclose(_entmax15_exact(logits, dim=-1), p, atol=1e-10)
+
+
+def test_forward_matches_the_leaf_weight_definition():
+    torch.manual_seed(0)
+    node = NODE(4, 2, num_trees=5, depth=5, tree_dim=3).double()
+    x = torch.randn(7, 4, dtype=torch.float64)
+    node.data_init(x)
+    layer = node.layers[0]
+    leaves = layer.leaf_weights(x)
+    np.testing.assert_allclose(leaves.sum(dim=-1).detach(), 1.0, atol=1e-12)
+    expected = torch.einsum("ntl,tcl->ntc", leaves, layer.response)
+    np.testing.assert_allclose(layer(x).detach(), expected.detach(), atol=1e-12)
+    splits = (layer.split_values(x) - layer.thresholds) * torch.exp(-layer.log_temperatures)
+    assert splits.abs().max() <= 1 + 1e-9  # data-aware init: logits start in [-1, 1]
+
+
+def _count_torch_calls(module, x):
+    calls = []
+
+    class Count(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), Count():
+        module(x)
+    return len(calls)
+
+
+def test_forward_is_vectorized_over_trees():
+    """The number of torch operations in a forward pass does not grow with the trees."""
+    x = torch.randn(16, 5)
+    counts = [
+        _count_torch_calls(NODE(5, 1, num_trees=t, depth=6).data_init(x), x) for t in (4, 512)
+    ]
+    assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_compact_node_drops_zero_trees_without_changing_outputs(dense):
+    torch.manual_seed(0)
+    node = NODE(6, 2, num_trees=[7, 5], depth=3, tree_dim=3, dense=dense)
+    x = torch.randn(64, 6)
+    node.data_init(x)
+    with torch.no_grad():
+        node.layers[0].response[[1, 4]] = 0
+        node.layers[1].response[[0, 2, 3]] = 0
+        expected = node(x)
+    small = compact_node(node)
+    assert small.num_trees == (5, 2)
+    np.testing.assert_allclose(small(x).detach(), expected, atol=1e-5)
+
+
+# --------------------------------------------------------------------- estimators
+def test_gating_changes_nothing_at_initialization(regression_problem):
+    X, y = regression_problem
+    est = NODERegressor(lam=0.0, num_trees=16, depth=4, random_state=0)
+    targets, n_outputs = est._encode_targets(y)
+    torch.manual_seed(0)
+    plain = est._build_module(X.shape[1], n_outputs)
+    est._init_module(plain, X, targets)
+    gated = copy.deepcopy(plain)
+    est._gate_module(gated, "identity")
+    assert len(list(gated_tensors(gated))) == 1
+    x = torch.as_tensor(X, dtype=torch.float32)
+    with torch.no_grad():
+        np.testing.assert_array_equal(gated(x), plain(x))
+
+
+def test_large_lam_switches_every_tree_off_exactly(regression_problem):
+    X, y = regression_problem
+    est = NODERegressor(
+        lam=1.0, D=3, num_trees=16, depth=3, max_epochs=20, batch_size=32, random_state=0
+    )
+    est.fit(X, y)
+    assert est.n_active_trees_ == 0 and est.active_trees_.size == 0
+    assert est.sparsity_gap_[0] < 1e-12  # dead before thresholding, far below zero_tol
+    assert torch.all(est.module_.layers[0].response == 0)
+    assert est.selected_features_.size == 0
+    assert np.all(est.feature_importances_ == 0)
+    pred = est.predict(X)
+    assert np.ptp(pred) == 0  # a constant: only the bias is left ...
+    np.testing.assert_allclose(pred, y.mean(), atol=1e-2 * y.std())  # ... near the mean
+    assert est.compact().num_trees == (0,)
+
+
+def test_moderate_lam_keeps_few_trees_with_a_clear_gap(sparse_fit, regression_problem):
+    X, y = regression_problem
+    est = sparse_fit
+    assert 0 < est.n_active_trees_ < 32
+    dead, live = est.sparsity_gap_
+    assert dead < 1e-10 < 1e-3 < live
+    norms = est.module_.layers[0].response.detach().flatten(start_dim=1).norm(dim=1).numpy()
+    np.testing.assert_array_equal(np.flatnonzero(norms), est.active_trees_)
+    assert est.score(X, y) > 0.8
+
+
+def test_compact_predicts_like_the_full_model(sparse_fit, regression_problem):
+    X, _ = regression_problem
+    est = sparse_fit
+    small = est.compact()
+    assert small.num_trees == (est.n_active_trees_,)
+    assert small.layers[0].in_features == est.selected_features_.size
+    x = torch.as_tensor(X[:, est.selected_features_], dtype=torch.float32)
+    with torch.no_grad():
+        out = small(x).numpy()[:, 0]
+    np.testing.assert_allclose(out, est.predict(X), atol=1e-5, rtol=1e-6)
+
+
+def test_feature_choices_have_exact_zeros_and_define_the_selection(sparse_fit):
+    est = sparse_fit
+    layer = est.module_.layers[0]
+    weights = layer.choice_weights().detach().numpy()
+    assert (weights == 0).any()
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    used = (weights[est.active_trees_] > 0).any(axis=(0, 1))
+    np.testing.assert_array_equal(np.flatnonzero(used), est.selected_features_)
+    assert np.all(est.feature_importances_[~used] == 0)
+    assert np.all(est.feature_importances_[used] > 0)
+    np.testing.assert_allclose(est.feature_importances_.sum(), 1.0)
+
+
+def test_classifier_probabilities_and_string_labels():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    codes = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5).astype(int)
+    labels = np.array(["low", "mid", "high"])[codes]
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    clf = NODEClassifier(lam=1e-3, **{**SMALL, "max_epochs": 20}).fit(frame, labels)
+    np.testing.assert_array_equal(clf.classes_, ["high", "low", "mid"])
+    assert list(clf.feature_names_in_) == list("abcd")
+    proba = clf.predict_proba(frame)
+    assert proba.shape == (300, 3)
+    assert np.all((proba >= 0) & (proba <= 1))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert set(clf.predict(frame)) <= set(labels)
+    assert clf.score(frame, labels) > 0.7
+    binary = NODEClassifier(**SMALL).fit(X, np.where(codes > 0, "yes", "no"))
+    assert binary.decision_function(X).shape == (300,)
+    np.testing.assert_allclose(binary.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_same_seed_same_model(regression_problem):
+    X, y = regression_problem
+    a = NODERegressor(lam=1e-3, **SMALL).fit(X, y)
+    b = clone(a).fit(X, y)
+    for pa, pb in zip(a.module_.parameters(), b.module_.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+    c = clone(a).set_params(random_state=1).fit(X, y)
+    assert not torch.equal(a.module_.layers[0].thresholds, c.module_.layers[0].thresholds)
+
+
+def test_regressor_is_invariant_to_the_units_of_y(regression_problem):
+    X, y = regression_problem
+    a = NODERegressor(lam=3e-3, **SMALL).fit(X, y)
+    b = NODERegressor(lam=3e-3, **SMALL).fit(X, 1000.0 * y)
+    np.testing.assert_allclose(b.predict(X), 1000.0 * a.predict(X), rtol=1e-3)
+    np.testing.assert_array_equal(a.active_trees_, b.active_trees_)
+
+
+def test_warm_started_path_goes_from_dense_to_no_tree(regression_problem):
+    X, y = regression_problem
+    est = NODERegressor(**{**SMALL, "batch_size": 32})
+    path = est.regularization_path(X, y, lams=[1e-3, 1e-2, 1.0], X_val=X, y_val=y)
+    assert path.n_selected[-1] == 0
+    assert path.val_score[0] > 0.5  # the warm starts train, they do not blow up
+    assert path.group_norms.shape == (3, X.shape[1])
+
+
+def test_multi_layer_dense_node_compacts_exactly(regression_problem):
+    X, y = regression_problem
+    est = NODERegressor(
+        lam=3e-3, num_trees=6, depth=2, tree_dim=2, num_layers=2, max_epochs=15, random_state=0
+    ).fit(X, y)
+    assert est.tree_norms_.shape == (12,)
+    small = est.compact()
+    assert sum(small.num_trees) == est.n_active_trees_
+    x = torch.as_tensor(X[:, est.selected_features_], dtype=torch.float32)
+    with torch.no_grad():
+        np.testing.assert_allclose(small(x).numpy()[:, 0], est.predict(X), atol=1e-5)
+
+
+def test_bad_parameters_raise():
+    X, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20.0)
+    with pytest.raises(ValueError, match="tree_dim"):
+        NODERegressor(tree_dim=1, **SMALL).fit(X, np.column_stack([y, y]))
+    with pytest.raises(ValueError, match="lbfgs"):
+        NODERegressor(optimizer="lbfgs", **SMALL).fit(X, y)
