@@ -3,6 +3,8 @@
 from .estimators import (
     DGatedMLPClassifier,
     DGatedMLPRegressor,
+    DGatedNAMClassifier,
+    DGatedNAMRegressor,
     NODEClassifier,
     NODERegressor,
     SparseLinearClassifier,
@@ -28,6 +30,8 @@ __all__ = [
     "AxisGroups",
     "DGatedMLPClassifier",
     "DGatedMLPRegressor",
+    "DGatedNAMClassifier",
+    "DGatedNAMRegressor",
     "GroupLassoRegressor",
     "NODEClassifier",
     "NODERegressor",

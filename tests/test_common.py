@@ -11,6 +11,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sksparse_nn import (
     DGatedMLPClassifier,
     DGatedMLPRegressor,
+    DGatedNAMClassifier,
+    DGatedNAMRegressor,
     GroupLassoRegressor,
     NODEClassifier,
     NODERegressor,
@@ -18,6 +20,8 @@ from sksparse_nn import (
     SparseLinearRegressor,
     SparsePathCV,
 )
+
+_TINY_NAM = {"hidden_layer_sizes": (8,), "batch_size": 32, "max_epochs": 10, "random_state": 0}
 
 ESTIMATORS = [
     GroupLassoRegressor(lam=0.01),
@@ -28,6 +32,12 @@ ESTIMATORS = [
     SparsePathCV(SparseLinearRegressor(max_epochs=5), lams=[1e-3, 1e-2], cv=2),
     NODERegressor(num_trees=8, depth=3, max_epochs=10, batch_size=32, random_state=0),
     NODEClassifier(num_trees=8, depth=3, max_epochs=10, batch_size=32, random_state=0),
+    DGatedNAMRegressor(
+        lam=1e-3, hidden_layer_sizes=(8,), batch_size=32, max_epochs=10, random_state=0
+    ),
+    DGatedNAMClassifier(
+        lam=1e-3, hidden_layer_sizes=(8,), batch_size=32, max_epochs=10, random_state=0
+    ),
 ]
 
 

@@ -1,0 +1,245 @@
+"""DGatedNAMRegressor / DGatedNAMClassifier: exact shape-function selection, additivity."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.datasets import make_classification
+from sklearn.model_selection import GridSearchCV
+
+from sksparse_nn.datasets import make_additive_regression
+from sksparse_nn.estimators.nam import DGatedNAMClassifier, DGatedNAMRegressor
+from sksparse_nn.gating import dgate
+from sksparse_nn.groups import AxisGroups
+from sksparse_nn.nn.nam import NAM, compact_nam
+from sksparse_nn.plotting_nam import plot_shape_functions
+
+FAST = {"hidden_layer_sizes": (16,), "batch_size": 64, "max_epochs": 150, "random_state": 0}
+TINY = {"hidden_layer_sizes": (8,), "batch_size": 32, "max_epochs": 10, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def additive():
+    """5 informative shape functions (sin, cos, x^2, -x, -|x|) + 5 noise features."""
+    data = make_additive_regression(
+        n_samples=400, n_noise=5, noise=0.5, feature_distribution="normal",
+        random_state=0, return_info=True,
+    )  # fmt: skip
+    return data.X, data.y
+
+
+@pytest.fixture(scope="module")
+def fitted(additive):
+    X, y = additive
+    return DGatedNAMRegressor(lam=0.05, D=3, **FAST).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    X, y = make_classification(
+        n_samples=300, n_features=6, n_informative=3, n_redundant=0, n_classes=3,
+        n_clusters_per_class=1, random_state=0,
+    )  # fmt: skip
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted_multiclass(multiclass):
+    X, y = multiclass
+    return DGatedNAMClassifier(lam=0.02, D=3, **FAST).fit(X, y)
+
+
+# ------------------------------------------------------------------ selection
+def test_selects_the_informative_features_with_exact_zeros(fitted, additive):
+    X, _ = additive
+    np.testing.assert_array_equal(fitted.selected_features_, np.arange(5))
+    largest_dropped, smallest_live = fitted.sparsity_gap_
+    assert largest_dropped < 1e-8  # before thresholding
+    assert smallest_live > 1e-3
+    first = fitted.module_.first.detach().numpy()  # (p, 2, h1): weights and biases
+    assert np.all(first[5:] == 0)
+    assert np.all(np.abs(first[:5]).sum(axis=(1, 2)) > 0)
+    contrib = fitted.contributions(X)
+    assert np.all(contrib[:, 5:] == 0)  # identically zero, not merely constant
+    assert torch.all(fitted.module_.centers[5:] == 0)
+    assert np.all(fitted.feature_importances_[5:] == 0)
+    assert np.all(fitted.feature_importances_[:5] > 0.1)
+    np.testing.assert_allclose(fitted.feature_importances_, contrib.std(axis=0), rtol=1e-4)
+    np.testing.assert_array_equal(np.flatnonzero(fitted.feature_importances_), np.arange(5))
+    assert fitted.score(X, additive[1]) > 0.85
+
+
+def test_linear_feature_gets_a_decreasing_shape(fitted):
+    x, f = fitted.shape_functions()[3]  # true shape: -x
+    assert x.shape == f.shape == (100,)
+    assert np.all(np.diff(x) > 0)
+    assert np.corrcoef(x, f)[0, 1] < -0.99
+    assert np.all(np.diff(f) <= 1e-6 * np.ptp(f))  # monotone decreasing
+    np.testing.assert_allclose(x[[0, -1]], fitted.feature_ranges_[3])
+    curves = fitted.shape_functions(grid=[-1.0, 0.0, 1.0])
+    assert sorted(curves) == [0, 1, 2, 3, 4]
+    np.testing.assert_array_equal(curves[2][0], [-1.0, 0.0, 1.0])
+    # x^2 is convex: the ends lie above the middle
+    assert curves[2][1][0] > curves[2][1][1] < curves[2][1][2]
+
+
+# ------------------------------------------------------------- additivity
+def test_contributions_sum_to_the_prediction(fitted, additive):
+    X, _ = additive
+    contrib = fitted.contributions(X)
+    assert contrib.shape == X.shape
+    assert isinstance(fitted.intercept_, float)
+    np.testing.assert_allclose(
+        contrib.sum(axis=1) + fitted.intercept_, fitted.predict(X), rtol=0, atol=1e-5
+    )
+    np.testing.assert_allclose(contrib.mean(axis=0), 0.0, atol=1e-5)  # centred on train
+
+
+def test_multiclass_contributions_and_compact(fitted_multiclass, multiclass):
+    X, y = multiclass
+    est = fitted_multiclass
+    contrib = est.contributions(X)
+    assert contrib.shape == (len(X), X.shape[1], 3)
+    assert est.intercept_.shape == (3,)
+    np.testing.assert_allclose(
+        contrib.sum(axis=1) + est.intercept_, est.decision_function(X), atol=1e-5
+    )
+    assert est.score(X, y) > 0.8
+    removed = np.setdiff1d(np.arange(X.shape[1]), est.selected_features_)
+    assert np.all(contrib[:, removed] == 0)
+    small = est.compact()
+    with torch.no_grad():
+        out = small(torch.as_tensor(X[:, est.selected_features_], dtype=torch.float32))
+    np.testing.assert_allclose(out.numpy(), est.decision_function(X), atol=1e-5)
+    curves = est.shape_functions(grid=7)
+    assert all(f.shape == (7, 3) for _, f in curves.values())
+
+
+def test_binary_classifier_with_string_labels(multiclass):
+    X, y = multiclass
+    labels = np.array(["no", "yes"])[(y == 0).astype(int)]
+    est = DGatedNAMClassifier(lam=0.01, **FAST).fit(X, labels)
+    np.testing.assert_array_equal(est.classes_, ["no", "yes"])
+    contrib = est.contributions(X)
+    assert contrib.shape == X.shape
+    np.testing.assert_allclose(
+        contrib.sum(axis=1) + est.intercept_, est.decision_function(X), atol=1e-5
+    )
+    assert est.score(X, labels) > 0.85
+
+
+def test_compact_module_predicts_like_the_full_model(fitted, additive):
+    X, _ = additive
+    small = fitted.compact()
+    assert isinstance(small, NAM) and small.n_features == 5
+    with torch.no_grad():
+        out = small(torch.as_tensor(X[:, fitted.selected_features_], dtype=torch.float32))
+    np.testing.assert_allclose(out.numpy()[:, 0], fitted.predict(X), atol=1e-5)
+    empty = compact_nam(fitted.module_, [])  # nothing selected: the intercept alone
+    with torch.no_grad():
+        np.testing.assert_allclose(empty(torch.zeros(3, 0)).numpy(), fitted.intercept_, atol=1e-6)
+
+
+# ------------------------------------------------------------ the module
+def _autograd_nodes(output):
+    seen, stack = set(), [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return len(seen)
+
+
+def test_forward_has_no_loop_over_features():
+    """The autograd graph (one node per tensor op) is the same size for 20 and 200 features."""
+    sizes = {}
+    for p in (20, 200):
+        module = NAM(p, (8, 4), n_outputs=2)
+        dgate(module, "first", groups=AxisGroups(0), D=3)
+        sizes[p] = _autograd_nodes(module(torch.randn(5, p)).sum())
+    assert sizes[20] == sizes[200] < 40
+
+
+def test_zero_group_gives_an_exactly_zero_shape_function():
+    torch.manual_seed(0)
+    module = NAM(4, (8, 8), n_outputs=2, activation="gelu")
+    with torch.no_grad():
+        module.first[1].zero_()
+    x = torch.randn(50, 4) * 100
+    contrib = module.contributions(x)
+    assert torch.all(contrib[:, 1] == 0)
+    assert torch.all(contrib[:, [0, 2, 3]].abs().sum(dim=(0, 2)) > 0)
+    before = module(x)
+    module.center_(x)
+    torch.testing.assert_close(module(x), before, atol=1e-4, rtol=1e-5)
+    assert torch.all(module.centers[1] == 0)
+    torch.testing.assert_close(module.contributions(x).mean(dim=0), torch.zeros(4, 2), atol=1e-4,
+                               rtol=0)  # fmt: skip
+
+
+def test_warm_started_path_keeps_removed_features_at_zero(additive):
+    X, y = additive
+    est = DGatedNAMRegressor(D=3, **{**FAST, "max_epochs": 60})
+    path = est.regularization_path(X, y, lams=[0.01, 0.1, 1.0], keep_estimators=True)
+    assert path.n_selected[0] >= path.n_selected[1] >= path.n_selected[2]
+    assert path.n_selected[-1] < path.n_selected[0]
+    for fit in path.estimators:
+        contrib = fit.contributions(X)
+        removed = np.setdiff1d(np.arange(X.shape[1]), fit.selected_features_)
+        assert np.all(contrib[:, removed] == 0)
+        np.testing.assert_allclose(contrib.sum(axis=1) + fit.intercept_, fit.predict(X), atol=1e-5)
+
+
+# ---------------------------------------------------------- integration
+def test_pandas_names_plot_and_sparse_input(additive):
+    import matplotlib.pyplot as plt
+
+    X, y = additive
+    frame = pd.DataFrame(X, columns=[f"col_{i}" for i in range(X.shape[1])])
+    est = DGatedNAMRegressor(lam=0.05, **FAST).fit(frame, y)
+    assert list(est.feature_names_in_) == list(frame.columns)
+    axes = plot_shape_functions(est, frame)
+    assert len(axes) == est.selected_features_.size
+    assert [ax.get_title() for ax in axes] == [f"col_{j}" for j in est.selected_features_]
+    axes = plot_shape_functions(est, features=["col_7", "col_0"])  # a removed one: flat 0
+    assert [ax.get_title() for ax in axes] == ["col_7", "col_0"]
+    plt.close("all")
+    X_sparse = X.copy()
+    X_sparse[np.abs(X_sparse) < 0.5] = 0.0
+    dense = DGatedNAMRegressor(**TINY).fit(X_sparse, y)
+    sparse = DGatedNAMRegressor(**TINY).fit(sp.csr_matrix(X_sparse), y)
+    np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X_sparse)), dense.predict(X_sparse),
+                               atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(sparse.contributions(X_sparse), dense.contributions(X_sparse),
+                               atol=1e-5)  # fmt: skip
+
+
+def test_gridsearch_over_lam_and_D(additive):
+    X, y = additive
+    search = GridSearchCV(
+        DGatedNAMRegressor(**TINY), {"lam": [1e-3, 1e-1], "D": [2, 3, 4]}, cv=2
+    ).fit(X[:200], y[:200])
+    assert set(search.best_params_) == {"lam", "D"}
+    assert search.cv_results_["mean_test_score"].shape == (6,)
+
+
+def test_pickle_round_trip(fitted, additive):
+    X, _ = additive
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+    np.testing.assert_array_equal(restored.contributions(X), fitted.contributions(X))
+
+
+def test_invalid_hidden_sizes_and_grid(fitted):
+    X, y = np.random.default_rng(0).normal(size=(40, 5)), np.arange(40.0)
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        DGatedNAMRegressor(**{**TINY, "hidden_layer_sizes": ()}).fit(X, y)
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        DGatedNAMRegressor(**{**TINY, "hidden_layer_sizes": (4, 0)}).fit(X, y)
+    with pytest.raises(ValueError, match="grid"):
+        fitted.shape_functions(grid=1)
