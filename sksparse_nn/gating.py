@@ -146,13 +146,18 @@ def gated_tensors(model):
 
 
 def _balance(omega, gate, eps=0.0):
-    """Balanced factors with the same product: ||omega_j||^2 = gamma_{j,d}^2 = ||w_j||^(2/D)."""
+    """Balanced factors with the same product: ||omega_j||^2 = gamma_{j,d}^2 = ||w_j||^(2/D).
+
+    A zero group gets all factors zero (gates included): the balanced representation of 0,
+    which gradient steps leave at zero. Gates of 1 on a zero omega would instead cost
+    ``lam (D-1)/D`` of penalty and let the data gradient revive the group on a warm start.
+    """
     norms = gate.group_norms(omega)
     live = norms > eps
-    scale = torch.where(live, norms.pow(1.0 / gate.D), torch.ones_like(norms))
+    scale = torch.where(live, norms.pow(1.0 / gate.D), torch.zeros_like(norms))
     gate.gates.data.copy_(scale.expand(gate.D - 1, -1))
-    # omega_j = w_j / ||w_j||^((D-1)/D); dead groups keep omega_j = w_j (= 0) with gates 1.
-    return omega / gate.grouping.expand(scale.pow(gate.D - 1))
+    divisor = gate.grouping.expand(torch.where(live, scale, torch.ones_like(scale)).pow(gate.D - 1))
+    return torch.where(gate.grouping.expand(live) > 0, omega / divisor, torch.zeros_like(omega))
 
 
 def _dwf_factors(shape, D, sigma_w, eps, generator=None):
@@ -203,8 +208,9 @@ def dgate(
     init : {"identity", "balanced", "dwf"}, default="identity"
         ``"identity"``: gates 1 and omega the current weight. ``"balanced"``: the same
         effective weight split into balanced factors (the stationarity condition; used for
-        warm starts). Both leave the module's output unchanged. ``"dwf"`` (only with
-        ``groups="element"``): re-initializes the weight with variance-matched, truncated
+        warm starts; zero groups get all-zero factors and stay zero). Both leave the
+        module's output unchanged. ``"dwf"`` (only with ``groups="element"``):
+        re-initializes the weight with variance-matched, truncated
         factors, needed by deep weight factorization for ``D > 2``.
     group_weights : array-like of shape (J,), default=None
         Non-negative penalty weight ``rho_j`` of each group (0 leaves a group unpenalized).

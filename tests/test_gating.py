@@ -329,3 +329,22 @@ def test_dgate_is_the_registered_parametrization_and_penalty_sums_tensors():
     torch.testing.assert_close(penalty(model), penalty(model[0]) + penalty(model[2]))
     assert set(group_norms(model)) == {"0.weight", "2.weight"}
     assert float(penalty(nn.Linear(2, 2))) == 0.0
+
+
+def test_balanced_zero_group_is_all_zero_and_stays_zero():
+    """Warm starts: a dropped group is re-split as all-zero factors, which GD never revives."""
+    layer = nn.Linear(3, 2)
+    with torch.no_grad():
+        layer.weight[:, 1] = 0.0
+    dgate(layer, groups="in", D=3, init="balanced")
+    gate = _gate(layer)
+    assert torch.all(gate.gates[:, 1] == 0)
+    assert torch.all(layer.parametrizations.weight.original[:, 1] == 0)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    x, y = torch.randn(16, 3), torch.randn(16, 2)
+    for _ in range(5):
+        opt.zero_grad()
+        ((layer(x) - y).pow(2).mean() + 0.01 * penalty(layer)).backward()
+        opt.step()
+    assert torch.all(layer.weight[:, 1] == 0)
+    assert torch.all(layer.weight[:, [0, 2]] != 0)
