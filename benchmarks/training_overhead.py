@@ -1,0 +1,633 @@
+"""Training overhead of D-Gating and of the estimator's skorch plumbing (issue 4).
+
+Measured on the training part of ISOLET (6238 x 617, 26 classes; ``--data-home`` or
+``$SKSPARSE_NN_DATA``) or scikit-learn's digits (``--dataset digits``), standardized, with
+the estimator's defaults: MLP hidden (100,), ReLU, SGD with Nesterov momentum 0.9, lr 0.1,
+batch 64, shuffled, float32, D=3, lam=1e-3 (dense regime, so no group dies and every
+variant does the same arithmetic).
+
+1. Per-epoch time of one and the same plain PyTorch loop over model variants: ungated
+   MLP; gated first layer with ``lam * penalty(model)`` in the loss (what the estimator
+   does); gated without penalty (cost of the parametrization alone); gated with the
+   penalty's gradient ``(2 lam / D) p`` added to the gated tensors' gradients after
+   ``backward`` (same updates, no autograd graph for the penalty); and the ungated loop
+   with 2 torch threads. Target: gated / ungated <= 1.15.
+2. Whole fit: ``DGatedMLPClassifier.fit`` against the plain loop with the same model,
+   epochs, batch size, optimizer and cosine schedule (ungated, and gated with the
+   penalty). Target: estimator / plain ungated <= 1.3. Also: the cost of the first fit in
+   a fresh process (one-time imports).
+3. cProfile of ``DGatedMLPClassifier.fit``, grouped by where the time goes.
+4. Prototypes of the recommended fixes (benchmark-local subclasses, nothing in the
+   package is changed), each timed on a whole fit.
+
+Variants are interleaved over ``--repeats`` rounds and medians reported, so that the
+machine's varying load (recorded) hits all variants alike. Writes
+``benchmarks/results/training_overhead.json`` and ``training_overhead.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback, LRScheduler
+
+from sksparse_nn import DGatedMLPClassifier
+from sksparse_nn.estimators._training import PenalizedNet
+from sksparse_nn.gating import dgate, gated_tensors, penalty
+from sksparse_nn.nn.mlp import MLP
+
+RESULTS = Path(__file__).resolve().parent / "results"
+LAM, D, LR, BATCH, HIDDEN = 1e-3, 3, 0.1, 64, (100,)
+
+
+def package_digest():
+    """sha256 of the package's source files: which version of the code was measured."""
+    import hashlib
+
+    import sksparse_nn
+
+    root = Path(sksparse_nn.__file__).parent
+    digest = hashlib.sha256()
+    for file in sorted(root.rglob("*.py")):
+        digest.update(str(file.relative_to(root)).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------- data
+def load(name, data_home):
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+    else:
+        from sksparse_nn.datasets import load_benchmark
+
+        data = load_benchmark(name, data_home=data_home, download_if_missing=False)
+        X, y = data.X, data.y
+    X = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64)).astype(np.float32)
+    return X, np.asarray(y, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------- plain loops
+def build(n_features, n_classes, gated, seed=0):
+    torch.manual_seed(seed)
+    model = MLP(n_features, HIDDEN, n_classes)
+    if gated:
+        dgate(model.linears[0], "weight", groups="in", D=D)
+    return model
+
+
+class LeanGatedMLP(torch.nn.Module):
+    """The gated MLP without torch.nn.utils.parametrize: omega and gates are plain
+    parameters of the first layer and its weight is ``omega * prod(gates)`` (prototype)."""
+
+    def __init__(self, mlp):
+        super().__init__()
+        first = mlp.linears[0]
+        self.omega = torch.nn.Parameter(first.weight.detach().clone())
+        self.gates = torch.nn.Parameter(torch.ones(D - 1, first.weight.shape[1]))
+        self.bias = torch.nn.Parameter(first.bias.detach().clone())
+        self.rest = mlp.linears[1:]
+        self.activation = mlp.activation
+
+    def forward(self, x):
+        x = self.activation(
+            torch.nn.functional.linear(x, self.omega * self.gates.prod(0), self.bias)
+        )
+        *hidden, last = self.rest
+        for layer in hidden:
+            x = self.activation(layer(x))
+        return last(x)
+
+
+class _FusedGate(torch.autograd.Function):
+    """``omega * prod(gates)`` with the penalty's gradient folded into one backward node."""
+
+    @staticmethod
+    def forward(ctx, omega, gates, c):
+        scale = gates.prod(0)
+        ctx.save_for_backward(omega, gates, scale)
+        ctx.c = c
+        return omega * scale
+
+    @staticmethod
+    def backward(ctx, grad_w):
+        omega, gates, scale = ctx.saved_tensors
+        grad_scale = (grad_w * omega).sum(0)
+        grad_omega = (grad_w * scale).add_(omega, alpha=ctx.c)
+        others = torch.stack(
+            [torch.cat([gates[:d], gates[d + 1 :]]).prod(0) for d in range(len(gates))]
+        )
+        grad_gates = (others * grad_scale).add_(gates, alpha=ctx.c)
+        return grad_omega, grad_gates, None
+
+
+class FusedGatedMLP(LeanGatedMLP):
+    """LeanGatedMLP whose gating and penalty gradient are one autograd node (prototype)."""
+
+    def forward(self, x):
+        weight = _FusedGate.apply(self.omega, self.gates, 2 * LAM / D if self.training else 0.0)
+        x = self.activation(torch.nn.functional.linear(x, weight, self.bias))
+        *hidden, last = self.rest
+        for layer in hidden:
+            x = self.activation(layer(x))
+        return last(x)
+
+
+class PlainLoop:
+    """A plain PyTorch training loop, one epoch per call (so variants can be interleaved).
+
+    variant: "plain" (ungated); "gated" (parametrized first layer, ``lam * penalty`` in the
+    loss, as the estimator); "gated_nopen" (no penalty: the parametrization alone);
+    "gated_grad" (penalty gradient ``(2 lam / D) p`` added to ``.grad`` after backward);
+    "gated_lean" (no parametrize machinery, penalty gradient added to ``.grad``);
+    "gated_fused" (no parametrize, gating + penalty gradient in one autograd node).
+    """
+
+    def __init__(self, X, y, variant="plain", seed=0, epochs=10, threads=1, schedule=True):
+        self.threads, self.variant = threads, variant
+        self.X, self.y = torch.as_tensor(X), torch.as_tensor(y)
+        n_classes = int(self.y.max()) + 1
+        parametrized = variant in ("gated", "gated_nopen", "gated_grad")
+        model = build(X.shape[1], n_classes, parametrized, seed)
+        if variant == "gated_lean":
+            model = LeanGatedMLP(model)
+        elif variant == "gated_fused":
+            model = FusedGatedMLP(model)
+        self.model = model
+        self.opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9, nesterov=True)
+        self.sched = (
+            torch.optim.lr_scheduler.CosineAnnealingLR(self.opt, T_max=epochs) if schedule else None
+        )
+        self.crit = torch.nn.CrossEntropyLoss()
+        self.penalized = []
+        if variant == "gated_grad":
+            for _, module, name, gate in gated_tensors(model):
+                self.penalized += [module.parametrizations[name].original, gate.gates]
+        elif variant == "gated_lean":
+            self.penalized = [model.omega, model.gates]
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def epoch(self):
+        """Train one epoch; returns its wall time in seconds."""
+        previous = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        t0 = time.perf_counter()
+        model, opt, crit, X, y = self.model, self.opt, self.crit, self.X, self.y
+        model.train()
+        order = torch.randperm(len(X), generator=self.gen)
+        for i in range(0, len(X), BATCH):
+            idx = order[i : i + BATCH]
+            opt.zero_grad()
+            loss = crit(model(X[idx]), y[idx])
+            if self.variant == "gated":
+                loss = loss + LAM * penalty(model)
+            loss.backward()
+            if self.penalized:
+                grads = [p.grad for p in self.penalized]
+                torch._foreach_add_(grads, self.penalized, alpha=2 * LAM / D)
+            opt.step()
+        if self.sched is not None:
+            self.sched.step()
+        elapsed = time.perf_counter() - t0
+        torch.set_num_threads(previous)
+        return elapsed
+
+
+def plain_fit(X, y, epochs, variant="plain", seed=0, threads=1):
+    """A whole plain-loop fit (data conversion, model, optimizer included); seconds."""
+    start = time.perf_counter()
+    loop = PlainLoop(X, y, variant, seed, epochs, threads)
+    for _ in range(epochs):
+        loop.epoch()
+    return time.perf_counter() - start
+
+
+# ------------------------------------------------------------ prototypes of the fixes
+class _EpochCosine(Callback):
+    """Cosine annealing per epoch without batch hooks (prototype)."""
+
+    def __init__(self, max_epochs):
+        self.max_epochs = max_epochs
+
+    def on_epoch_end(self, net, **kwargs):
+        epoch = len(net.history)
+        lr = 0.5 * net.lr * (1 + math.cos(math.pi * min(epoch, self.max_epochs) / self.max_epochs))
+        for group in net.optimizer_.param_groups:
+            group["lr"] = lr
+
+
+def _overrides(cb, name):
+    return getattr(type(cb), name) is not getattr(Callback, name)
+
+
+class ProtoNet(PenalizedNet):
+    """PenalizedNet with the recommended fixes, switchable one by one (prototype only).
+
+    fixes: "mode" - call module.train() only when the mode changes;
+           "cache" - list the gated tensors once instead of walking named_modules per step;
+           "grad" - add the penalty's gradient (2 lam / D) p to the gated tensors' .grad
+                    after backward (foreach) instead of building its autograd graph;
+           "step" - plain zero_grad/backward/step without the closure and the per-batch
+                    on_grad_computed notification when no callback listens to it;
+           "epoch" - per-batch notify only to callbacks that override batch hooks, loss
+                     values collected as tensors and written to the history once per
+                     epoch (one .tolist() instead of a .item() per batch).
+    """
+
+    fixes = frozenset()
+
+    # "mode"
+    def _set_training(self, training=True):
+        if "mode" in self.fixes and getattr(self, "_mode", None) is training:
+            return
+        super()._set_training(training)
+        self._mode = training
+
+    def _gated(self):
+        if "cache" in self.fixes and getattr(self, "_gated_cache", None) is not None:
+            return self._gated_cache
+        items = [
+            (module.parametrizations[name].original, gate)
+            for _, module, name, gate in gated_tensors(self.module_)
+        ]
+        if "cache" in self.fixes:
+            self._gated_cache = items
+        return items
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        loss = self.criterion_(y_pred, y_true)
+        if not (training and self.lam):
+            return loss
+        if "grad" in self.fixes:
+            with torch.no_grad():  # value only, for the history
+                pen = sum(gate.penalty(omega) for omega, gate in self._gated())
+            return loss + self.lam * pen
+        if "cache" in self.fixes:
+            pen = sum(gate.penalty(omega) for omega, gate in self._gated())
+            return loss + self.lam * pen
+        return loss + self.lam * penalty(self.module_)
+
+    def train_step_single(self, batch, **fit_params):
+        step = super().train_step_single(batch, **fit_params)
+        if "grad" in self.fixes and self.lam:
+            params, grads = [], []
+            for omega, gate in self._gated():
+                params += [omega, gate.gates]
+                grads += [omega.grad, gate.gates.grad]
+            torch._foreach_add_(grads, params, alpha=2.0 * self.lam / self._gated()[0][1].D)
+        return step
+
+    def train_step(self, batch, **fit_params):
+        if "step" not in self.fixes or any(
+            _overrides(cb, "on_grad_computed") for _, cb in self.callbacks_
+        ):
+            return super().train_step(batch, **fit_params)
+        self._zero_grad_optimizer(set_to_none=True)
+        step = self.train_step_single(batch, **fit_params)
+        self.optimizer_.step()
+        return step
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        if "epoch" not in self.fixes or iterator is None:
+            return super().run_single_epoch(iterator, training, prefix, step_fn, **fit_params)
+        listeners = [
+            cb
+            for _, cb in self.callbacks_
+            if (_overrides(cb, "on_batch_begin") or _overrides(cb, "on_batch_end"))
+            and not (isinstance(cb, LRScheduler) and cb.step_every == "epoch")
+        ]
+        losses, sizes = [], []
+        for batch in iterator:
+            for cb in listeners:
+                cb.on_batch_begin(self, batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            losses.append(step["loss"].detach())
+            sizes.append(len(batch[0]))
+            for cb in listeners:
+                cb.on_batch_end(self, batch=batch, training=training, **step)
+        values = torch.stack(losses).tolist() if losses else []
+        self.history[-1]["batches"].extend(
+            {prefix + "_loss": loss, prefix + "_batch_size": size}
+            for loss, size in zip(values, sizes, strict=True)
+        )
+        self.history.record(prefix + "_batch_count", len(values))
+
+
+def proto_estimator(fixes, **params):
+    """A DGatedMLPClassifier whose net is a ProtoNet with the given fixes."""
+
+    class _Proto(DGatedMLPClassifier):
+        def _make_net(self, module, dataset, seed):
+            net = super()._make_net(module, dataset, seed)
+            net.__class__ = type("ProtoNet_", (ProtoNet,), {"fixes": frozenset(fixes)})
+            if "epoch" in fixes:  # the cosine schedule without batch hooks
+                net.callbacks = [
+                    (n, _EpochCosine(net.max_epochs) if n == "lr_schedule" else cb)
+                    for n, cb in net.callbacks
+                ]
+            return net
+
+    _Proto.__name__ = "DGatedMLPClassifier"
+    return _Proto(**params)
+
+
+# --------------------------------------------------------------------- profiling
+PROFILE_GROUPS = [
+    ("forward (module call incl. gating recompute)", "skorch/net.py", "infer"),
+    ("  of which: gating parametrization", "torch/nn/utils/parametrize.py", "get_parametrized"),
+    ("backward (autograd)", "torch/autograd/__init__.py", "backward"),
+    ("optimizer update (sgd math)", "torch/optim/sgd.py", "sgd"),
+    ("zero_grad", "torch/optim/optimizer.py", "zero_grad"),
+    ("loss + penalty (get_loss)", "estimators/_training.py", "get_loss"),
+    ("  of which: penalty()", "sksparse_nn/gating.py", "penalty"),
+    ("  of which: gated_tensors() walk", "sksparse_nn/gating.py", "gated_tensors"),
+    ("module.train() per batch (_set_training)", "skorch/net.py", "_set_training"),
+    ("callbacks (notify)", "skorch/net.py", "notify"),
+    ("history.record_batch", "skorch/history.py", "record_batch"),
+    ("batches (BatchIterator)", "estimators/_training.py", "__iter__"),
+    ("loss.item() per batch", "~", "<method 'item' of 'torch._C.TensorBase' objects>"),
+    ("setup: validate, build, gate, init net", "skorch/net.py", "initialize"),
+    ("after fit: collapse, norms", "sksparse_nn/gating.py", "collapse"),
+]
+
+
+def profile_fit(X, y, epochs):
+    est = DGatedMLPClassifier(lam=LAM, D=D, max_epochs=epochs, random_state=0)
+    prof = cProfile.Profile()
+    prof.enable()
+    est.fit(X, y)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    total = max(v[3] for v in stats.stats.values())
+    groups = {}
+    for label, file_part, func in PROFILE_GROUPS:
+        # max, not sum: same-named functions of one file may nest (penalty -> .penalty)
+        groups[label] = max(
+            [
+                ct
+                for (filename, _, fname), (_, _, _, ct, _) in stats.stats.items()
+                if fname == func and (file_part == "~" or file_part in filename)
+            ],
+            default=0.0,
+        )
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(20)
+    top = [line for line in buf.getvalue().splitlines() if line.strip()][-22:]
+    return {"total_s": total, "groups_s": groups, "top_tottime": top}
+
+
+def cold_first_fit(data_home, dataset, epochs):
+    """Seconds of the first and of a second fit in a fresh interpreter."""
+    code = f"""
+import time, json, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import torch; torch.set_num_threads(1)
+from training_overhead import load
+from sksparse_nn import DGatedMLPClassifier
+X, y = load({dataset!r}, {data_home!r})
+out = []
+for _ in range(2):
+    t = time.perf_counter()
+    DGatedMLPClassifier(lam={LAM}, D={D}, max_epochs={epochs}, random_state=0).fit(X, y)
+    out.append(time.perf_counter() - t)
+print(json.dumps(out))
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = json.loads(res.stdout.strip().splitlines()[-1])
+    return {"first_fit_s": first, "second_fit_s": second, "one_time_s": first - second}
+
+
+# ---------------------------------------------------------------------------- main
+def med(values):
+    return float(np.median(values))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-home", default=os.environ.get("SKSPARSE_NN_DATA"))
+    parser.add_argument("--dataset", default="isolet", choices=["isolet", "digits"])
+    parser.add_argument("--epochs", type=int, default=4, help="epochs per timed run")
+    parser.add_argument("--fit-epochs", type=int, default=8, help="epochs of a whole fit")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(RESULTS / "training_overhead.json"))
+    args = parser.parse_args(argv)
+    if args.dataset != "digits" and args.data_home is None:
+        parser.error("give --data-home or set SKSPARSE_NN_DATA (or --dataset digits)")
+    torch.set_num_threads(args.threads)
+    X, y = load(args.dataset, args.data_home)
+    out = {
+        "dataset": args.dataset,
+        "shape": list(X.shape),
+        "settings": {
+            "lam": LAM,
+            "D": D,
+            "lr": LR,
+            "batch_size": BATCH,
+            "hidden": list(HIDDEN),
+            "epochs_per_timing": args.epochs,
+            "fit_epochs": args.fit_epochs,
+            "repeats": args.repeats,
+            "threads": args.threads,
+        },
+        "environment": {
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "sksparse_nn_source_sha256": package_digest(),
+        },
+        "load_start": os.getloadavg(),
+    }
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        out["load_end"] = os.getloadavg()
+        path.write_text(json.dumps(out, indent=1))
+
+    # warm-up: one-time imports (torch._dynamo through the optimizer) and allocations
+    plain_fit(X[:512], y[:512], 1)
+    DGatedMLPClassifier(lam=LAM, max_epochs=1, random_state=0).fit(X[:512], y[:512])
+
+    # 1. per-epoch time of the same loop over model variants, interleaved epoch by epoch
+    variants = {
+        "plain": "plain",
+        "gated (penalty in loss)": "gated",
+        "gated, no penalty": "gated_nopen",
+        "gated (penalty gradient in .grad)": "gated_grad",
+        "gated lean (no parametrize, grad)": "gated_lean",
+        "gated fused (one autograd node)": "gated_fused",
+    }
+    loops = {
+        name: PlainLoop(X, y, v, seed=0, epochs=args.epochs * args.repeats, threads=args.threads)
+        for name, v in variants.items()
+    }
+    for loop in loops.values():
+        loop.epoch()  # warm-up epoch, not timed
+    epoch_times = {name: [] for name in variants}
+    for _ in range(args.epochs * args.repeats):
+        for name, loop in loops.items():
+            epoch_times[name].append(loop.epoch())
+    ratios = {
+        name: [t / b for t, b in zip(v, epoch_times["plain"], strict=True)]
+        for name, v in epoch_times.items()
+    }
+    two = PlainLoop(X, y, "plain", seed=0, epochs=2, threads=2)
+    epoch_times["plain, 2 threads"] = [two.epoch()]  # one epoch: very slow when busy
+    one = PlainLoop(X, y, "plain", seed=0, epochs=2, threads=args.threads)
+    one_time = one.epoch()
+    ratios["plain, 2 threads"] = [epoch_times["plain, 2 threads"][0] / one_time]
+    out["per_epoch"] = {
+        name: {
+            "median_s": med(v),
+            "ratio_to_plain": med(ratios[name]),
+            "all_s": v,
+        }
+        for name, v in epoch_times.items()
+    }
+    save()
+    print(
+        f"1. per-epoch time, plain PyTorch loop ({args.dataset} {X.shape}, "
+        f"load {out['load_start'][0]:.1f}); ratio = median of paired epoch ratios"
+    )
+    for name, v in out["per_epoch"].items():
+        print(f"   {name:<36} {v['median_s'] * 1e3:8.1f} ms  {v['ratio_to_plain']:.2f}x")
+
+    # 2. whole fit: estimator against the plain loop ----------------------------------
+    E = args.fit_epochs
+    fits = {"plain loop, ungated": [], "plain loop, gated + penalty": [], "DGatedMLPClassifier": []}
+    for r in range(args.repeats):
+        fits["plain loop, ungated"].append(plain_fit(X, y, E, "plain", r, args.threads))
+        fits["plain loop, gated + penalty"].append(plain_fit(X, y, E, "gated", r, args.threads))
+        t0 = time.perf_counter()
+        DGatedMLPClassifier(lam=LAM, D=D, max_epochs=E, random_state=r).fit(X, y)
+        fits["DGatedMLPClassifier"].append(time.perf_counter() - t0)
+    base_fits = fits["plain loop, ungated"]
+    out["whole_fit"] = {
+        name: {
+            "median_s": med(v),
+            "ratio_to_plain_ungated": med([t / b for t, b in zip(v, base_fits, strict=True)]),
+            "all_s": v,
+        }
+        for name, v in fits.items()
+    }
+    save()
+    print(f"2. whole fit, {E} epochs")
+    for name, v in out["whole_fit"].items():
+        print(f"   {name:<36} {v['median_s']:8.2f} s   {v['ratio_to_plain_ungated']:.2f}x")
+    out["cold_start"] = cold_first_fit(args.data_home, args.dataset, 1)
+    print(
+        f"   first fit in a fresh process pays {out['cold_start']['one_time_s']:.1f} s of "
+        "one-time imports (torch._dynamo, loaded by torch.optim's first use)"
+    )
+    save()
+
+    # 3. profile ------------------------------------------------------------------------
+    prof = profile_fit(X, y, max(2, E // 2))
+    out["profile"] = prof
+    save()
+    print(f"3. cProfile of DGatedMLPClassifier.fit ({max(2, E // 2)} epochs, profiler on)")
+    for label, s in prof["groups_s"].items():
+        print(f"   {label:<46} {s:7.3f} s  {100 * s / prof['total_s']:5.1f}%")
+    print(f"   {'total':<46} {prof['total_s']:7.3f} s")
+
+    # 4. prototypes of the fixes ----------------------------------------------------------
+    protos = {
+        "as is": set(),
+        "mode": {"mode"},
+        "cache": {"cache"},
+        "grad": {"cache", "grad"},
+        "step": {"step"},
+        "epoch": {"epoch"},
+        "all": {"mode", "cache", "grad", "step", "epoch"},
+    }
+    proto_times = {name: [] for name in protos}
+    proto_base, scores = [], {}
+    for r in range(args.repeats):
+        proto_base.append(plain_fit(X, y, E, "plain", r, args.threads))
+        for name, fixes in protos.items():
+            est = proto_estimator(fixes, lam=LAM, D=D, max_epochs=E, random_state=r)
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            proto_times[name].append(time.perf_counter() - t0)
+            if r == 0:
+                scores[name] = float(est.score(X, y))
+    out["prototypes"] = {
+        name: {
+            "fixes": sorted(protos[name]),
+            "plain_loop_s": proto_base,
+            "median_s": med(v),
+            "ratio_to_plain_ungated": med([t / b for t, b in zip(v, proto_base, strict=True)]),
+            "train_acc": scores[name],
+            "all_s": v,
+        }
+        for name, v in proto_times.items()
+    }
+    save()
+    print(f"4. whole fit with prototype fixes ({E} epochs; plain ungated loop = 1)")
+    for name, v in out["prototypes"].items():
+        print(
+            f"   {name:<8} {','.join(v['fixes']) or '-':<28} {v['median_s']:7.2f} s  "
+            f"{v['ratio_to_plain_ungated']:.2f}x  train acc {v['train_acc']:.3f}"
+        )
+    save()
+    plot(out, path.with_suffix(".png"))
+    print(f"wrote {path} and {path.with_suffix('.png')}; load at end {out['load_end'][0]:.1f}")
+
+
+def plot(out, png):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    panels = [
+        ("per-epoch time, plain loop (x plain)", out["per_epoch"], "ratio_to_plain", 1.15),
+        ("whole fit (x plain ungated loop)", out["whole_fit"], "ratio_to_plain_ungated", 1.3),
+        ("whole fit with prototype fixes", out["prototypes"], "ratio_to_plain_ungated", 1.3),
+    ]
+    two = out["per_epoch"].get("plain, 2 threads")
+    if two is not None:  # off the scale of the others: quoted in the title instead
+        panels[0] = (
+            f"per-epoch time, plain loop (x plain)\n2 torch threads: {two['ratio_to_plain']:.0f}x",
+            {k: v for k, v in out["per_epoch"].items() if k != "plain, 2 threads"},
+            "ratio_to_plain",
+            1.15,
+        )
+    for ax, (title, table, key, target) in zip(axes, panels, strict=True):
+        names = list(table)
+        values = [table[n][key] for n in names]
+        ax.barh(names, values, color="tab:blue")
+        for i, v in enumerate(values):
+            ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
+        ax.axvline(1.0, color="k", linewidth=0.8)
+        ax.axvline(target, color="tab:red", linestyle="--", label=f"target {target}x")
+        ax.invert_yaxis()
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Training overhead on {out['dataset']} {tuple(out['shape'])}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
