@@ -14,9 +14,9 @@ Protocol of *Structured Sparsity via D-Gating*, Sec. 5.2.1 and Appendix C.2, sca
 * LassoNet: ``LassoNetClassifier(hidden_dims=(100,))`` with its own ``path()`` and default
   settings (dense Adam start, SGD path, multiplier 1.02, early stopping on 10% of the
   training data); every path point is scored as trained (no refit). By default not on
-  MNIST (about 30 minutes alone here): add it with a second run that redoes MNIST with
-  every method in one process, ``--resume --redo --datasets mnist_t10k
-  --lassonet-datasets mnist_t10k``.
+  MNIST (its path alone takes 9 minutes on idle cores, 28 on busy ones): add it with a
+  second run that redoes MNIST with every method in one process, ``--resume --redo
+  --datasets mnist_t10k --lassonet-datasets mnist_t10k``.
 * Filter baseline: ``SelectKBest(f_classif, k)`` for k in {10, 25, 50}, then an MLP of the
   same size trained on the k features (``DGatedMLPClassifier(lam=0)``; this *is* a refit).
 
@@ -25,15 +25,15 @@ features (the same rule for every method; LassoNet's path has many more points, 
 favours it). Wall times are those of whole paths, measured in this process with the same
 number of torch threads (1 by default), next to the machine's load average.
 
-``--patch-dead-gates`` applies a recommended fix of warm starts to this process (see
-:func:`patch_dead_gates`); without it, paths of the current package diverge on MNIST and
-collapse on MADELON.
+Warm starts need zero groups to restart with every factor zero (``gating._balance``);
+with gates of 1 on them, as in earlier versions, dropped features came back, the MADELON
+paths collapsed (train accuracy 0.5) and the MNIST paths diverged (NaN).
 
-Run ``python benchmarks/feature_selection.py --data-home DIR --patch-dead-gates`` (about
-30-40 minutes on two busy cores); ``--resume`` keeps the entries already in the JSON file,
-so an interrupted run continues where it stopped. Writes
-``benchmarks/results/feature_selection.json`` and ``feature_selection.png`` and prints the
-table and the issue's targets.
+Run ``python benchmarks/feature_selection.py --data-home DIR`` (14 minutes on two idle
+cores, about 25 when they are shared with other jobs), then the MNIST run above (10
+minutes idle). ``--resume`` keeps the entries already in the JSON file, so an interrupted
+run continues where it stopped. Writes ``benchmarks/results/feature_selection.json`` and
+``feature_selection.png`` and prints the table and the issue's targets.
 """
 
 from __future__ import annotations
@@ -131,31 +131,6 @@ def default_lam_max(X, y):
 def lam_ratios(D, n_lams):
     """The grid relative to lam_max: ascending, dense to sparse."""
     return np.geomspace(LAM_LO, LAM_HI.get(D, min(LAM_HI.values())), n_lams)
-
-
-def patch_dead_gates():
-    """Prototype of a recommended package fix, applied to this process only.
-
-    Warm starts re-split each group into balanced factors; as of writing, a group that is
-    exactly zero keeps ``omega_j = 0`` but gets gates 1, so its penalty jumps to
-    ``lam (D-1)/D`` and its weights receive the full data gradient again: dropped features
-    come back, paths are not monotone, and some paths diverge (MNIST) or collapse
-    (MADELON). Here dead groups get gates 0 as well (every factor zero), so they stay dead.
-    """
-    import sksparse_nn.gating as gating
-
-    original = gating._balance
-    if getattr(original, "_dead_gates_zero", False):
-        return
-
-    def _balance(omega, gate, eps=0.0):
-        dead = gate.group_norms(omega) <= eps
-        out = original(omega, gate, eps)
-        gate.gates.data[:, dead] = 0.0
-        return out
-
-    _balance._dead_gates_zero = True
-    gating._balance = _balance
 
 
 # ------------------------------------------------------------------------- methods
@@ -375,7 +350,10 @@ def plot(results, path):
     import matplotlib.pyplot as plt
 
     names = list(results["datasets"])
-    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8), squeeze=False)
+    ncols = 3
+    nrows = -(-(len(names) + 1) // ncols)  # one panel per data set, one for wall times
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)
+    axes = axes.ravel()
     styles = {
         "D=2": {"color": "tab:blue", "marker": "o"},
         "D=3": {"color": "tab:orange", "marker": "o"},
@@ -383,7 +361,7 @@ def plot(results, path):
         "LassoNet": {"color": "tab:green", "marker": "."},
         "filter": {"color": "black", "marker": "s", "linestyle": "none"},
     }
-    for ax, name in zip(axes[0], names, strict=True):
+    for ax, name in zip(axes, names, strict=False):
         entry = results["datasets"][name]
         for method, m in entry["methods"].items():
             pts = sorted(
@@ -410,8 +388,34 @@ def plot(results, path):
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    axes[0][0].set_ylabel("test accuracy (no refit)")
-    fig.suptitle("Test accuracy vs. selected features, MLP hidden (100,); filter = refit on k")
+        ax.set_ylabel("test accuracy (no refit)")
+    ax = axes[len(names)]
+    methods = [m for m in styles if any(m in e["methods"] for e in results["datasets"].values())]
+    width = 0.8 / max(len(methods), 1)
+    for i, method in enumerate(methods):
+        times = [
+            results["datasets"][n]["methods"].get(method, {}).get("wall_time_s", np.nan)
+            for n in names
+        ]
+        ax.bar(
+            np.arange(len(names)) + (i - (len(methods) - 1) / 2) * width,
+            times,
+            width,
+            label=method,
+            color=styles[method]["color"],
+        )
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(names)), names, rotation=20, fontsize=8)
+    ax.set_ylabel("wall time of the whole path (s)")
+    ax.set_title("wall time (filter: 3 fits)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    for ax in axes[len(names) + 1 :]:
+        ax.set_visible(False)
+    fig.suptitle(
+        "Test accuracy vs. number of selected features, MLP hidden (100,), path points "
+        "without refit (filter baseline: SelectKBest + refit on k)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -438,11 +442,6 @@ def main(argv=None):
     parser.add_argument("--no-filter", action="store_true")
     parser.add_argument("--epochs", type=int, default=None, help="override epochs per point")
     parser.add_argument("--n-lams", type=int, default=None, help="override n_lams")
-    parser.add_argument(
-        "--patch-dead-gates",
-        action="store_true",
-        help="apply the recommended warm-start fix (dead groups get gates 0) in-process",
-    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (all methods)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume", action="store_true", help="keep entries already in --out")
@@ -457,8 +456,6 @@ def main(argv=None):
     if args.data_home is None and any(d != "digits" for d in args.datasets):
         parser.error("give --data-home or set SKSPARSE_NN_DATA")
     torch.set_num_threads(args.threads)
-    if args.patch_dead_gates:
-        patch_dead_gates()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
@@ -474,7 +471,6 @@ def main(argv=None):
         "sklearn": sklearn.__version__,
         "python": platform.python_version(),
         "torch_threads": args.threads,
-        "patch_dead_gates": args.patch_dead_gates,
         "sksparse_nn_source_sha256": package_digest(),
         "cpu_count": os.cpu_count(),
     }
@@ -531,6 +527,7 @@ def main(argv=None):
         {
             "argv": sys.argv[1:] if argv is None else list(argv),
             "wall_time_s": time.perf_counter() - t_all,
+            "environment": dict(results["environment"]),
         }
     )
     save()

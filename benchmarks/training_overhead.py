@@ -46,7 +46,7 @@ from skorch.callbacks import Callback, LRScheduler
 
 from sksparse_nn import DGatedMLPClassifier
 from sksparse_nn.estimators._training import PenalizedNet
-from sksparse_nn.gating import dgate, gated_tensors, penalty
+from sksparse_nn.gating import dgate, gated_tensors, penalty_function
 from sksparse_nn.nn.mlp import MLP
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -176,6 +176,8 @@ class PlainLoop:
             torch.optim.lr_scheduler.CosineAnnealingLR(self.opt, T_max=epochs) if schedule else None
         )
         self.crit = torch.nn.CrossEntropyLoss()
+        # the penalty with the gated tensors looked up once (as the estimator does)
+        self.penalty = penalty_function(model) if variant == "gated" else None
         self.penalized = []
         if variant == "gated_grad":
             for _, module, name, gate in gated_tensors(model):
@@ -197,7 +199,7 @@ class PlainLoop:
             opt.zero_grad()
             loss = crit(model(X[idx]), y[idx])
             if self.variant == "gated":
-                loss = loss + LAM * penalty(model)
+                loss = loss + LAM * self.penalty()
             loss.backward()
             if self.penalized:
                 grads = [p.grad for p in self.penalized]
@@ -238,51 +240,36 @@ def _overrides(cb, name):
 
 
 class ProtoNet(PenalizedNet):
-    """PenalizedNet with the recommended fixes, switchable one by one (prototype only).
+    """The package's PenalizedNet plus recommended fixes, switchable one by one (prototype).
 
-    fixes: "mode" - call module.train() only when the mode changes;
-           "cache" - list the gated tensors once instead of walking named_modules per step;
-           "grad" - add the penalty's gradient (2 lam / D) p to the gated tensors' .grad
-                    after backward (foreach) instead of building its autograd graph;
+    fixes: "grad" - add the penalty's gradient (2 lam / D) p to the gated tensors' .grad
+                    after backward (foreach) instead of building its autograd graph; the
+                    loss keeps the penalty's value (computed without grad) for the history;
            "step" - plain zero_grad/backward/step without the closure and the per-batch
                     on_grad_computed notification when no callback listens to it;
            "epoch" - per-batch notify only to callbacks that override batch hooks, loss
                      values collected as tensors and written to the history once per
                      epoch (one .tolist() instead of a .item() per batch).
+    (Switching modes only when they change and looking the gated tensors up once were
+    prototyped here before and are now in the package.)
     """
 
     fixes = frozenset()
 
-    # "mode"
-    def _set_training(self, training=True):
-        if "mode" in self.fixes and getattr(self, "_mode", None) is training:
-            return
-        super()._set_training(training)
-        self._mode = training
-
     def _gated(self):
-        if "cache" in self.fixes and getattr(self, "_gated_cache", None) is not None:
-            return self._gated_cache
-        items = [
-            (module.parametrizations[name].original, gate)
-            for _, module, name, gate in gated_tensors(self.module_)
-        ]
-        if "cache" in self.fixes:
-            self._gated_cache = items
-        return items
+        if getattr(self, "_gated_cache", None) is None:
+            self._gated_cache = [
+                (module.parametrizations[name].original, gate)
+                for _, module, name, gate in gated_tensors(self.module_)
+            ]
+        return self._gated_cache
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        loss = self.criterion_(y_pred, y_true)
-        if not (training and self.lam):
-            return loss
-        if "grad" in self.fixes:
-            with torch.no_grad():  # value only, for the history
-                pen = sum(gate.penalty(omega) for omega, gate in self._gated())
-            return loss + self.lam * pen
-        if "cache" in self.fixes:
+        if not ("grad" in self.fixes and training and self.lam):
+            return super().get_loss(y_pred, y_true, X=X, training=training)
+        with torch.no_grad():  # value only, for the history; the gradient comes below
             pen = sum(gate.penalty(omega) for omega, gate in self._gated())
-            return loss + self.lam * pen
-        return loss + self.lam * penalty(self.module_)
+        return self.criterion_(y_pred, y_true) + self.lam * pen
 
     def train_step_single(self, batch, **fit_params):
         step = super().train_step_single(batch, **fit_params)
@@ -551,12 +538,10 @@ def main(argv=None):
     # 4. prototypes of the fixes ----------------------------------------------------------
     protos = {
         "as is": set(),
-        "mode": {"mode"},
-        "cache": {"cache"},
-        "grad": {"cache", "grad"},
+        "grad": {"grad"},
         "step": {"step"},
         "epoch": {"epoch"},
-        "all": {"mode", "cache", "grad", "step", "epoch"},
+        "all": {"grad", "step", "epoch"},
     }
     proto_times = {name: [] for name in protos}
     proto_base, scores = [], {}
@@ -581,7 +566,7 @@ def main(argv=None):
         for name, v in proto_times.items()
     }
     save()
-    print(f"4. whole fit with prototype fixes ({E} epochs; plain ungated loop = 1)")
+    print(f"4. whole fit with prototype fixes ({E} epochs; plain ungated loop = 1, paired)")
     for name, v in out["prototypes"].items():
         print(
             f"   {name:<8} {','.join(v['fixes']) or '-':<28} {v['median_s']:7.2f} s  "
