@@ -44,6 +44,7 @@ __all__ = [
     "DGate",
     "collapse",
     "dgate",
+    "gate_factors",
     "gated_tensors",
     "group_norms",
     "induced_penalty",
@@ -143,6 +144,32 @@ def gated_tensors(model):
             for p in plist:
                 if isinstance(p, DGate):
                     yield _qualified(prefix, name), module, name, p
+
+
+def gate_factors(model):
+    """Every D-Gating factor of ``model`` (each gated tensor's omega and its gates).
+
+    For optimizers that treat the factors apart from the other parameters, e.g. a step
+    size bounded by the penalty's curvature: the smooth penalty is quadratic in every
+    factor, ``lam * penalty(model)`` has second derivative at most ``lam * curvature``
+    along it, and a gradient step of size ``lr`` contracts it by ``1 - lr * lam *
+    curvature`` (oscillates beyond 1, diverges beyond 2 for plain SGD).
+
+    Yields
+    ------
+    parameter_name : str
+        The factor's name in ``model.named_parameters()``.
+    parameter : nn.Parameter
+    curvature : float
+        ``2 max_j rho_j / D`` (``rho_j`` the group weights, 1 when not given).
+    """
+    names = {id(p): n for n, p in model.named_parameters()}
+    for _, module, name, gate in gated_tensors(model):
+        rho = gate.group_weights
+        rho = 1.0 if rho is None else float(rho.max()) if rho.numel() else 0.0
+        curvature = 2.0 * rho / gate.D
+        for param in (module.parametrizations[name].original, gate.gates):
+            yield names[id(param)], param, curvature
 
 
 def _balance(omega, gate, eps=0.0):

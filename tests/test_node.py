@@ -8,6 +8,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
+from sksparse_nn.estimators._training import ArrayDataset
 from sksparse_nn.estimators.node import NODEClassifier, NODERegressor
 from sksparse_nn.gating import gated_tensors
 from sksparse_nn.nn.node import NODE, _entmax15_exact, compact_node, entmax15, entmoid15
@@ -102,7 +103,7 @@ def test_gating_changes_nothing_at_initialization(regression_problem):
     targets, n_outputs = est._encode_targets(y)
     torch.manual_seed(0)
     plain = est._build_module(X.shape[1], n_outputs)
-    est._init_module(plain, X, targets)
+    est._init_module(plain, ArrayDataset(X, None, dtype=torch.float32), targets)
     gated = copy.deepcopy(plain)
     est._gate_module(gated, "identity")
     assert len(list(gated_tensors(gated))) == 1

@@ -13,17 +13,29 @@ import copy
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from scipy.special import expit, log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from skorch.callbacks import EarlyStopping
 
-from ..gating import collapse, group_norms
+from ..exceptions import TrainingDivergedError
+from ..gating import collapse, gate_factors, group_norms, penalty
 from ..path import lambda_max, regularization_path
+from ._guards import (
+    ConvergenceMonitor,
+    DivergenceGuard,
+    check_range,
+    data_scale,
+    thread_policy,
+    warn_not_converged,
+)
 from ._training import (
     ArrayDataset,
     BatchIterator,
@@ -54,6 +66,13 @@ class BaseDGated(BaseEstimator):
     #: How a freshly built module is gated: "identity" (gates 1, the papers' choice for
     #: networks) or "balanced" (factors already at the stationarity condition).
     _fresh_init = "identity"
+    #: Families whose module can absorb an affine map of its inputs (``_rescale_inputs``)
+    #: train on standardized inputs, so that ``lr`` and ``lam`` do not depend on the
+    #: units of X; likewise regressors of families that can absorb an affine map of
+    #: their outputs (``_rescale_outputs``) train on standardized targets. The fitted
+    #: module always takes and returns the user's units.
+    _standardize_inputs = False
+    _standardize_targets = False
 
     _parameter_constraints = {
         "lam": [Interval(Real, 0, None, closed="left")],
@@ -72,6 +91,7 @@ class BaseDGated(BaseEstimator):
         "random_state": ["random_state"],
         "device": [str, torch.device],
         "verbose": ["verbose"],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     # ------------------------------------------------------------------ fit
@@ -90,13 +110,22 @@ class BaseDGated(BaseEstimator):
         -------
         self : object
             The fitted estimator.
+
+        Raises
+        ------
+        TrainingDivergedError
+            When the training loss becomes non-finite or explodes (a ``ValueError``;
+            the message names ``lr``, ``lam`` and the scale of the data).
+        KeyboardInterrupt
+            On Ctrl-C, once training has stopped; the estimator is then not fitted.
         """
-        self._validate_params()
         warm = getattr(self, "module_", None) if self.warm_start else None
         return self._fit(X, y, warm_module=warm)
 
     def _fit(self, X, y, warm_module=None):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
+        self._validate_params()
+        previous = self._fitted_signature() if warm_module is not None else None
         X, y = validate_data(
             self,
             X,
@@ -105,34 +134,137 @@ class BaseDGated(BaseEstimator):
             dtype=(np.float64, np.float32),
             **self._target_validation,
         )
+        check_range(X, self._value_limit(X.shape[0]), "X", self._dtype_name())
+        if np.issubdtype(y.dtype, np.floating):
+            check_range(y, self._value_limit(X.shape[0]), "y", self._dtype_name())
         targets, n_outputs = self._encode_targets(y)
+        if previous is not None:
+            self._check_warm_start(previous, X.shape[1], n_outputs)
+        self.n_outputs_ = n_outputs
+        scaling = self._fit_scaling(X, targets)
+        _, targets = scaling.transform(None, targets)
+        if targets.dtype.is_floating_point:
+            targets = targets.to(self._torch_dtype)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         dtype = self._torch_dtype
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            if warm_module is not None:
-                module, init = copy.deepcopy(warm_module), "balanced"
-            else:
-                module, init = self._build_module(X.shape[1], n_outputs), self._fresh_init
-                self._init_module(module, X, targets)
-            module = module.to(dtype=dtype)
-            self._gate_module(module, init)
-            dataset = ArrayDataset(X, targets, dtype=dtype, device=self.device)
-            net = self._make_net(module, dataset, seed)
-            net.fit(dataset, None)
+        rows = X.shape[0] if self.batch_size is None else min(self.batch_size, X.shape[0])
+        with thread_policy(self.n_threads, rows * X.shape[1]):
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                dataset = ArrayDataset(
+                    X, targets, dtype, self.device, shift=scaling.x_shift, scale=scaling.x_scale
+                )
+                if warm_module is not None:
+                    module, init = copy.deepcopy(warm_module), "balanced"
+                    scaling.unfold(self, module)
+                    module = module.to(dtype=dtype)
+                else:
+                    module = self._build_module(X.shape[1], n_outputs).to(dtype=dtype)
+                    init = self._fresh_init
+                    self._init_module(module, dataset, targets)
+                self._gate_module(module, init)
+                net = self._make_net(module, dataset, seed)
+                baseline = self._baseline_loss(targets, n_outputs, module)
+                guard = DivergenceGuard(baseline, self._divergence_message(X, y))
+                net.callbacks.append(("divergence", guard))
+                net.fit(dataset, None)
         self.history_ = net.history
         self.n_iter_ = len(net.history)
         module = net.module_.to("cpu")
         raw = {k: as_numpy(v) for k, v in group_norms(module).items()}
+        if not all(np.all(np.isfinite(v)) for v in raw.values()):  # belt and braces
+            raise TrainingDivergedError(
+                self._divergence_message(X, y)(self.n_iter_, float("nan")), lam=self.lam
+            )
         collapse(module, zero_tol=self.zero_tol)
         self.module_ = module.eval()
         dead = np.concatenate([v[v < self.zero_tol] for v in raw.values()] + [[0.0]])
         live = np.concatenate([v[v >= self.zero_tol] for v in raw.values()] + [[np.inf]])
         self.sparsity_gap_ = (float(dead.max()), float(live.min()))
+        # importances in the units the penalty saw (standardized inputs where used)
         self.feature_importances_ = self._feature_importances(self.module_)
         self.selected_features_ = np.flatnonzero(self.feature_importances_)
+        scaling.fold(self, self.module_)  # the fitted module takes the user's units
         self._after_fit(X, y)
+        monitor = dict(net.callbacks_).get("convergence")
+        if monitor is not None and self.n_iter_ >= monitor.max_epochs:
+            losses = net.history[:, "train_loss"]
+            warn_not_converged(
+                self, monitor.diagnose(losses, raw, self.zero_tol), monitor.max_epochs
+            )
         return self
+
+    # ------------------------------------------------------- fit helpers
+    def _dtype_name(self):
+        return "float32" if self._torch_dtype == torch.float32 else "float64"
+
+    def _value_limit(self, n_samples):
+        """Largest magnitude of X or y the training arithmetic holds without overflow.
+
+        float32 networks: float32's largest value. float64 linear models form Gram
+        matrices ``X^T X``: the square root of float64's largest value over ``n``.
+        """
+        if self._torch_dtype == torch.float32:
+            return float(np.finfo(np.float32).max)
+        return float(np.sqrt(np.finfo(np.float64).max / max(n_samples, 1)))
+
+    def _fitted_signature(self):
+        """What a warm start must keep: (n_features, n_outputs, classes)."""
+        return (
+            getattr(self, "n_features_in_", None),
+            getattr(self, "n_outputs_", None),
+            getattr(self, "classes_", None),
+        )
+
+    def _check_warm_start(self, previous, n_features, n_outputs):
+        old_features, old_outputs, old_classes = previous
+        name = type(self).__name__
+        if old_features is not None and old_features != n_features:
+            raise ValueError(
+                f"warm_start: X has {n_features} features, but {name} was fitted with "
+                f"{old_features}. A warm start continues the previous model; set "
+                "warm_start=False to fit this data from scratch."
+            )
+        classes = getattr(self, "classes_", None)
+        if old_classes is not None and not np.array_equal(old_classes, classes):
+            self.classes_ = old_classes  # the fitted model is unchanged
+            raise ValueError(
+                f"warm_start can only be used where y has the same classes as in the "
+                f"previous call to fit. Previously got {old_classes}, y has {classes}. "
+                "Set warm_start=False to fit from scratch."
+            )
+        if old_outputs is not None and old_outputs != n_outputs:
+            raise ValueError(
+                f"warm_start: y has {n_outputs} output(s), but {name} was fitted with "
+                f"{old_outputs}. Set warm_start=False to fit from scratch."
+            )
+
+    def _fit_scaling(self, X, targets):
+        """The standardization the family trains in (identity unless it opts in)."""
+        return _Scaling.fit(
+            X if self._standardize_inputs else None,
+            targets if self._standardize_targets and targets.dtype.is_floating_point else None,
+        )
+
+    def _divergence_message(self, X, y):
+        """A callable ``(epoch, loss) -> str`` explaining a diverged fit."""
+        name, lam, lr, optimizer = type(self).__name__, self.lam, self.lr, self.optimizer
+        scale = data_scale(X, y)
+        standardized = self._standardize_inputs
+
+        def describe(epoch, loss):
+            advice = (
+                "Lower lr (and check for extreme outliers in X)"
+                if standardized
+                else "Standardize X (e.g. StandardScaler in a Pipeline) and lower lr"
+            )
+            return (
+                f"{name}: training diverged at epoch {epoch} (training loss {loss:.3g}) with "
+                f"lr={lr}, lam={lam}, optimizer={optimizer!r}; data scale: {scale}. "
+                f"{advice}; large lam is safe with the default SGD."
+            )
+
+        return describe
 
     def _make_net(self, module, dataset, seed):
         optimizer, opt_kwargs = resolve_optimizer(self.optimizer)
@@ -153,6 +285,7 @@ class BaseDGated(BaseEstimator):
                     EarlyStopping(patience=self.n_iter_no_change, load_best=True, sink=_silent),
                 )
             )
+        callbacks.append(("convergence", ConvergenceMonitor(max_epochs)))
         return PenalizedNet(
             module,
             criterion=self._criterion(),
@@ -169,7 +302,30 @@ class BaseDGated(BaseEstimator):
             device=self.device,
             verbose=0,
             **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},
+            **self._factor_step_sizes(module, optimizer),
         )
+
+    def _factor_step_sizes(self, module, optimizer):
+        """SGD step sizes of the D-Gating factors, bounded by the penalty's curvature.
+
+        ``lam * penalty`` is quadratic in each factor with curvature ``lam * c``
+        (:func:`~sksparse_nn.gating.gate_factors`); an SGD step of size ``lr`` with
+        Nesterov momentum 0.9 is stable only while ``lr * lam * c`` stays below about
+        1.36. The factors' step is capped at ``0.5 / (lam * c)``: unchanged for the usual
+        lam, and for any large lam the penalty then contracts unused groups by about
+        half per step instead of blowing up (adaptive optimizers normalize their steps
+        and are left alone).
+        """
+        if not (isinstance(optimizer, type) and issubclass(optimizer, torch.optim.SGD)):
+            return {}
+        if not self.lam > 0:
+            return {}
+        groups = []
+        for name, _, curvature in gate_factors(module):
+            cap = 0.5 / (self.lam * curvature) if curvature > 0 else np.inf
+            if cap < self.lr:
+                groups.append((name, {"lr": cap}))
+        return {"optimizer__param_groups": groups} if groups else {}
 
     def _max_epochs(self, n_samples, batch_size):
         """``max_epochs``, or for ``None`` at least 100 epochs and 4000 optimizer steps.
@@ -244,8 +400,14 @@ class BaseDGated(BaseEstimator):
     def _default_lambda_max(self, X, y):
         """Top of the default lam grid: where the D=2 penalty zeroes every group."""
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        targets = self._path_targets(np.asarray(y))
+        scaling = _Scaling.fit(
+            X if self._standardize_inputs else None,
+            torch.as_tensor(targets) if self._standardize_targets and is_regressor(self) else None,
+        )
+        X, targets = scaling.transform(X, torch.as_tensor(targets))
         labels, rho = self._penalty_groups(X.shape[1])
-        return lambda_max(X, self._path_targets(np.asarray(y)), labels, rho)
+        return lambda_max(X, targets.numpy(), labels, rho)
 
     def _path_group_norms(self):
         """One norm per penalized group, recorded along paths."""
@@ -264,8 +426,31 @@ class BaseDGated(BaseEstimator):
         """Norm of each input feature's weights: exactly 0 for removed features."""
         return np.linalg.norm(as_numpy(self._input_weight(module)), axis=0)
 
-    def _init_module(self, module, X, targets):
-        """Data-dependent initialization of a freshly built module (default: none)."""
+    def _init_module(self, module, dataset, targets):
+        """Data-dependent initialization of a freshly built module (default: none).
+
+        ``dataset`` is the training :class:`ArrayDataset` (``dataset.rows(index)`` gives
+        rows in training units, standardized where the family standardizes) and
+        ``targets`` the encoded (standardized) targets.
+        """
+
+    def _rescale_inputs(self, module, shift, scale):
+        """Change ``module`` in place so that it maps ``x`` to what it mapped
+        ``(x - shift) / scale`` to (families with ``_standardize_inputs``)."""
+        raise NotImplementedError
+
+    def _rescale_outputs(self, module, shift, scale):
+        """Change ``module`` in place so that its outputs become ``out * scale + shift``
+        (families with ``_standardize_targets``)."""
+        raise NotImplementedError
+
+    def _baseline_loss(self, targets, n_outputs, module):
+        """The yardstick of an exploded fit: the training objective of the best constant
+        model plus the penalty of the starting point (training only lowers both)."""
+        with torch.no_grad():
+            constant = self._constant_output(targets, n_outputs)
+            data = float(self._criterion()(constant, targets))
+            return data + self.lam * float(penalty(module))
 
     def _after_fit(self, X, y):
         """Set family-specific fitted attributes (e.g. ``coef_``)."""
@@ -275,6 +460,70 @@ class BaseDGated(BaseEstimator):
         tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
+
+
+class _Scaling:
+    """Standardization of the inputs and/or float targets, and its folding into a module.
+
+    Sparse inputs are scaled but not centred (centring would densify them), as
+    ``StandardScaler(with_mean=False)`` does. Constant columns keep scale 1.
+    """
+
+    def __init__(self, x_shift=None, x_scale=None, y_shift=None, y_scale=None):
+        self.x_shift, self.x_scale = x_shift, x_scale
+        self.y_shift, self.y_scale = y_shift, y_scale
+
+    @classmethod
+    def fit(cls, X=None, targets=None):
+        out = cls()
+        if X is not None:
+            if sp.issparse(X):
+                mean, var = mean_variance_axis(X.tocsc(), axis=0)
+            else:
+                mean, var = X.mean(axis=0, dtype=np.float64), X.var(axis=0, dtype=np.float64)
+            out.x_shift = np.asarray(mean, dtype=np.float64)
+            out.x_scale = _Scaling._scale(mean, var)
+        if targets is not None:
+            t = targets.double().numpy().reshape(len(targets), -1)
+            out.y_shift = t.mean(axis=0)
+            out.y_scale = _Scaling._scale(out.y_shift, t.var(axis=0))
+        return out
+
+    @staticmethod
+    def _scale(mean, var):
+        """Standard deviations, 1 for columns constant up to float64 rounding."""
+        std = np.sqrt(np.asarray(var, dtype=np.float64))
+        return np.where(std > 1e-12 * np.maximum(np.abs(mean), 1.0), std, 1.0)
+
+    def transform(self, X, targets):
+        """Standardized copies of ``X`` (float64) and ``targets`` (the inputs when unset).
+
+        Sparse ``X`` is only scaled (its centring would densify it; the training batches
+        are centred as they are densified).
+        """
+        if self.x_scale is not None and X is not None:
+            if sp.issparse(X):  # scaled only
+                X = (X @ sp.diags(1.0 / self.x_scale)).tocsr()
+            else:
+                X = (X - self.x_shift) / self.x_scale
+        if self.y_scale is not None:
+            t = (targets.double().reshape(len(targets), -1).numpy() - self.y_shift) / self.y_scale
+            targets = torch.as_tensor(t.reshape(tuple(targets.shape)), dtype=targets.dtype)
+        return X, targets
+
+    def fold(self, estimator, module):
+        """Make ``module`` (trained on standardized data) take and return the user's units."""
+        if self.x_scale is not None:
+            estimator._rescale_inputs(module, self.x_shift, self.x_scale)
+        if self.y_scale is not None:
+            estimator._rescale_outputs(module, self.y_shift, self.y_scale)
+
+    def unfold(self, estimator, module):
+        """Inverse of :meth:`fold`: a fitted module back into standardized units."""
+        if self.x_scale is not None:
+            estimator._rescale_inputs(module, -self.x_shift / self.x_scale, 1.0 / self.x_scale)
+        if self.y_scale is not None:
+            estimator._rescale_outputs(module, -self.y_shift / self.y_scale, 1.0 / self.y_scale)
 
 
 class _RandomSplit:
@@ -309,7 +558,10 @@ class RegressorTaskMixin(RegressorMixin):
     def _encode_targets(self, y):
         self._y_1d = y.ndim == 1
         targets = y.reshape(len(y), -1).astype(np.float64)
-        return torch.as_tensor(targets, dtype=self._torch_dtype), targets.shape[1]
+        return torch.as_tensor(targets, dtype=torch.float64), targets.shape[1]
+
+    def _constant_output(self, targets, n_outputs):
+        return targets.mean(dim=0, keepdim=True).expand(len(targets), -1)
 
     def _criterion(self):
         return _HalfSquaredError()
@@ -357,6 +609,12 @@ class ClassifierTaskMixin(ClassifierMixin):
     def _criterion(self):
         return _BinaryLoss() if len(self.classes_) == 2 else torch.nn.CrossEntropyLoss()
 
+    def _constant_output(self, targets, n_outputs):
+        counts = torch.bincount(targets, minlength=len(self.classes_)).double()
+        log_prior = (counts.clamp_min(0.5) / counts.sum()).log()
+        logits = (log_prior[1:] - log_prior[:1]) if n_outputs == 1 else log_prior
+        return logits.to(self._torch_dtype).expand(len(targets), -1)
+
     def _path_targets(self, y):
         classes, index = np.unique(y, return_inverse=True)
         onehot = np.eye(len(classes))[index]
@@ -370,15 +628,17 @@ class ClassifierTaskMixin(ClassifierMixin):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), rows summing to 1."""
         logits = self._forward(X)
-        if logits.shape[1] == 1:
-            p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
-            return np.column_stack([1.0 - p, p])
-        logits = logits - logits.max(axis=1, keepdims=True)
-        e = np.exp(logits)
-        return e / e.sum(axis=1, keepdims=True)
+        if logits.shape[1] == 1:  # overflow-free logistic function
+            return np.column_stack([expit(-logits[:, 0]), expit(logits[:, 0])])
+        return softmax(logits, axis=1)
 
     def predict_log_proba(self, X):
-        return np.log(np.clip(self.predict_proba(X), 1e-300, None))
+        """Log class probabilities, computed without taking the log of a rounded 0."""
+        logits = self._forward(X)
+        if logits.shape[1] == 1:
+            z = logits[:, 0]
+            return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
+        return log_softmax(logits, axis=1)
 
     def predict(self, X):
         """Predicted class labels."""

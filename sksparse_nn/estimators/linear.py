@@ -14,7 +14,6 @@ then spans its features' coefficients across all classes.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from numbers import Integral
 
 import numpy as np
@@ -22,9 +21,8 @@ import scipy.linalg
 import scipy.sparse as sp
 import torch
 from sklearn.utils._param_validation import StrOptions
-from threadpoolctl import ThreadpoolController
 
-from ..gating import ZERO_TOL, _balance, dgate
+from ..gating import ZERO_TOL, _balance, dgate, gated_tensors
 from ..groups import AxisGroups
 from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
@@ -40,29 +38,6 @@ _BLOCK_STEPS_MAX_FEATURES = 2000
 _BLOCK_STEPS_MAX = 100
 _BLOCK_STEPS_TOL = 1e-10
 _BLOCK_STEPS_PATIENCE = 3
-# n_samples * n_features below which training runs single-threaded: such small tensor
-# operations are overhead-bound, and extra threads only add synchronization.
-_SMALL_WORK = 2**20
-
-
-_THREADPOOLS = []  # one ThreadpoolController, created on first use (it scans libraries)
-
-
-@contextmanager
-def _single_threaded(small):
-    """Run torch and BLAS on one thread inside the block when ``small``."""
-    if not small:
-        yield
-        return
-    if not _THREADPOOLS:
-        _THREADPOOLS.append(ThreadpoolController())
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with _THREADPOOLS[0].limit(limits=1, user_api="blas"):
-            yield
-    finally:
-        torch.set_num_threads(n_threads)
 
 
 def _centered_moments(X, Y, fit_intercept):
@@ -300,6 +275,7 @@ class _SparseLinearModel(BaseDGated):
         warm_start=False,
         random_state=None,
         device="cpu",
+        n_threads=None,
         verbose=0,
     ):
         self.lam = lam
@@ -320,18 +296,20 @@ class _SparseLinearModel(BaseDGated):
         self.warm_start = warm_start
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
         self.verbose = verbose
 
     def _build_module(self, n_features, n_outputs):
         return torch.nn.Linear(n_features, n_outputs, bias=self.fit_intercept)
 
-    def _init_module(self, module, X, targets):
+    def _init_module(self, module, dataset, targets):
         """Start from the ridge solution at ``alpha = lam``: dense, at the right scale.
 
         For D > 2 zero is a trap, so a fit starts dense and lets the penalty remove groups
         (the same reason paths run from dense to sparse). Classifiers regress the one-hot
         (binary: 0/1) targets. Skipped for very wide data, which keeps the default init.
         """
+        X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
         p = X.shape[1]
         if p > _RIDGE_INIT_MAX_FEATURES:
             return
@@ -348,12 +326,6 @@ class _SparseLinearModel(BaseDGated):
             if self.fit_intercept:
                 module.bias.copy_(torch.as_tensor(y_mean - x_mean @ W))
 
-    def _fit(self, X, y, warm_module=None):
-        shape = getattr(X, "shape", None)
-        small = shape is not None and len(shape) == 2 and shape[0] * shape[1] <= _SMALL_WORK
-        with _single_threaded(small):
-            return super()._fit(X, y, warm_module=warm_module)
-
     def _make_net(self, module, dataset, seed):
         """The skorch net, after exact block steps from the module's start (regression).
 
@@ -368,6 +340,7 @@ class _SparseLinearModel(BaseDGated):
             and self.lam > 0
             and not self.early_stopping
             and dataset.X.shape[1] <= _BLOCK_STEPS_MAX_FEATURES
+            and any(True for _ in gated_tensors(module))
         ):
             objective = self._run_block_steps(module, dataset)
         net = super()._make_net(module, dataset, seed)
@@ -410,6 +383,8 @@ class _SparseLinearModel(BaseDGated):
 
     def _gate_module(self, module, init):
         labels, rho = self._penalty_groups(module.in_features)
+        if not np.any(labels >= 0):  # nothing penalized: plain (logistic) least squares
+            return
         dgate(
             module, "weight", groups=AxisGroups(1, labels), D=self.D, init=init, group_weights=rho
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -17,6 +18,9 @@ __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 
 class _DGatedMLP(BaseDGated):
     """The MLP family: first-layer input-feature groups, optionally hidden neurons."""
+
+    _standardize_inputs = True
+    _standardize_targets = True
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -48,6 +52,7 @@ class _DGatedMLP(BaseDGated):
         warm_start=False,
         random_state=None,
         device="cpu",
+        n_threads=None,
         verbose=0,
     ):
         self.lam = lam
@@ -69,6 +74,7 @@ class _DGatedMLP(BaseDGated):
         self.warm_start = warm_start
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
         self.verbose = verbose
 
     def _build_module(self, n_features, n_outputs):
@@ -84,6 +90,20 @@ class _DGatedMLP(BaseDGated):
 
     def _input_weight(self, module):
         return module.linears[0].weight
+
+    @torch.no_grad()
+    def _rescale_inputs(self, module, shift, scale):
+        layer = module.linears[0]
+        weight = layer.weight.double() / torch.as_tensor(scale)
+        bias = layer.bias.double() - weight @ torch.as_tensor(shift)
+        layer.weight.copy_(weight)
+        layer.bias.copy_(bias)
+
+    @torch.no_grad()
+    def _rescale_outputs(self, module, shift, scale):
+        layer, scale = module.linears[-1], torch.as_tensor(scale)
+        layer.weight.copy_(layer.weight.double() * scale[:, None])
+        layer.bias.copy_(layer.bias.double() * scale + torch.as_tensor(shift))
 
     def _after_fit(self, X, y):
         self.n_neurons_ = np.array(

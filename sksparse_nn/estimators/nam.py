@@ -42,6 +42,9 @@ _AUTO_MIN_STEPS = 2000
 class _DGatedNAM(BaseDGated):
     """The NAM family: one group per feature = that feature's first layer (weights + biases)."""
 
+    _standardize_inputs = True
+    _standardize_targets = True
+
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
         "hidden_layer_sizes": ["array-like"],
@@ -74,6 +77,7 @@ class _DGatedNAM(BaseDGated):
         warm_start=False,
         random_state=None,
         device="cpu",
+        n_threads=None,
         verbose=0,
     ):
         self.lam = lam
@@ -96,6 +100,7 @@ class _DGatedNAM(BaseDGated):
         self.warm_start = warm_start
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
         self.verbose = verbose
 
     # ----------------------------------------------------------- base hooks
@@ -115,7 +120,7 @@ class _DGatedNAM(BaseDGated):
             feature_dropout=self.feature_dropout,
         )
 
-    def _init_module(self, module, X, targets):
+    def _init_module(self, module, dataset, targets):
         """Put the hinges' kinks at data points and the intercept at the target's mean.
 
         Hinge ``k`` of every feature gets its kink at the feature's value in a random
@@ -123,12 +128,10 @@ class _DGatedNAM(BaseDGated):
         whatever the scale of the data. The intercept starts at the mean target
         (regression) or the log class frequencies (classification).
         """
-        n, h1 = X.shape[0], module.first.shape[2]
-        rows = torch.randint(0, n, (h1,)).numpy()
-        sample = X[rows]
-        sample = sample.toarray() if hasattr(sample, "toarray") else np.asarray(sample)
+        n, h1 = len(dataset), module.first.shape[2]
+        rows = torch.randint(0, n, (h1,))
         with torch.no_grad():
-            kinks = torch.as_tensor(sample.T, dtype=module.first.dtype)  # (p, h1)
+            kinks = dataset.rows(rows).t().to(module.first.dtype)  # (p, h1)
             module.first[:, 1].copy_(-module.first[:, 0] * kinks)
             if targets.dtype.is_floating_point:
                 module.intercept.copy_(targets.double().mean(dim=0).to(module.intercept.dtype))
@@ -148,6 +151,20 @@ class _DGatedNAM(BaseDGated):
             module.centers.zero_()
         # (p, 2, h1) tensor, one group per slice along axis 0: feature j's weights and biases
         dgate(module, "first", groups=AxisGroups(0), D=self.D, init=init)
+
+    @torch.no_grad()
+    def _rescale_inputs(self, module, shift, scale):
+        first = module.first.double()  # first[:, 0] weights u_j, first[:, 1] biases b_j
+        weight = first[:, 0] / torch.as_tensor(scale)[:, None]
+        bias = first[:, 1] - weight * torch.as_tensor(shift)[:, None]
+        module.first.copy_(torch.stack([weight, bias], dim=1))
+
+    @torch.no_grad()
+    def _rescale_outputs(self, module, shift, scale):
+        scale = torch.as_tensor(scale)
+        module.out.copy_(module.out.double() * scale)
+        module.centers.copy_(module.centers.double() * scale)
+        module.intercept.copy_(module.intercept.double() * scale + torch.as_tensor(shift))
 
     def _make_net(self, module, dataset, seed):
         net = super()._make_net(module, dataset, seed)

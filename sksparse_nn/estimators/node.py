@@ -20,7 +20,6 @@ import copy
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
@@ -145,6 +144,7 @@ class _NODEFamily(BaseDGated):
         warm_start=False,
         random_state=None,
         device="cpu",
+        n_threads=None,
         verbose=0,
     ):
         self.lam = lam
@@ -168,6 +168,7 @@ class _NODEFamily(BaseDGated):
         self.warm_start = warm_start
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
         self.verbose = verbose
 
     # ------------------------------------------------------------ hooks
@@ -187,12 +188,11 @@ class _NODEFamily(BaseDGated):
             dense=self.dense,
         )
 
-    def _init_module(self, module, X, targets):
+    def _init_module(self, module, dataset, targets):
         """Data-aware thresholds/temperatures on a random subsample; bias at the base rate."""
-        n = X.shape[0]
-        rows = torch.randperm(n)[: min(n, _INIT_ROWS)].sort().values.numpy()
-        batch = X[rows].toarray() if sp.issparse(X) else X[rows]
-        module.data_init(torch.as_tensor(np.asarray(batch), dtype=module.bias.dtype))
+        n = len(dataset)
+        rows = torch.randperm(n)[: min(n, _INIT_ROWS)].sort().values
+        module.data_init(dataset.rows(rows).to(module.bias.dtype))
         with torch.no_grad():
             module.bias.copy_(self._initial_bias(targets).to(module.bias.dtype))
 
@@ -258,15 +258,17 @@ class _NODEFamily(BaseDGated):
         """
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
         targets, n_outputs = self._encode_targets(np.asarray(y))
+        if targets.dtype.is_floating_point:
+            targets = targets.to(torch.float32)
+        dataset = ArrayDataset(X, None, dtype=torch.float32)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             module = self._build_module(X.shape[1], n_outputs)
-            self._init_module(module, X, targets)
+            self._init_module(module, dataset, targets)
         with torch.no_grad():
             for layer in module.layers:
                 layer.response.zero_()
-        x = ArrayDataset(X, None, dtype=torch.float32).rows(slice(None))
-        loss = self._criterion()(module(x), targets)
+        loss = self._criterion()(module(dataset.rows(slice(None))), targets)
         grads = torch.autograd.grad(loss, [layer.response for layer in module.layers])
         norms = torch.cat([g.flatten(start_dim=1).norm(dim=1) for g in grads])
         return float(norms.max()) / float(module.output_scale)
@@ -429,8 +431,8 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
     def _criterion(self):
         return _StandardizedHalfSquaredError(self._target_std)
 
-    def _init_module(self, module, X, targets):
-        super()._init_module(module, X, targets)
+    def _init_module(self, module, dataset, targets):
+        super()._init_module(module, dataset, targets)
         with torch.no_grad():  # the trees work in standardized units
             module.target_mean.copy_(targets.to(torch.float64).mean(dim=0))
             module.target_scale.copy_(self._target_std)
