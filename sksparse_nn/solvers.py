@@ -65,6 +65,8 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from ._validation import check_range, value_limit
+
 __all__ = [
     "GroupLassoRegressor",
     "GroupLassoResult",
@@ -841,16 +843,23 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         -------
         self : GroupLassoRegressor
         """
+        warm = self.warm_start and getattr(self, "coef_", None) is not None
         X, y = validate_data(
-            self, X, y, accept_sparse=["csr", "csc"], dtype=np.float64, y_numeric=True
+            self,
+            X,
+            y,
+            accept_sparse=["csr", "csc"],
+            dtype=np.float64,
+            y_numeric=True,
+            reset=not warm,  # a warm start keeps the features (checked here)
         )
+        limit = value_limit(np.float64, X.shape[0])
+        check_range(X, limit, "X", "float64")
+        check_range(y, limit, "y", "float64")
         n_features = X.shape[1]
         labels = _check_groups(self.groups, n_features)
         rho = _resolve_group_weights(self.group_weights, labels)
-        w0 = None
-        if self.warm_start and getattr(self, "coef_", None) is not None:
-            if self.coef_.shape == (n_features,):
-                w0 = self.coef_
+        w0 = self.coef_ if warm else None
         result = solve_group_lasso(
             X,
             y,

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from scipy.special import expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier, is_regressor
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -25,13 +25,13 @@ from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from skorch.callbacks import EarlyStopping
 
+from .._validation import check_range, check_warm_start_targets, value_limit
 from ..exceptions import TrainingDivergedError
 from ..gating import collapse, gate_factors, group_norms, penalty
 from ..path import lambda_max, regularization_path
 from ._guards import (
     ConvergenceMonitor,
     DivergenceGuard,
-    check_range,
     data_scale,
     thread_policy,
     warn_not_converged,
@@ -125,21 +125,22 @@ class BaseDGated(BaseEstimator):
     def _fit(self, X, y, warm_module=None):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
         self._validate_params()
-        previous = self._fitted_signature() if warm_module is not None else None
         X, y = validate_data(
             self,
             X,
             y,
             accept_sparse="csr",
             dtype=(np.float64, np.float32),
+            reset=warm_module is None,  # a warm start keeps the features (checked here)
             **self._target_validation,
         )
-        check_range(X, self._value_limit(X.shape[0]), "X", self._dtype_name())
+        limit, dtype_name = value_limit(self._numpy_dtype, X.shape[0]), self._dtype_name()
+        check_range(X, limit, "X", dtype_name)
         if np.issubdtype(y.dtype, np.floating):
-            check_range(y, self._value_limit(X.shape[0]), "y", self._dtype_name())
+            check_range(y, limit, "y", dtype_name)
+        if warm_module is not None:
+            check_warm_start_targets(self, y, is_classifier(self))
         targets, n_outputs = self._encode_targets(y)
-        if previous is not None:
-            self._check_warm_start(previous, X.shape[1], n_outputs)
         self.n_outputs_ = n_outputs
         scaling = self._fit_scaling(X, targets)
         _, targets = scaling.transform(None, targets)
@@ -167,7 +168,21 @@ class BaseDGated(BaseEstimator):
                 baseline = self._baseline_loss(targets, n_outputs, module)
                 guard = DivergenceGuard(baseline, self._divergence_message(X, y))
                 net.callbacks.append(("divergence", guard))
-                net.fit(dataset, None)
+                try:
+                    net.fit(dataset, None)
+                except FloatingPointError as exc:  # raised inside a module's forward
+                    if isinstance(exc, TrainingDivergedError):
+                        raise
+                    epoch = len(net.history)
+                    message = self._divergence_message(X, y)(epoch, float("nan"))
+                    raise TrainingDivergedError(
+                        f"{message} ({exc})", lam=self.lam, epoch=epoch
+                    ) from exc
+            self._finish_fit(net, X, y, scaling)
+        return self
+
+    def _finish_fit(self, net, X, y, scaling):
+        """Fitted attributes from the trained net: exact zeros, gap, importances."""
         self.history_ = net.history
         self.n_iter_ = len(net.history)
         module = net.module_.to("cpu")
@@ -195,49 +210,12 @@ class BaseDGated(BaseEstimator):
         return self
 
     # ------------------------------------------------------- fit helpers
+    @property
+    def _numpy_dtype(self):
+        return np.float32 if self._torch_dtype == torch.float32 else np.float64
+
     def _dtype_name(self):
-        return "float32" if self._torch_dtype == torch.float32 else "float64"
-
-    def _value_limit(self, n_samples):
-        """Largest magnitude of X or y the training arithmetic holds without overflow.
-
-        float32 networks: float32's largest value. float64 linear models form Gram
-        matrices ``X^T X``: the square root of float64's largest value over ``n``.
-        """
-        if self._torch_dtype == torch.float32:
-            return float(np.finfo(np.float32).max)
-        return float(np.sqrt(np.finfo(np.float64).max / max(n_samples, 1)))
-
-    def _fitted_signature(self):
-        """What a warm start must keep: (n_features, n_outputs, classes)."""
-        return (
-            getattr(self, "n_features_in_", None),
-            getattr(self, "n_outputs_", None),
-            getattr(self, "classes_", None),
-        )
-
-    def _check_warm_start(self, previous, n_features, n_outputs):
-        old_features, old_outputs, old_classes = previous
-        name = type(self).__name__
-        if old_features is not None and old_features != n_features:
-            raise ValueError(
-                f"warm_start: X has {n_features} features, but {name} was fitted with "
-                f"{old_features}. A warm start continues the previous model; set "
-                "warm_start=False to fit this data from scratch."
-            )
-        classes = getattr(self, "classes_", None)
-        if old_classes is not None and not np.array_equal(old_classes, classes):
-            self.classes_ = old_classes  # the fitted model is unchanged
-            raise ValueError(
-                f"warm_start can only be used where y has the same classes as in the "
-                f"previous call to fit. Previously got {old_classes}, y has {classes}. "
-                "Set warm_start=False to fit from scratch."
-            )
-        if old_outputs is not None and old_outputs != n_outputs:
-            raise ValueError(
-                f"warm_start: y has {n_outputs} output(s), but {name} was fitted with "
-                f"{old_outputs}. Set warm_start=False to fit from scratch."
-            )
+        return np.dtype(self._numpy_dtype).name
 
     def _fit_scaling(self, X, targets):
         """The standardization the family trains in (identity unless it opts in)."""

@@ -1,0 +1,59 @@
+"""Input checks shared by every estimator of the package (numpy only, no torch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["check_range", "check_warm_start_targets", "value_limit"]
+
+
+def value_limit(dtype, n_samples):
+    """Largest magnitude of X or y that training in ``dtype`` holds without overflow.
+
+    float32 networks: float32's largest value. float64 models form Gram matrices or
+    squared residuals (``X^T X``, ``||y||^2``): the square root of float64's largest value
+    over ``n_samples``.
+    """
+    if np.dtype(dtype) == np.float32:
+        return float(np.finfo(np.float32).max)
+    return float(np.sqrt(np.finfo(np.float64).max / max(n_samples, 1)))
+
+
+def check_range(X, limit, name, dtype_name):
+    """Raise ValueError when a finite value of ``X`` exceeds ``limit`` in magnitude."""
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    largest = float(np.max(np.abs(data))) if data.size else 0.0
+    if largest > limit:
+        raise ValueError(
+            f"{name} has values up to {largest:.3g} in magnitude, beyond what this "
+            f"estimator's {dtype_name} arithmetic can hold (about {limit:.3g}). Rescale "
+            f"{name} (e.g. with sklearn.preprocessing.StandardScaler)."
+        )
+
+
+def check_warm_start_targets(estimator, y, classifier):
+    """A warm start must keep the classes (classifiers) or the number of outputs.
+
+    Call before the targets are encoded, so that a refused fit leaves the fitted model
+    untouched (as scikit-learn's MLP does). Features are checked by scikit-learn's
+    ``validate_data(..., reset=False)``.
+    """
+    name = type(estimator).__name__
+    if classifier:
+        old = getattr(estimator, "classes_", None)
+        new = np.unique(y)
+        if old is not None and not np.array_equal(old, new):
+            raise ValueError(
+                f"warm_start can only be used where y has the same classes as in the "
+                f"previous call to fit. Previously got {old}, y has {new}. Set "
+                "warm_start=False to fit from scratch."
+            )
+        return
+    old = getattr(estimator, "n_outputs_", None)
+    new = 1 if np.ndim(y) == 1 else np.shape(y)[1]
+    if old is not None and old != new:
+        raise ValueError(
+            f"warm_start: y has {new} output(s), but {name} was fitted with {old}. Set "
+            "warm_start=False to fit from scratch."
+        )
