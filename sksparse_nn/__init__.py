@@ -10,9 +10,11 @@ from .estimators import (
     SparseLinearClassifier,
     SparseLinearRegressor,
 )
+from .exceptions import TrainingDivergedError
 from .gating import (
     collapse,
     dgate,
+    gate_factors,
     gated_tensors,
     group_norms,
     induced_penalty,
@@ -39,8 +41,10 @@ __all__ = [
     "SparseLinearClassifier",
     "SparseLinearRegressor",
     "SparsePathCV",
+    "TrainingDivergedError",
     "collapse",
     "dgate",
+    "gate_factors",
     "gated_tensors",
     "group_norms",
     "induced_penalty",

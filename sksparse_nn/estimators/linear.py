@@ -446,6 +446,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         Learning rate (L-BFGS with a Wolfe line search uses 1).
     max_epochs : int, default=200
         Maximum number of optimizer steps over the data.
+        When the cap ends training while the loss is still falling or groups are still
+        shrinking towards zero, a ``ConvergenceWarning`` says so.
     batch_size : int or None, default=None
         ``None`` trains on the full batch.
     lr_schedule : {"constant", "cosine"}, default="constant"
@@ -463,6 +465,11 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     random_state : int, RandomState or None, default=None
         Seeds the initialization (torch's global RNG is left untouched).
     device : str, default="cpu"
+    n_threads : int or None, default=None
+        torch intra-op threads during ``fit``; the caller's setting is restored after.
+        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
+        step times features at most 2**20), where extra threads only add
+        synchronization; torch's own setting otherwise.
     verbose : int, default=0
         Show a progress bar when > 0.
 

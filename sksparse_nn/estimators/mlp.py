@@ -130,7 +130,9 @@ _MLP_DOC = """
     lam : float, default=1e-2
         Penalty strength on ``sum_j ||w_j||^(2/D)`` over the first-layer weights ``w_j``
         leaving input feature ``j`` (and over hidden neurons' outgoing weights when
-        ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``.
+        ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``,
+        measured on standardized features (and standardized targets for regression), so
+        ``lam`` means the same in any units.
     D : int, default=3
         Gating depth >= 2 (2: group lasso; 3, 4: sparser non-convex penalties).
     hidden_layer_sizes : tuple of int, default=(100,)
@@ -143,12 +145,18 @@ _MLP_DOC = """
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero.
     lr : float, default=0.1
-        Initial learning rate (inputs are assumed standardized, e.g. by a
-        ``StandardScaler`` in a pipeline).
+        Initial learning rate. Training sees standardized inputs (and, for regression,
+        standardized targets; sparse inputs are centred batch by batch), so ``lr`` does
+        not depend on the units of the data; the fitted module takes and returns the
+        user's units. The D-Gating factors' step is capped at ``0.5 / (lam * 2 / D)`` so
+        that no ``lam`` makes SGD diverge; a diverging fit raises
+        :class:`~sksparse_nn.exceptions.TrainingDivergedError`.
     max_epochs : int or None, default=None
         ``None``: at least 100 epochs and at least 4000 optimizer steps. Unused groups
         shrink by a factor of about ``1 - 2 lr lam / D`` per step, so exact zeros need
         steps, not epochs: small data sets get more epochs.
+        When the cap ends training while the loss is still falling or groups are still
+        shrinking towards zero, a ``ConvergenceWarning`` says so.
     batch_size : int or None, default=64
     lr_schedule : {"cosine", "constant"}, default="cosine"
     tol : float or None, default=None
@@ -165,6 +173,11 @@ _MLP_DOC = """
     random_state : int, RandomState or None, default=None
     device : str, default="cpu"
         Training device; the fitted model always lives on the CPU.
+    n_threads : int or None, default=None
+        torch intra-op threads during ``fit``; the caller's setting is restored after.
+        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
+        step times features at most 2**20), where extra threads only add
+        synchronization; torch's own setting otherwise.
     verbose : int, default=0
         Show a progress bar when > 0.
 
@@ -173,7 +186,8 @@ _MLP_DOC = """
     selected_features_ : ndarray of int
         Sorted indices of the input features the network uses.
     feature_importances_ : ndarray of shape (n_features,)
-        Norm of each feature's first-layer weights; exactly 0 for removed features.
+        Norm of each feature's first-layer weights (on standardized features); exactly
+        0 for removed features.
         ``SelectFromModel(est, threshold=1e-300)`` keeps exactly ``selected_features_``.
     n_neurons_ : ndarray of int
         Number of live neurons in each hidden layer.
@@ -230,6 +244,6 @@ class DGatedMLPRegressor(RegressorTaskMixin, _DGatedMLP):
     >>> X, y = load_diabetes(return_X_y=True)
     >>> reg = make_pipeline(StandardScaler(),
     ...                     DGatedMLPRegressor(lam=0.1, max_epochs=20, random_state=0))
-    >>> _ = reg.fit(X, y / y.std())
+    >>> _ = reg.fit(X, y)
     """
     )

@@ -306,7 +306,8 @@ _NAM_DOC = """
     lam : float, default=1e-2
         Penalty strength on ``sum_j ||theta_j||^(2/D)``, ``theta_j`` being the first
         layer (weights and biases) of feature ``j``'s subnetwork. The loss is the mean
-        over samples plus ``lam * penalty``.
+        over samples plus ``lam * penalty``, measured on standardized features (and
+        standardized targets for regression), so ``lam`` means the same in any units.
     D : int, default=3
         Gating depth >= 2 (2: group lasso; 3, 4: sparser non-convex penalties).
     hidden_layer_sizes : tuple of int, default=(64,)
@@ -324,13 +325,15 @@ _NAM_DOC = """
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
     lr : float, default=0.05
-        Initial learning rate. Inputs are assumed standardized (e.g. by a
-        ``StandardScaler``) and regression targets of unit scale: the curvature grows
-        with the square of the target's scale, so rescale y (or lower ``lr``) when
-        training diverges.
+        Initial learning rate. Training sees standardized inputs (and, for regression,
+        standardized targets), so ``lr`` does not depend on the units of the data; the
+        fitted module takes and returns the user's units. The D-Gating factors' step is
+        capped at ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD diverge.
     max_epochs : int or None, default=None
         ``None``: at least 100 epochs and at least 2000 optimizer steps (unused groups
         shrink geometrically per step, so exact zeros need steps, not epochs).
+        When the cap ends training while the loss is still falling or groups are still
+        shrinking towards zero, a ``ConvergenceWarning`` says so.
     batch_size : int or None, default=64
     lr_schedule : {"cosine", "constant"}, default="cosine"
     max_grad_norm : float or None, default=10.0
@@ -348,6 +351,11 @@ _NAM_DOC = """
         Start from the previous fit (factors re-split balanced).
     random_state : int, RandomState or None, default=None
     device : str, default="cpu"
+    n_threads : int or None, default=None
+        torch intra-op threads during ``fit``; the caller's setting is restored after.
+        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
+        step times features at most 2**20), where extra threads only add
+        synchronization; torch's own setting otherwise.
     verbose : int, default=0
 
     Attributes

@@ -356,6 +356,8 @@ _NODE_DOC = """
         Adam's normalized steps do not. ``None`` trains them with ``optimizer`` too.
     max_epochs : int or None, default=None
         ``None``: at least 100 epochs and at least 4000 optimizer steps.
+        When the cap ends training while the loss is still falling or groups are still
+        shrinking towards zero, a ``ConvergenceWarning`` says so.
     batch_size : int or None, default=256
     lr_schedule : {"cosine", "constant"}, default="cosine"
         Applied to both learning rates.
@@ -371,6 +373,11 @@ _NODE_DOC = """
     random_state : int, RandomState or None, default=None
     device : str, default="cpu"
         Training device; the fitted model always lives on the CPU.
+    n_threads : int or None, default=None
+        torch intra-op threads during ``fit``; the caller's setting is restored after.
+        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
+        step times features at most 2**20), where extra threads only add
+        synchronization; torch's own setting otherwise.
     verbose : int, default=0
 
     Attributes
