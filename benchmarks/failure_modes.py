@@ -64,9 +64,9 @@ def _params(est, **kw):
 
 # (name, function(estimator, X, y) -> (fitted estimator, X to predict on))
 CASES = [
-    ("lam=10", lambda e, X, y: (clone(e).set_params(**_params(e, lam=10.0)).fit(X, y), X)),
-    ("lam=30", lambda e, X, y: (clone(e).set_params(**_params(e, lam=30.0)).fit(X, y), X)),
-    ("lam=1e3", lambda e, X, y: (clone(e).set_params(**_params(e, lam=1e3)).fit(X, y), X)),
+    ("lam=10", lambda e, X, y: (_lam(e, 10.0).fit(X, y), X)),
+    ("lam=30", lambda e, X, y: (_lam(e, 30.0).fit(X, y), X)),
+    ("lam=1e3", lambda e, X, y: (_lam(e, 1e3).fit(X, y), X)),
     ("lr=100", lambda e, X, y: (clone(e).set_params(**_params(e, lr=100.0)).fit(X, y), X)),
     ("X*1e6", lambda e, X, y: (clone(e).fit(X * 1e6, y), X * 1e6)),
     ("y*1e4+1e5", lambda e, X, y: (clone(e).fit(X, y if is_classifier(e) else y * 1e4 + 1e5), X)),
@@ -78,6 +78,12 @@ CASES = [
     ("path, batch_size=0", lambda e, X, y: (_path(e, X, y, batch_size=0), X)),
     ("proba of X*1e3", lambda e, X, y: (_proba(e, X, y), X)),
 ]  # fmt: skip
+
+
+def _lam(est, lam):
+    """Large lam with the default epoch budget of networks (max_epochs=None)."""
+    auto = {"max_epochs": None} if "lr" in est.get_params() and "lbfgs" != est.optimizer else {}
+    return clone(est).set_params(lam=lam, **auto)
 
 
 def _warm(est, X, y):

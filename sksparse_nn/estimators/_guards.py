@@ -25,11 +25,12 @@ from skorch.callbacks import Callback
 from threadpoolctl import ThreadpoolController
 
 from ..exceptions import ConvergenceWarning, TrainingDivergedError
-from ..gating import group_norms
+from ..gating import gate_factors, group_norms
 
 __all__ = [
     "ConvergenceMonitor",
     "DivergenceGuard",
+    "PenaltyAwareClipping",
     "data_scale",
     "thread_policy",
 ]
@@ -84,6 +85,28 @@ class DivergenceGuard(Callback):
         if not math.isfinite(loss) or exploded:
             epoch = len(net.history)
             raise TrainingDivergedError(self.describe(epoch, loss), lam=net.lam, epoch=epoch)
+
+
+class PenaltyAwareClipping(Callback):
+    """Clip the gradient norm at ``max_norm`` plus the norm of the penalty's own gradient.
+
+    Plain norm clipping would also clip the pull of a large ``lam * penalty`` on the
+    D-Gating factors (``lam * curvature * factor``), so unused groups would shrink at the
+    clip rate instead of geometrically; only the data's share of the gradient is bounded.
+    """
+
+    def __init__(self, max_norm):
+        self.max_norm = max_norm
+
+    def on_train_begin(self, net, **kwargs):
+        self.factors_ = [(param, curvature) for _, param, curvature in gate_factors(net.module_)]
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        with torch.no_grad():
+            pulls = [net.lam * c * p.norm() for p, c in self.factors_]
+            pull = float(torch.stack(pulls).norm()) if pulls else 0.0
+        params = [p for _, p in named_parameters if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(params, self.max_norm + pull)
 
 
 class ConvergenceMonitor(Callback):

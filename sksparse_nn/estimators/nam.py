@@ -24,13 +24,13 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from skorch.callbacks import GradientNormClipping
 
 from ..gating import ZERO_TOL, dgate
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._guards import PenaltyAwareClipping
 from ._training import ArrayDataset, as_numpy
 
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
@@ -173,7 +173,7 @@ class _DGatedNAM(BaseDGated):
             # the later layers grow to compensate (ReLU is positively homogeneous) and
             # the loss gets stiff along the first layer; a single noisy SGD step can then
             # blow up. Typical gradient norms on standardized data are ~1-5.
-            net.callbacks.append(("grad_clip", GradientNormClipping(self.max_grad_norm)))
+            net.callbacks.append(("grad_clip", PenaltyAwareClipping(self.max_grad_norm)))
         return net
 
     def _max_epochs(self, n_samples, batch_size):
@@ -337,9 +337,11 @@ _NAM_DOC = """
     batch_size : int or None, default=64
     lr_schedule : {"cosine", "constant"}, default="cosine"
     max_grad_norm : float or None, default=10.0
-        Clip the norm of each step's gradient (penalty included) to this value; ``None``
-        disables it. A safety net against rare divergent SGD steps at large ``lam``;
-        on standardized data typical gradient norms are 1-5, so it is seldom active.
+        Clip the norm of each step's gradient to this value plus the norm of the
+        penalty's own pull on the D-Gating factors (so a large ``lam`` still removes
+        groups at full speed); ``None`` disables it. A safety net against rare
+        divergent SGD steps; on standardized data typical gradient norms are 1-5, so it
+        is seldom active.
     tol : float or None, default=None
         Stop early when an epoch lowers the training loss by less than ``tol``.
     zero_tol : float, default=float32 eps
