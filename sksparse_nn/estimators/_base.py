@@ -378,12 +378,12 @@ class BaseDGated(BaseEstimator):
     def _default_lambda_max(self, X, y):
         """Top of the default lam grid: where the D=2 penalty zeroes every group."""
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
-        targets = self._path_targets(np.asarray(y))
+        targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
         scaling = _Scaling.fit(
             X if self._standardize_inputs else None,
-            torch.as_tensor(targets) if self._standardize_targets and is_regressor(self) else None,
+            targets if self._standardize_targets and is_regressor(self) else None,
         )
-        X, targets = scaling.transform(X, torch.as_tensor(targets))
+        X, targets = scaling.transform(X, targets)
         labels, rho = self._penalty_groups(X.shape[1])
         return lambda_max(X, targets.numpy(), labels, rho)
 
