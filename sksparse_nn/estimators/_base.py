@@ -191,10 +191,11 @@ class BaseDGated(BaseEstimator):
             raise TrainingDivergedError(
                 self._divergence_message(X, y)(self.n_iter_, float("nan")), lam=self.lam
             )
-        collapse(module, zero_tol=self.zero_tol)
+        zero_tol = self.zero_tol * self._weight_scale(X, y)
+        collapse(module, zero_tol=zero_tol)
         self.module_ = module.eval()
-        dead = np.concatenate([v[v < self.zero_tol] for v in raw.values()] + [[0.0]])
-        live = np.concatenate([v[v >= self.zero_tol] for v in raw.values()] + [[np.inf]])
+        dead = np.concatenate([v[v < zero_tol] for v in raw.values()] + [[0.0]])
+        live = np.concatenate([v[v >= zero_tol] for v in raw.values()] + [[np.inf]])
         self.sparsity_gap_ = (float(dead.max()), float(live.min()))
         # importances in the units the penalty saw (standardized inputs where used)
         self.feature_importances_ = self._feature_importances(self.module_)
@@ -205,7 +206,7 @@ class BaseDGated(BaseEstimator):
         if monitor is not None and self.n_iter_ >= monitor.max_epochs:
             losses = net.history[:, "train_loss"]
             warn_not_converged(
-                self, monitor.diagnose(losses, raw, self.zero_tol), monitor.max_epochs
+                self, monitor.diagnose(losses, raw, zero_tol), monitor.max_epochs
             )
         return self
 
@@ -411,6 +412,14 @@ class BaseDGated(BaseEstimator):
         rows in training units, standardized where the family standardizes) and
         ``targets`` the encoded (standardized) targets.
         """
+
+    def _weight_scale(self, X, y):
+        """Typical size of a gated group's weights, the unit of ``zero_tol``.
+
+        1 for families that train in standardized units; models that train on the
+        user's units (linear) return the size their coefficients have in those units.
+        """
+        return 1.0
 
     def _rescale_inputs(self, module, shift, scale):
         """Change ``module`` in place so that it maps ``x`` to what it mapped

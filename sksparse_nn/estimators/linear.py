@@ -20,7 +20,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import torch
+from sklearn.base import is_regressor
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from ..gating import ZERO_TOL, _balance, dgate, gated_tensors
 from ..groups import AxisGroups
@@ -303,11 +305,15 @@ class _SparseLinearModel(BaseDGated):
         return torch.nn.Linear(n_features, n_outputs, bias=self.fit_intercept)
 
     def _init_module(self, module, dataset, targets):
-        """Start from the ridge solution at ``alpha = lam``: dense, at the right scale.
+        """Start from a ridge solution: dense, at the right scale.
 
-        For D > 2 zero is a trap, so a fit starts dense and lets the penalty remove groups
-        (the same reason paths run from dense to sparse). Classifiers regress the one-hot
-        (binary: 0/1) targets. Skipped for very wide data, which keeps the default init.
+        The ridge strength ``alpha = lam * s^(2/D - 2)`` makes ``alpha ||w||^2`` match
+        ``lam ||w||^(2/D)`` at the coefficients' typical size ``s`` (``_weight_scale``):
+        ``alpha = lam`` on standardized data or at ``D = 2``, and the same start in any
+        units of X and y. For D > 2 zero is a trap, so a fit starts dense and lets the
+        penalty remove groups (the same reason paths run from dense to sparse).
+        Classifiers regress the one-hot (binary: 0/1) targets. Skipped for very wide
+        data, which keeps the default init.
         """
         X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
         p = X.shape[1]
@@ -319,7 +325,9 @@ class _SparseLinearModel(BaseDGated):
             Y = np.eye(module.out_features + (module.out_features == 1))[codes]
             Y = Y[:, 1:] if module.out_features == 1 else Y
         gram, rhs, x_mean, y_mean, _ = _centered_moments(X, Y, self.fit_intercept)
-        alpha = self.lam + 1e-6 * max(np.trace(gram) / p, 1e-12)
+        size = self._weight_scale(X, Y if is_regressor(self) else np.zeros(0))
+        alpha = self.lam * size ** (2.0 / self.D - 2.0) + 1e-6 * np.trace(gram) / p
+        alpha = max(alpha, np.finfo(np.float64).tiny)
         W = np.linalg.solve(gram + alpha * np.eye(p), rhs)  # (p, n_outputs)
         with torch.no_grad():
             module.weight.copy_(torch.as_tensor(W.T))
@@ -392,6 +400,22 @@ class _SparseLinearModel(BaseDGated):
     def _input_weight(self, module):
         return module.weight
 
+    def _weight_scale(self, X, y):
+        """``std(y) / std(X)`` (medians over columns): the size of coefficients in the
+        user's units, so that ``zero_tol`` removes only numerical dust whatever the
+        units of X (a model fitted to ``X * 1e9`` keeps its coefficients of ~1e-9)."""
+        if sp.issparse(X):
+            _, var = mean_variance_axis(X.tocsc(), axis=0)
+        else:
+            var = np.var(X, axis=0, dtype=np.float64)
+        x_std = np.sqrt(var[var > 0])
+        if not x_std.size:
+            return 1.0
+        y_std = 1.0
+        if np.issubdtype(np.asarray(y).dtype, np.floating) and is_regressor(self):
+            y_std = float(np.median(np.std(np.asarray(y).reshape(len(y), -1), axis=0)))
+        return (y_std if y_std > 0 else 1.0) / float(np.median(x_std))
+
     def _path_group_norms(self):
         return self.group_norms_
 
@@ -455,8 +479,10 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         Stop when an epoch lowers the objective by less than ``tol`` (relative); L-BFGS
         also ends an epoch early when one of its iterations does.
     zero_tol : float, default=float32 eps (1.2e-7)
-        Groups with a smaller norm after training are set to exactly 0 (numerical dust:
-        dropped groups typically end far below it, see ``sparsity_gap_``).
+        Groups with a smaller norm after training, in units of ``std(y) / std(X)``
+        (medians over columns; classifiers: ``1 / std(X)``), are set to exactly 0:
+        numerical dust only, whatever the units of X (dropped groups typically end far
+        below it, see ``sparsity_gap_``).
     early_stopping, validation_fraction, n_iter_no_change
         Hold out a fraction for early stopping on the validation loss (best weights
         restored).

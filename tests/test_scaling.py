@@ -1,0 +1,85 @@
+"""Units do not matter: estimators give the same model whatever the units of X and y.
+
+The networks (MLP, NAM) train on standardized inputs and targets and fold the scaling
+back into the fitted module, so an affine change of units of X or y leaves the model
+unchanged (to float32 rounding). The linear models keep the user's units (they must
+equal Lasso), so there the change of units is an exact reparametrization: with
+``X' = c X`` the solution is ``w' = w / c`` at ``lam' = lam * c^(2/D)``, and the zero
+threshold follows the coefficients' scale.
+"""
+
+import numpy as np
+import pytest
+
+from sksparse_nn import (
+    DGatedMLPClassifier,
+    DGatedMLPRegressor,
+    DGatedNAMClassifier,
+    DGatedNAMRegressor,
+    SparseLinearClassifier,
+    SparseLinearRegressor,
+)
+
+NETWORKS = [DGatedMLPRegressor, DGatedNAMRegressor, DGatedMLPClassifier, DGatedNAMClassifier]
+# per-column units: scales from 1e-3 to 1e6 and offsets up to 1e5
+SCALE = np.array([1e6, 1e-3, 5.0, 1.0, 1e4])
+SHIFT = np.array([1e3, -2.0, 0.0, 7.0, 1e5])
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 5))
+    y = X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.normal(size=150)
+    return X, y
+
+
+def _output(est, X):
+    return est.predict(X) if hasattr(est, "coef_") or not hasattr(est, "classes_") else (
+        est.decision_function(X)
+    )
+
+
+@pytest.mark.parametrize("cls", NETWORKS, ids=lambda c: c.__name__)
+def test_networks_do_not_depend_on_the_units_of_X(cls, data):
+    X, y = data
+    y = y if "Regressor" in cls.__name__ else (y > 0).astype(int)
+    params = {"lam": 0.01, "max_epochs": 10, "hidden_layer_sizes": (16,), "random_state": 0}
+    plain = cls(**params).fit(X, y)
+    moved = cls(**params).fit(X * SCALE + SHIFT, y)
+    np.testing.assert_array_equal(moved.selected_features_, plain.selected_features_)
+    f_plain, f_moved = _output(plain, X), _output(moved, X * SCALE + SHIFT)
+    # float32: the folded first layer computes (w / a) (a x + b) - w b / a with |b / a| up
+    # to 1e3 here, a cancellation error of ~1e3 * eps32 ~ 1e-4 of the output's scale; the
+    # two trainings see the same standardized data up to float64 rounding
+    np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
+
+
+@pytest.mark.parametrize("cls", [DGatedMLPRegressor, DGatedNAMRegressor], ids=lambda c: c.__name__)
+def test_regressors_do_not_depend_on_the_units_of_y(cls, data):
+    X, y = data
+    params = {"lam": 0.01, "max_epochs": 10, "hidden_layer_sizes": (16,), "random_state": 0}
+    plain = cls(**params).fit(X, y)
+    moved = cls(**params).fit(X, 1e4 * y + 1e5)
+    np.testing.assert_array_equal(moved.selected_features_, plain.selected_features_)
+    # the standardized targets agree to float64 rounding, predictions to float32 eps of
+    # the output (1e5 + 1e4 * f): ~1e5 * 6e-8 / 1e4 = 6e-7 in units of f
+    np.testing.assert_allclose((moved.predict(X) - 1e5) / 1e4, plain.predict(X), atol=1e-5)
+
+
+@pytest.mark.parametrize("D", [2, 3])
+@pytest.mark.parametrize("c", [1e-6, 1e9])
+def test_linear_models_change_units_by_an_exact_reparametrization(data, D, c):
+    # X' = c X, w' = w / c: the data term is unchanged and lam' ||w'||^(2/D) equals
+    # lam ||w||^(2/D) for lam' = lam c^(2/D). Before the zero threshold followed the
+    # coefficients' scale, c = 1e9 (coefficients ~1e-9) returned an all-zero model.
+    X, y = data
+    plain = SparseLinearRegressor(lam=0.05, D=D).fit(X, y)
+    moved = SparseLinearRegressor(lam=0.05 * c ** (2.0 / D), D=D).fit(X * c, y)
+    np.testing.assert_array_equal(moved.selected_features_, plain.selected_features_)
+    assert 0 < plain.selected_features_.size < X.shape[1]
+    # both stop at a relative objective decrease of tol=1e-12: coefficients agree to
+    # ~sqrt(1e-12) relative (strongly convex near the solution)
+    np.testing.assert_allclose(moved.coef_ * c, plain.coef_, rtol=1e-5, atol=1e-6)
+    clf = SparseLinearClassifier(lam=0.02 * c ** (2.0 / D), D=D).fit(X * c, y > 0)
+    assert clf.selected_features_.size > 0 and np.all(np.isfinite(clf.coef_))
