@@ -21,16 +21,27 @@ class ArrayDataset(torch.utils.data.Dataset):
     """Features (dense ndarray or CSR matrix) and a target tensor, sliced per batch.
 
     Sparse features stay sparse; only the rows of a batch are densified. Dense features are
-    converted to one tensor once, so a batch is a cheap index operation.
+    converted to one tensor once, so a batch is a cheap index operation. With ``shift``
+    and ``scale`` the rows are standardized, ``(x - shift) / scale`` in float64 before the
+    cast to ``dtype``: at construction for dense features, per batch for sparse ones
+    (same arithmetic, so sparse and dense inputs give the same batches).
     """
 
-    def __init__(self, X, y, dtype, device="cpu"):
+    def __init__(self, X, y, dtype, device="cpu", shift=None, scale=None):
         self.sparse = sp.issparse(X)
-        if not self.sparse and not X.flags.writeable:
-            X = np.array(X)  # torch tensors cannot share read-only memory
         self.dtype, self.device = dtype, device
-        self.X = X.tocsr() if self.sparse else torch.as_tensor(X, dtype=dtype, device=device)
+        self.shift, self.scale = shift, scale
+        if self.sparse:
+            self.X = X.tocsr()
+        else:
+            X = self._standardize(np.asarray(X)) if scale is not None else X
+            if not X.flags.writeable:
+                X = np.array(X)  # torch tensors cannot share read-only memory
+            self.X = torch.as_tensor(X, dtype=dtype, device=device)
         self.y = None if y is None else torch.as_tensor(y, device=device)
+
+    def _standardize(self, dense):
+        return (dense - self.shift) / self.scale
 
     def __len__(self):
         return self.X.shape[0]
@@ -42,6 +53,8 @@ class ArrayDataset(torch.utils.data.Dataset):
         if isinstance(index, torch.Tensor):
             index = index.cpu().numpy()
         dense = self.X[index].toarray()
+        if self.scale is not None:
+            dense = self._standardize(dense)
         return torch.as_tensor(dense, dtype=self.dtype, device=self.device)
 
     def subset(self, index):
