@@ -51,6 +51,7 @@ __all__ = [
     "misalignment",
     "penalty",
     "penalty_function",
+    "set_weight",
 ]
 
 #: Default threshold of :func:`collapse`: float32 machine epsilon. D-Gating drives unused
@@ -170,6 +171,49 @@ def gate_factors(model):
         curvature = 2.0 * rho / gate.D
         for param in (module.parametrizations[name].original, gate.gates):
             yield names[id(param)], param, curvature
+
+
+def _gate_of(module, name):
+    if parametrize.is_parametrized(module, name):
+        for p in module.parametrizations[name]:
+            if isinstance(p, DGate):
+                return p
+    raise ValueError(f"'{name}' of {type(module).__name__} is not D-gated.")
+
+
+@torch.no_grad()
+def set_weight(module, name, weight, revive=None):
+    """Set the effective weight of a D-gated tensor, split into balanced factors.
+
+    Live groups get ``||omega_j||^2 = gamma_{j,d}^2 = ||w_j||^(2/D)`` (the stationarity
+    condition of the penalty for their product); groups of ``weight`` at zero get all
+    factors zero, a point gradient steps keep at zero, except those flagged in
+    ``revive``, which get gates 1 so that the data's gradient can grow them again.
+
+    Parameters
+    ----------
+    module : nn.Module
+        Module owning the D-gated tensor.
+    name : str
+        The tensor's name, e.g. ``"weight"``.
+    weight : tensor of the tensor's shape
+        The effective weight to set.
+    revive : bool tensor of shape (n_groups,), default=None
+        Zero groups that must be able to come back.
+
+    Returns
+    -------
+    module : nn.Module
+    """
+    gate = _gate_of(module, name)
+    omega = module.parametrizations[name].original
+    omega.copy_(torch.as_tensor(weight, dtype=omega.dtype, device=omega.device))
+    gate.gates.fill_(1.0)
+    omega.copy_(_balance(omega, gate))
+    if revive is not None:
+        revive = torch.as_tensor(revive, dtype=torch.bool, device=omega.device)
+        gate.gates[:, revive & (gate.group_norms(omega) == 0)] = 1.0
+    return module
 
 
 def _balance(omega, gate, eps=0.0):

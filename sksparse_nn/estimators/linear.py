@@ -20,11 +20,12 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import torch
+from scipy.special import expit, logsumexp
 from sklearn.base import is_regressor
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from ..gating import ZERO_TOL, _balance, dgate, gated_tensors
+from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
@@ -40,6 +41,11 @@ _BLOCK_STEPS_MAX_FEATURES = 2000
 _BLOCK_STEPS_MAX = 100
 _BLOCK_STEPS_TOL = 1e-10
 _BLOCK_STEPS_PATIENCE = 3
+# Relative KKT violation at which the logistic block steps stop (D = 2).
+_LOGISTIC_KKT_TOL = 1e-9
+# Largest number of coefficients (features x free class columns) for Newton steps on the
+# logistic loss; beyond it only Böhning's bound (one p x p matrix) is used.
+_NEWTON_MAX_SIZE = 2000
 
 
 def _centered_moments(X, Y, fit_intercept):
@@ -242,6 +248,159 @@ class _GatedLeastSquares:
         return W_acc
 
 
+class _GatedLogistic:
+    r"""Proximal-Newton steps on the D-gated logistic objective (the classifiers' start).
+
+    Each outer step replaces the mean log-loss at ``W`` by a quadratic model and hands
+    it, with the penalty, to :class:`_GatedLeastSquares`, whose exact block steps (with
+    the revival of KKT-violating zero groups at ``D = 2``) minimize the model. A step
+    first tries the true Hessian (a proximal Newton step; binary ``X^T diag(p (1 - p)) X
+    / n``; multiclass only up to ``_NEWTON_MAX_SIZE`` coefficients); when that does not
+    lower the objective, the model uses Böhning's bound (``X^T X / (4n)`` binary,
+    ``X^T X / (2n)`` per class multinomial), which majorizes the loss, so the step is a
+    majorize-minimize step and the objective decreases. At ``D = 2`` the problem is convex and the steps stop when the relative
+    KKT violation (largest distance of ``-grad`` to the penalty's subdifferential, over
+    groups, divided by the largest group norm of the gradient at zero) is below ``tol``.
+
+    The intercept is an unpenalized column of ones; ``codes`` are class indices.
+
+    Multinomial coefficients ``W`` (one column per class) are only defined up to a
+    constant per row, along which the loss is flat; the penalty picks rows that sum to
+    zero. The steps therefore work in ``V = W Q`` with ``Q`` an orthonormal basis of the
+    zero-sum vectors (``W = V Q^T``, group norms unchanged), where Böhning's bound is
+    ``X^T X / (2n)`` for every column and the loss has no flat direction.
+    """
+
+    def __init__(self, X, codes, n_outputs, labels, rho, lam, D, fit_intercept):
+        n = X.shape[0]
+        if fit_intercept:
+            ones = np.ones((n, 1))
+            X = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+            labels = np.append(labels, -1)
+        self.X, self.n, self.k = X, n, n_outputs
+        self.C = codes.astype(np.float64)[:, None] if n_outputs == 1 else np.eye(n_outputs)[codes]
+        if n_outputs == 1:
+            self.Q = np.ones((1, 1))
+        else:  # orthonormal basis of the vectors summing to zero, (K, K - 1)
+            centred = np.eye(n_outputs) - 1.0 / n_outputs
+            self.Q = np.linalg.qr(centred[:, :-1])[0]
+        self.labels, self.rho, self.lam, self.D = labels, rho, lam, D
+        gram = self._weighted_gram(None)
+        self.bound = gram * (0.25 if n_outputs == 1 else 0.5)
+        zero = np.zeros((X.shape[1], self.Q.shape[1]))
+        self.shape = _GatedLeastSquares(gram, zero, 0.0, labels, rho, lam, D)
+        _, G0, _ = self.loss_grad(zero)
+        self.kkt_scale = max(float(self.shape.norms(G0).max(initial=0.0)), 1e-300)
+
+    def to_reduced(self, W):
+        """``V = W Q``: drops the flat direction (never raises the penalty)."""
+        return W @ self.Q
+
+    def to_full(self, V):
+        return V @ self.Q.T
+
+    def _weighted_gram(self, weights):
+        X = self.X
+        if sp.issparse(X):
+            Xw = X if weights is None else sp.diags(weights) @ X
+            return np.asarray((X.T @ Xw).todense()) / self.n
+        Xw = X if weights is None else X * weights[:, None]
+        return X.T @ Xw / self.n
+
+    def loss_grad(self, V):
+        """Mean log-loss, its gradient in ``V`` and the class probabilities."""
+        Z = np.asarray(self.X @ self.to_full(V))
+        if self.k == 1:
+            z = Z[:, 0]
+            loss = float(np.mean(np.logaddexp(0.0, z) - self.C[:, 0] * z))
+            P = expit(z)[:, None]
+        else:
+            lse = logsumexp(Z, axis=1)
+            loss = float(np.mean(lse - (self.C * Z).sum(axis=1)))
+            P = np.exp(Z - lse[:, None])
+        return loss, np.asarray(self.X.T @ (P - self.C)) @ self.Q / self.n, P
+
+    def objective(self, W, loss=None):
+        loss = self.loss_grad(W)[0] if loss is None else loss
+        norms = self.shape.norms(W)
+        return loss + self.lam * float(self.rho @ norms ** (2.0 / self.D))
+
+    def kkt(self, W, G):
+        """Relative KKT violation of the D = 2 (convex) problem."""
+        sub = self.shape
+        norms = sub.norms(W)
+        lam_rho = self.lam * self.rho
+        unit = np.zeros_like(norms)
+        np.divide(lam_rho, norms, out=unit, where=norms > 0)
+        D = G.copy()
+        D[sub.penalized] += unit[sub.index][:, None] * W[sub.penalized]
+        dist = sub.norms(D)
+        viol = np.where(norms > 0, dist, np.maximum(dist - lam_rho, 0.0))
+        free = ~sub.penalized
+        worst = max(float(viol.max(initial=0.0)), float(np.abs(D[free]).max(initial=0.0)))
+        return worst / self.kkt_scale
+
+    def _hessian(self, P):
+        """Hessian of the mean log-loss in ``vec(V)`` (row-major), or None when too large.
+
+        ``sum_i x_i x_i^T (x) Q^T (diag(p_i) - p_i p_i^T) Q / n``; binary: the familiar
+        ``X^T diag(p (1 - p)) X / n``.
+        """
+        width = self.Q.shape[1]
+        if self.X.shape[1] * width > _NEWTON_MAX_SIZE:
+            return None
+        if self.k == 1:
+            return self._weighted_gram(P[:, 0] * (1.0 - P[:, 0]))
+        X = self.X.toarray() if sp.issparse(self.X) else self.X
+        R = np.einsum("ik,ka,kb->iab", P, self.Q, self.Q)  # Q^T diag(p_i) Q
+        PQ = P @ self.Q
+        R -= PQ[:, :, None] * PQ[:, None, :]
+        H = np.einsum("ij,il,iab->jalb", X, X, R, optimize=True) / self.n
+        size = X.shape[1] * width
+        return H.reshape(size, size)
+
+    def _model_step(self, V, loss, G, H, inner_steps):
+        """Minimize the quadratic model of the loss at ``V`` plus the penalty.
+
+        ``H`` is either a (p, p) curvature shared by every column of ``V`` (Böhning's
+        bound) or the Hessian in ``vec(V)``; the latter is solved as one column whose
+        entries carry their feature's group label.
+        """
+        shape, labels = V.shape, self.labels
+        if H.shape[0] != V.shape[0]:  # vec form
+            V, G = V.reshape(-1, 1), G.reshape(-1, 1)
+            labels = np.repeat(labels, shape[1])
+        const = loss - float((G * V).sum()) + 0.5 * float((V * (H @ V)).sum())
+        model = _GatedLeastSquares(H, H @ V - G, const, labels, self.rho, self.lam, self.D)
+        V_new, _, _ = model.minimize(V, inner_steps, _BLOCK_STEPS_TOL)
+        return V_new.reshape(shape)
+
+    def minimize(self, W, max_steps, tol, inner_steps=20, patience=_BLOCK_STEPS_PATIENCE):
+        """Outer steps from ``W`` (shape (p [+ 1], k)); returns ``(W, objective, n_steps)``."""
+        loss, G, P = self.loss_grad(W)
+        f = self.objective(W, loss)
+        n_steps = slow = 0
+        for n_steps in range(1, max_steps + 1):  # noqa: B007 (used after the loop)
+            if self.D == 2 and self.kkt(W, G) <= tol:
+                break
+            curvatures = [self._hessian(P), self.bound]
+            for H in (h for h in curvatures if h is not None):
+                V = self._model_step(W, loss, G, H, inner_steps)
+                loss_new, G_new, P_new = self.loss_grad(V)
+                f_new = self.objective(V, loss_new)
+                if f_new < f:
+                    break
+            else:
+                break  # no decrease from either model: converged to rounding
+            decrease = f - f_new
+            W, f, loss, G, P = V, f_new, loss_new, G_new, P_new
+            slow = slow + 1 if decrease <= _BLOCK_STEPS_TOL * abs(f) else 0
+            if self.D > 2 and slow >= patience:
+                break
+        self.gradient = G
+        return W, f, n_steps
+
+
 class _SparseLinearModel(BaseDGated):
     """The linear model family: one ``nn.Linear``, groups of input features gated."""
 
@@ -360,29 +519,31 @@ class _SparseLinearModel(BaseDGated):
 
     @torch.no_grad()
     def _run_block_steps(self, module, dataset):
+        """Exact block steps from the module's start; write the result as balanced factors.
+
+        Groups at zero get zero factors (a stationary point L-BFGS need not move away
+        from), except at D = 2 those whose KKT condition is violated, which can grow.
+        """
         X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
-        Y = dataset.y.cpu().double().numpy()
-        gram, rhs, x_mean, y_mean, const = _centered_moments(X, Y, self.fit_intercept)
         labels, rho = self._penalty_groups(X.shape[1])
-        problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
-        W, objective, self._n_block_steps = problem.minimize(
-            as_numpy(module.weight).T, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL
+        weight = as_numpy(module.weight).T
+        bias = as_numpy(module.bias) if self.fit_intercept else None
+        W, b, objective, gradient, norms = self._block_solve(
+            X, dataset.y, labels, rho, weight, bias
         )
-        omega = module.parametrizations.weight.original
-        gate = module.parametrizations.weight[0]
-        omega.copy_(torch.as_tensor(W.T, dtype=omega.dtype, device=omega.device))
-        gate.gates.fill_(1.0)
-        omega.copy_(_balance(omega, gate))
-        # Groups at zero get zero gates too (balanced: every factor of a zero product is
-        # zero), a stationary point L-BFGS need not move away from. At D = 2 only where
-        # the group lasso keeps them at zero (its KKT condition), so that others can grow.
-        dead = (problem.norms(W) == 0) & (rho > 0)
+        revive = None
         if self.D == 2:
-            dead &= problem.norms(rhs - gram @ W) < self.lam * rho
-        gate.gates[:, torch.as_tensor(dead)] = 0.0
+            grad_norms = np.sqrt(
+                np.bincount(
+                    labels[labels >= 0],
+                    weights=(gradient[labels >= 0] ** 2).sum(1),
+                    minlength=rho.size,
+                )
+            )
+            revive = torch.as_tensor((norms == 0) & (grad_norms >= self.lam * rho))
+        set_weight(module, "weight", torch.as_tensor(W.T), revive=revive)
         if self.fit_intercept:
-            bias = torch.as_tensor(y_mean - x_mean @ W, dtype=omega.dtype, device=omega.device)
-            module.bias.copy_(bias)
+            module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
         return objective
 
     def _penalty_groups(self, n_features):
@@ -532,6 +693,17 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
 
     _block_steps = True
 
+    def _block_solve(self, X, targets, labels, rho, weight, bias):
+        """Gated least squares: ``(W, intercept, objective, gradient, group norms)``."""
+        Y = targets.cpu().double().numpy()
+        gram, rhs, x_mean, y_mean, const = _centered_moments(X, Y, self.fit_intercept)
+        problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
+        W, objective, self._n_block_steps = problem.minimize(
+            weight, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL
+        )
+        intercept = y_mean - x_mean @ W
+        return W, intercept, objective, rhs - gram @ W, problem.norms(W)
+
     def _coef_shape(self, weight, bias):
         if self._y_1d:
             return weight[0], float(bias[0])
@@ -569,6 +741,22 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     >>> model.fit(X, y).score(X, y) > 0.9
     True
     """
+
+    _block_steps = True
+
+    def _block_solve(self, X, targets, labels, rho, weight, bias):
+        """Gated logistic regression: ``(W, intercept, objective, gradient, norms)``."""
+        codes = targets.cpu().numpy()
+        k = weight.shape[1]
+        problem = _GatedLogistic(X, codes, k, labels, rho, self.lam, self.D, self.fit_intercept)
+        start = weight if bias is None else np.vstack([weight, bias[None, :]])
+        V, objective, self._n_block_steps = problem.minimize(
+            problem.to_reduced(start), _BLOCK_STEPS_MAX, _LOGISTIC_KKT_TOL
+        )
+        W, p = problem.to_full(V), X.shape[1]
+        gradient = -problem.gradient[:p]  # the descent direction, as the regressor's
+        b = W[p] if self.fit_intercept else None
+        return W[:p], b, objective, gradient, problem.shape.norms(V)
 
     def _coef_shape(self, weight, bias):
         return weight, bias
