@@ -386,7 +386,8 @@ class BaseDGated(BaseEstimator):
         )
         X, targets = scaling.transform(X, targets)
         labels, rho = self._penalty_groups(X.shape[1])
-        return lambda_max(X, targets.numpy(), labels, rho)
+        fit_intercept = getattr(self, "fit_intercept", True)
+        return lambda_max(X, targets.numpy(), labels, rho, fit_intercept=fit_intercept)
 
     def _path_group_norms(self):
         """One norm per penalized group, recorded along paths."""

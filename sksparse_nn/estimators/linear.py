@@ -91,6 +91,8 @@ class _GatedLeastSquares:
         grouped = labels >= 0
         self.penalized = grouped.copy()
         self.penalized[grouped] = rho[labels[grouped]] > 0
+        if not lam > 0:  # no penalty: one least-squares solve
+            self.penalized[:] = False
         self.index = labels[self.penalized]
         self.free_ridge = 1e-12 * max(np.trace(gram) / max(p, 1), 1e-12)
         in_group = np.full(p, -1)  # diagonal blocks G_jj of the penalized groups
@@ -504,7 +506,6 @@ class _SparseLinearModel(BaseDGated):
         objective = None
         if (
             self._block_steps
-            and self.lam > 0
             and not self.early_stopping
             and dataset.X.shape[1] <= _BLOCK_STEPS_MAX_FEATURES
             and any(True for _ in gated_tensors(module))
