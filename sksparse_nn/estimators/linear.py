@@ -46,6 +46,8 @@ _LOGISTIC_KKT_TOL = 1e-9
 # Largest number of coefficients (features x free class columns) for Newton steps on the
 # logistic loss; beyond it only Böhning's bound (one p x p matrix) is used.
 _NEWTON_MAX_SIZE = 2000
+# Relative KKT violation of a zero group beyond which L-BFGS may revive it (D = 2).
+_REVIVE_MARGIN = 1e-9
 
 
 def _centered_moments(X, Y, fit_intercept):
@@ -541,7 +543,10 @@ class _SparseLinearModel(BaseDGated):
                     minlength=rho.size,
                 )
             )
-            revive = torch.as_tensor((norms == 0) & (grad_norms >= self.lam * rho))
+            # strictly violated only: at equality (lam = lam_max) zero is the solution,
+            # and gates of 1 would let L-BFGS creep away from it
+            violated = grad_norms > self.lam * rho * (1.0 + _REVIVE_MARGIN)
+            revive = torch.as_tensor((norms == 0) & violated)
         set_weight(module, "weight", torch.as_tensor(W.T), revive=revive)
         if self.fit_intercept:
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
