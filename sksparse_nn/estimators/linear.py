@@ -41,8 +41,9 @@ _BLOCK_STEPS_MAX_FEATURES = 2000
 _BLOCK_STEPS_MAX = 100
 _BLOCK_STEPS_TOL = 1e-10
 _BLOCK_STEPS_PATIENCE = 3
-# Relative KKT violation at which the logistic block steps stop (D = 2).
-_LOGISTIC_KKT_TOL = 1e-9
+# Relative KKT violation at which the block steps stop (D = 2): that of the proximal
+# solver's default tol, so coefficients are certified, not only the objective.
+_KKT_TOL = 1e-9
 # Largest number of coefficients (features x free class columns) for Newton steps on the
 # logistic loss; beyond it only Böhning's bound (one p x p matrix) is used.
 _NEWTON_MAX_SIZE = 2000
@@ -101,6 +102,7 @@ class _GatedLeastSquares:
         in_group[self.penalized] = self.index
         same = (in_group[:, None] == in_group[None, :]) & self.penalized[:, None]
         self.block_gram = np.where(same, gram, 0.0)
+        self.kkt_scale = None
 
     def norms(self, W):
         weights = (W[self.penalized] ** 2).sum(1)
@@ -209,16 +211,48 @@ class _GatedLeastSquares:
                 return W_try, f_try, norms_try
         return W, f, norms
 
-    def minimize(self, W, max_steps, tol, memory=5, patience=_BLOCK_STEPS_PATIENCE):
+    def kkt_violation(self, W, G):
+        """Largest distance of ``-G`` to the D = 2 penalty's subdifferential, over groups.
+
+        ``G`` is the gradient of the smooth part at ``W``; free (unpenalized) features
+        count with ``|G|``. Zero at the group-lasso solution.
+        """
+        norms = self.norms(W)
+        lam_rho = self.lam * self.rho
+        unit = np.zeros_like(norms)
+        np.divide(lam_rho, norms, out=unit, where=norms > 0)
+        D = np.array(G, dtype=np.float64)
+        D[self.penalized] += unit[self.index][:, None] * W[self.penalized]
+        dist = self.norms(D)
+        viol = np.where(norms > 0, dist, np.maximum(dist - lam_rho, 0.0))
+        free = np.abs(D[~self.penalized])
+        return max(float(viol.max(initial=0.0)), float(free.max(initial=0.0)))
+
+    def relative_kkt(self, W):
+        """:meth:`kkt_violation` over the largest group norm of the gradient at zero
+        (the stopping rule of the proximal solver in :mod:`sksparse_nn.solvers`)."""
+        if self.kkt_scale is None:
+            scale = float(self.norms(self.rhs).max(initial=0.0))
+            free = float(np.abs(self.rhs[~self.penalized]).max(initial=0.0))
+            self.kkt_scale = max(scale, free, 1e-300)
+        return self.kkt_violation(W, self.gram @ W - self.rhs) / self.kkt_scale
+
+    def minimize(self, W, max_steps, tol, memory=5, patience=_BLOCK_STEPS_PATIENCE, kkt_tol=None):
         """Steps from ``W`` until ``patience`` steps in a row lower the objective by at
         most ``tol`` (relative): non-convex problems can creep through flat regions.
+        With ``kkt_tol`` (D = 2, convex) the steps instead run until the relative KKT
+        violation is at most ``kkt_tol``, which certifies the coefficients and not only
+        the objective (or until rounding stops the objective from decreasing).
 
         Returns ``(W, objective, n_steps)``.
         """
         f, norms = self.objective(W)
         history = []  # (iterate, its step) pairs for Anderson extrapolation
         n_steps = slow = 0
+        certify = kkt_tol is not None and self.D == 2
         for n_steps in range(1, max_steps + 1):  # noqa: B007 (used after the loop)
+            if certify and self.relative_kkt(W) <= kkt_tol:
+                break
             W_new, f_new, norms_new = self.step(W, norms)
             history = [*history[-memory:], (W.ravel(), W_new.ravel())]
             if len(history) >= 3:
@@ -231,7 +265,7 @@ class _GatedLeastSquares:
                 break
             decrease, W, f, norms = f - f_new, W_new, f_new, norms_new
             slow = slow + 1 if decrease <= tol * abs(f) else 0
-            if slow >= patience:
+            if slow >= patience and not certify:
                 break
         return W, f, n_steps
 
@@ -262,9 +296,10 @@ class _GatedLogistic:
     / n``; multiclass only up to ``_NEWTON_MAX_SIZE`` coefficients); when that does not
     lower the objective, the model uses Böhning's bound (``X^T X / (4n)`` binary,
     ``X^T X / (2n)`` per class multinomial), which majorizes the loss, so the step is a
-    majorize-minimize step and the objective decreases. At ``D = 2`` the problem is convex and the steps stop when the relative
-    KKT violation (largest distance of ``-grad`` to the penalty's subdifferential, over
-    groups, divided by the largest group norm of the gradient at zero) is below ``tol``.
+    majorize-minimize step and the objective decreases. At ``D = 2`` the problem is
+    convex and the steps stop when the relative KKT violation (largest distance of
+    ``-grad`` to the penalty's subdifferential, over groups, divided by the largest group
+    norm of the gradient at zero) is below ``tol``.
 
     The intercept is an unpenalized column of ones; ``codes`` are class indices.
 
@@ -329,20 +364,9 @@ class _GatedLogistic:
         norms = self.shape.norms(W)
         return loss + self.lam * float(self.rho @ norms ** (2.0 / self.D))
 
-    def kkt(self, W, G):
+    def kkt(self, V, G):
         """Relative KKT violation of the D = 2 (convex) problem."""
-        sub = self.shape
-        norms = sub.norms(W)
-        lam_rho = self.lam * self.rho
-        unit = np.zeros_like(norms)
-        np.divide(lam_rho, norms, out=unit, where=norms > 0)
-        D = G.copy()
-        D[sub.penalized] += unit[sub.index][:, None] * W[sub.penalized]
-        dist = sub.norms(D)
-        viol = np.where(norms > 0, dist, np.maximum(dist - lam_rho, 0.0))
-        free = ~sub.penalized
-        worst = max(float(viol.max(initial=0.0)), float(np.abs(D[free]).max(initial=0.0)))
-        return worst / self.kkt_scale
+        return self.shape.kkt_violation(V, G) / self.kkt_scale
 
     def _hessian(self, P):
         """Hessian of the mean log-loss in ``vec(V)`` (row-major), or None when too large.
@@ -705,7 +729,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         gram, rhs, x_mean, y_mean, const = _centered_moments(X, Y, self.fit_intercept)
         problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
         W, objective, self._n_block_steps = problem.minimize(
-            weight, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL
+            weight, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL, kkt_tol=_KKT_TOL
         )
         intercept = y_mean - x_mean @ W
         return W, intercept, objective, rhs - gram @ W, problem.norms(W)
@@ -757,7 +781,7 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
         problem = _GatedLogistic(X, codes, k, labels, rho, self.lam, self.D, self.fit_intercept)
         start = weight if bias is None else np.vstack([weight, bias[None, :]])
         V, objective, self._n_block_steps = problem.minimize(
-            problem.to_reduced(start), _BLOCK_STEPS_MAX, _LOGISTIC_KKT_TOL
+            problem.to_reduced(start), _BLOCK_STEPS_MAX, _KKT_TOL
         )
         W, p = problem.to_full(V), X.shape[1]
         gradient = -problem.gradient[:p]  # the descent direction, as the regressor's
