@@ -33,7 +33,35 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["AxisGroups", "Grouping", "resolve_groups"]
+__all__ = ["AxisGroups", "Grouping", "group_labels_from_sizes", "resolve_groups"]
+
+
+def group_labels_from_sizes(sizes):
+    """One group label per feature from contiguous group sizes (skglm's and celer's form).
+
+    The estimators' ``groups`` reads a list of integers as one label per feature, so
+    sizes such as ``[1, 3, 2]`` must be converted first.
+
+    Parameters
+    ----------
+    sizes : array-like of int
+        Number of consecutive features in each group, all >= 1.
+
+    Returns
+    -------
+    labels : ndarray of int of shape (sum(sizes),)
+
+    Examples
+    --------
+    >>> group_labels_from_sizes([1, 3, 2])
+    array([0, 1, 1, 1, 2, 2])
+    """
+    sizes = np.asarray(sizes)
+    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(f"sizes must be a non-empty 1-d array of integers, got {sizes!r}.")
+    if np.any(sizes < 1):
+        raise ValueError(f"Every group size must be >= 1, got {sizes.tolist()}.")
+    return np.repeat(np.arange(sizes.size), sizes)
 
 
 @dataclass(frozen=True)

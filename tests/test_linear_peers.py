@@ -57,3 +57,34 @@ def test_coefficients_match_lasso_on_an_ill_conditioned_design(ratio):
     # within ~1e-9 * lam_max / (smallest curvature on the support ~ 1e-3) = 1e-6 * scale;
     # the objective-based stop this replaces missed by 2e-6 on ratio 0.1
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-7 * np.abs(ref.coef_).max())
+
+
+def test_group_sizes_are_converted_explicitly():
+    from sksparse_nn import group_labels_from_sizes
+
+    labels = group_labels_from_sizes([1, 3, 2])
+    np.testing.assert_array_equal(labels, [0, 1, 1, 1, 2, 2])
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 6))
+    y = X[:, 1] - X[:, 2] + 0.1 * rng.normal(size=50)
+    est = SparseLinearRegressor(lam=0.05, D=2, groups=labels).fit(X, y)
+    np.testing.assert_array_equal(est.selected_groups_, [1])  # features 1-3 as one group
+    np.testing.assert_array_equal(est.selected_features_, [1, 2, 3])
+    for bad in ([0, 2], [[1, 2]], [1.5, 2]):
+        with pytest.raises(ValueError, match="size"):
+            group_labels_from_sizes(bad)
+
+
+def test_two_dimensional_y_is_one_multi_task_group_lasso():
+    # a feature's coefficients across outputs form one group, as in MultiTaskLasso
+    from sklearn.linear_model import MultiTaskLasso
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 8))
+    Y = X[:, :2] @ rng.normal(size=(2, 3)) + 0.1 * rng.normal(size=(60, 3))
+    ref = MultiTaskLasso(alpha=0.1, tol=1e-12, max_iter=10**5).fit(X, Y)
+    est = SparseLinearRegressor(lam=0.1, D=2).fit(X, Y)
+    assert est.coef_.shape == ref.coef_.shape == (3, 8)
+    np.testing.assert_array_equal(est.selected_features_, np.flatnonzero(ref.coef_.any(0)))
+    # both certified by KKT / duality gap at ~1e-9-1e-12: coefficients to 1e-6 of scale
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-6 * np.abs(ref.coef_).max())

@@ -641,15 +641,21 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     Parameters
     ----------
     lam : float, default=1.0
-        Penalty strength; at ``D=2`` the same as ``GroupLassoRegressor(lam=...)`` and
-        scikit-learn's ``Lasso(alpha=...)`` for singleton groups.
+        Penalty strength; at ``D=2`` the same as ``GroupLassoRegressor(lam=...)`` and,
+        for singleton groups and 1-d ``y``, scikit-learn's ``Lasso(alpha=...)``. A 2-d
+        ``y`` is fitted as one multi-task group lasso (a feature's coefficients across
+        outputs form one group, as ``MultiTaskLasso``); to fit the columns independently,
+        as ``Lasso`` does with 2-d ``y``, wrap the estimator in
+        ``sklearn.multioutput.MultiOutputRegressor``.
     D : int, default=3
         Gating depth >= 2: ``2`` group lasso, ``3`` penalty ``||w_j||^(2/3)``, ``4``
         ``||w_j||^(1/2)``.
     groups : None, int, list of index lists or array of labels, default=None
         ``None``: each feature alone; ``k``: consecutive groups of ``k`` features; lists
         of feature indices (features in no list are unpenalized); or one integer label per
-        feature (``-1`` = unpenalized).
+        feature (``-1`` = unpenalized). Contiguous group *sizes* (``[1, 3, 2]``, the form
+        of skglm and celer) are not labels: convert them with
+        :func:`~sksparse_nn.groups.group_labels_from_sizes`.
     group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
         ``rho_j``: ones, square root of group sizes, or explicit non-negative weights.
     fit_intercept : bool, default=True
