@@ -14,6 +14,7 @@ then spans its features' coefficients across all classes.
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -161,9 +162,11 @@ class _GatedLeastSquares:
             A[np.diag_indices_from(A)] += np.where(self.penalized[support], 1.0, self.free_ridge)
             b = ss[:, None] * self.rhs[support]
             try:
-                V = scipy.linalg.solve(A, b, assume_a="pos", check_finite=False)
-            except (np.linalg.LinAlgError, ValueError):
-                V = np.linalg.lstsq(A, b, rcond=None)[0]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+                    V = scipy.linalg.solve(A, b, assume_a="pos", check_finite=False)
+            except (np.linalg.LinAlgError, ValueError, scipy.linalg.LinAlgWarning):
+                V = np.linalg.lstsq(A, b, rcond=None)[0]  # (near-)singular: least norm
             W_new[support] = ss[:, None] * V
         f_new, norms_new = self.objective(W_new)
         dead = self._doomed(W_new, norms_new)
@@ -312,6 +315,12 @@ class _GatedLogistic:
 
     def __init__(self, X, codes, n_outputs, labels, rho, lam, D, fit_intercept):
         n = X.shape[0]
+        # dense inputs are centred (the intercept absorbs the means): a column far from
+        # zero is otherwise nearly parallel to the intercept's column of ones
+        self.x_mean = None
+        if fit_intercept and not sp.issparse(X):
+            self.x_mean = X.mean(axis=0)
+            X = X - self.x_mean
         if fit_intercept:
             ones = np.ones((n, 1))
             X = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
@@ -785,13 +794,17 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
         codes = targets.cpu().numpy()
         k = weight.shape[1]
         problem = _GatedLogistic(X, codes, k, labels, rho, self.lam, self.D, self.fit_intercept)
+        if bias is not None and problem.x_mean is not None:
+            bias = bias + problem.x_mean @ weight  # the intercept of the centred columns
         start = weight if bias is None else np.vstack([weight, bias[None, :]])
         V, objective, self._n_block_steps = problem.minimize(
             problem.to_reduced(start), _BLOCK_STEPS_MAX, _KKT_TOL
         )
         W, p = problem.to_full(V), X.shape[1]
         gradient = -problem.gradient[:p]  # the descent direction, as the regressor's
-        b = W[p] if self.fit_intercept else None
+        b = None
+        if self.fit_intercept:
+            b = W[p] if problem.x_mean is None else W[p] - problem.x_mean @ W[:p]
         return W[:p], b, objective, gradient, problem.shape.norms(V)
 
     def _coef_shape(self, weight, bias):
