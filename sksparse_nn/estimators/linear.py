@@ -14,11 +14,9 @@ then spans its features' coefficients across all classes.
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 import torch
 from scipy.special import expit, logsumexp
@@ -30,13 +28,18 @@ from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 from ._training import as_numpy
 
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
 
 _RIDGE_INIT_MAX_FEATURES = 4000
-# Widest problem on which a fit first runs exact block steps (one p x p solve each).
+# Widest problem on which a fit first runs exact block steps (each costs one solve of the
+# size of the live features, or of n_samples when that is smaller). Beyond it the steps
+# would need working sets (near the KKT boundary they need many steps at D = 2).
 _BLOCK_STEPS_MAX_FEATURES = 2000
+# Widest problem whose block steps use the p x p Gram matrix (else the design itself).
+_DENSE_GRAM_MAX_FEATURES = 4000
 # Most block steps before L-BFGS takes over, and their stopping tolerance (relative
 # decrease of the objective per step).
 _BLOCK_STEPS_MAX = 100
@@ -52,7 +55,13 @@ _NEWTON_MAX_SIZE = 2000
 _REVIVE_MARGIN = 1e-9
 
 
-def _centered_moments(X, Y, fit_intercept):
+def _is_wide(X):
+    """Whether the block steps work on the design (Woodbury) instead of a Gram matrix."""
+    n, p = X.shape
+    return p > n or p > _DENSE_GRAM_MAX_FEATURES
+
+
+def _centered_moments(X, Y, fit_intercept, with_gram=True):
     """``(gram, rhs, x_mean, y_mean, const)`` of the centered least-squares problem.
 
     ``gram = X_c^T X_c / n``, ``rhs = X_c^T Y_c / n`` and ``const = ||Y_c||^2 / (2n)``, so
@@ -62,8 +71,10 @@ def _centered_moments(X, Y, fit_intercept):
     n, p = X.shape
     x_mean = np.asarray(X.mean(axis=0)).ravel() if fit_intercept else np.zeros(p)
     y_mean = Y.mean(axis=0) if fit_intercept else np.zeros(Y.shape[1])
-    gram = np.asarray((X.T @ X).todense() if sp.issparse(X) else X.T @ X) / n
-    gram -= np.outer(x_mean, x_mean)
+    gram = None
+    if with_gram:
+        gram = np.asarray((X.T @ X).todense() if sp.issparse(X) else X.T @ X) / n
+        gram -= np.outer(x_mean, x_mean)
     rhs = np.asarray(X.T @ Y) / n - np.outer(x_mean, y_mean)
     const = 0.5 * float(((Y - y_mean) ** 2).sum()) / n
     return gram, rhs, x_mean, y_mean, const
@@ -89,21 +100,24 @@ class _GatedLeastSquares:
     """
 
     def __init__(self, gram, rhs, const, labels, rho, lam, D):
-        self.gram, self.rhs, self.const = gram, rhs, const
+        self.rhs, self.const = rhs, const
         self.rho, self.lam, self.D = rho, lam, D
-        p = gram.shape[0]
-        grouped = labels >= 0
-        self.penalized = grouped.copy()
-        self.penalized[grouped] = rho[labels[grouped]] > 0
-        if not lam > 0:  # no penalty: one least-squares solve
-            self.penalized[:] = False
-        self.index = labels[self.penalized]
-        self.free_ridge = 1e-12 * max(np.trace(gram) / max(p, 1), 1e-12)
-        in_group = np.full(p, -1)  # diagonal blocks G_jj of the penalized groups
-        in_group[self.penalized] = self.index
-        same = (in_group[:, None] == in_group[None, :]) & self.penalized[:, None]
-        self.block_gram = np.where(same, gram, 0.0)
+        in_group = self.penalized_groups(labels, rho, lam)
+        self.penalized = in_group >= 0
+        self.index = in_group[self.penalized]
+        self.p = labels.shape[0]
+        # the curvature: a (p, p) matrix, or an operator on the design (wide problems)
+        self.curv = DenseCurvature(gram, in_group) if isinstance(gram, np.ndarray) else gram
+        self.free_ridge = 1e-12 * max(self.curv.mean_diagonal, 1e-12)
         self.kkt_scale = None
+
+    @staticmethod
+    def penalized_groups(labels, rho, lam):
+        """Each feature's penalized group, -1 for free features (all free at lam = 0)."""
+        group = np.where(labels >= 0, labels, -1)
+        grouped = group >= 0
+        group[grouped] = np.where(rho[labels[grouped]] > 0, labels[grouped], -1)
+        return group if lam > 0 else np.full_like(group, -1)
 
     def norms(self, W):
         weights = (W[self.penalized] ** 2).sum(1)
@@ -111,11 +125,11 @@ class _GatedLeastSquares:
 
     def objective(self, W):
         norms = self.norms(W)
-        data = self.const - float((self.rhs * W).sum()) + 0.5 * float((W * (self.gram @ W)).sum())
+        data = self.const - float((self.rhs * W).sum()) + 0.5 * float((W * self.curv.dot(W)).sum())
         return data + self.lam * float(self.rho @ norms ** (2.0 / self.D)), norms
 
     def _per_feature(self, per_group, free_value):
-        out = np.full(self.gram.shape[0], free_value, dtype=per_group.dtype)
+        out = np.full(self.p, free_value, dtype=per_group.dtype)
         out[self.penalized] = per_group[self.index]
         return out
 
@@ -134,14 +148,15 @@ class _GatedLeastSquares:
         live = (norms > 0) & (rho > 0)
         if not live.any():
             return live
-        partial = self.rhs - self.gram @ W + self.block_gram @ W  # X_j^T r_{-j} / n
+        block = self.curv.block_dot(W)
+        partial = self.rhs - self.curv.dot(W) + block  # X_j^T r_{-j} / n
         corr = self.norms(partial)
         if D == 2:
             return live & (corr <= lam * rho)
         shrink = np.full(rho.size, np.inf)
         shrink[live] = D * corr[live] * norms[live] ** (1.0 - 2.0 / D) / (2.0 * lam * rho[live])
         # objective change when group j alone is set to zero
-        quad = (W * (self.block_gram @ W)).sum(1)
+        quad = (W * block).sum(1)
         fit = (partial * W).sum(1) - 0.5 * quad
         gain = np.bincount(self.index, weights=fit[self.penalized], minlength=rho.size)
         gain -= lam * rho * norms ** (2.0 / D)
@@ -158,15 +173,8 @@ class _GatedLeastSquares:
         W_new = np.zeros_like(W)
         if support.any():
             ss = s[support]
-            A = ss[:, None] * self.gram[np.ix_(support, support)] * ss[None, :]
-            A[np.diag_indices_from(A)] += np.where(self.penalized[support], 1.0, self.free_ridge)
-            b = ss[:, None] * self.rhs[support]
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-                    V = scipy.linalg.solve(A, b, assume_a="pos", check_finite=False)
-            except (np.linalg.LinAlgError, ValueError, scipy.linalg.LinAlgWarning):
-                V = np.linalg.lstsq(A, b, rcond=None)[0]  # (near-)singular: least norm
+            diag = np.where(self.penalized[support], 1.0, self.free_ridge)
+            V = self.curv.scaled_solve(support, ss, ss[:, None] * self.rhs[support], diag)
             W_new[support] = ss[:, None] * V
         f_new, norms_new = self.objective(W_new)
         dead = self._doomed(W_new, norms_new)
@@ -187,7 +195,7 @@ class _GatedLeastSquares:
         steps above keep zero groups at zero, so without this they could never return).
         """
         lam, rho = self.lam, self.rho
-        grad = self.rhs - self.gram @ W  # X^T r / n, (p, k)
+        grad = self.rhs - self.curv.dot(W)  # X^T r / n, (p, k)
         corr = self.norms(grad)
         excess = np.where((norms == 0) & (rho > 0), corr - lam * rho, 0.0)
         if not np.any(excess > 0):
@@ -200,7 +208,7 @@ class _GatedLeastSquares:
             )
             curvature = np.bincount(
                 self.index,
-                weights=(U * (self.block_gram @ U)).sum(1)[self.penalized],
+                weights=(U * self.curv.block_dot(U)).sum(1)[self.penalized],
                 minlength=rho.size,
             )
             ok = revive & (curvature > 0)
@@ -238,7 +246,58 @@ class _GatedLeastSquares:
             scale = float(self.norms(self.rhs).max(initial=0.0))
             free = float(np.abs(self.rhs[~self.penalized]).max(initial=0.0))
             self.kkt_scale = max(scale, free, 1e-300)
-        return self.kkt_violation(W, self.gram @ W - self.rhs) / self.kkt_scale
+        return self.kkt_violation(W, self.curv.dot(W) - self.rhs) / self.kkt_scale
+
+    def polish(self, W, max_iter=20):
+        """Newton steps on the live groups' smooth problem (the support held fixed).
+
+        Away from zero the penalty ``lam rho_j ||w_j||^q`` (``q = 2/D``) is smooth, so on
+        a fixed support the objective is smooth and Newton's method converges
+        quadratically where the block steps (a majorize-minimize scheme) slow down near
+        the solution. A step that does not lower the objective, or would shrink a live
+        group by half or more (the support is changing), ends the polishing.
+        """
+        norms = self.norms(W)
+        live_feature = self._per_feature(norms > 0, True) | ~self.penalized
+        idx = np.flatnonzero(live_feature)
+        if not idx.size or idx.size * W.shape[1] > _NEWTON_MAX_SIZE:
+            return W
+        k, q = W.shape[1], 2.0 / self.D
+        G = np.kron(self.curv.submatrix(idx), np.eye(k))
+        pen = self.penalized[idx]
+        group = np.where(pen, self._per_feature(np.arange(self.rho.size), -1)[idx], -1)
+        def gradient(W):
+            w, n_g = W[idx], self.norms(W)
+            coef = np.zeros_like(n_g)
+            live = n_g > 0
+            coef[live] = self.lam * self.rho[live] * q * n_g[live] ** (q - 2.0)
+            grad = (G @ w.ravel()).reshape(w.shape) - self.rhs[idx]
+            grad[pen] += coef[group[pen]][:, None] * w[pen]
+            return grad, coef, n_g
+
+        f, _ = self.objective(W)
+        grad, coef, n_g = gradient(W)
+        for _ in range(max_iter):
+            w, live = W[idx], n_g > 0
+            H = G.copy()
+            for g in np.unique(group[pen]):
+                rows = np.flatnonzero(group == g)
+                vec = (rows[:, None] * k + np.arange(k)[None, :]).ravel()
+                u = w[rows].ravel() / n_g[g]
+                H[np.ix_(vec, vec)] += coef[g] * (np.eye(vec.size) + (q - 2.0) * np.outer(u, u))
+            step = solve_pos(H, -grad.ravel()).reshape(w.shape)
+            W_try = W.copy()
+            W_try[idx] = w + step
+            f_try, _ = self.objective(W_try)
+            grad_try, coef_try, n_try = gradient(W_try)
+            # near the solution the objective stops resolving progress (a gradient g
+            # changes it by ~g^2): there a smaller gradient decides
+            flat = f_try <= f + 1e-14 * abs(f)
+            better = f_try < f or (flat and np.abs(grad_try).max() < np.abs(grad).max())
+            if not better or np.any(n_try[live] < 0.5 * n_g[live]):
+                break
+            W, f, grad, coef, n_g = W_try, f_try, grad_try, coef_try, n_try
+        return W
 
     def minimize(self, W, max_steps, tol, memory=5, patience=_BLOCK_STEPS_PATIENCE, kkt_tol=None):
         """Steps from ``W`` until ``patience`` steps in a row lower the objective by at
@@ -253,6 +312,7 @@ class _GatedLeastSquares:
         history = []  # (iterate, its step) pairs for Anderson extrapolation
         n_steps = slow = 0
         certify = kkt_tol is not None and self.D == 2
+        polished = False  # a polish without block-step progress since ends the loop
         for n_steps in range(1, max_steps + 1):  # noqa: B007 (used after the loop)
             if certify and self.relative_kkt(W) <= kkt_tol:
                 break
@@ -264,12 +324,23 @@ class _GatedLeastSquares:
                     f_acc, norms_acc = self.objective(W_acc)
                     if f_acc < f_new:
                         W_new, f_new, norms_new = W_acc, f_acc, norms_acc
-            if not f_new <= f:  # rounding noise at convergence: keep the better point
-                break
-            decrease, W, f, norms = f - f_new, W_new, f_new, norms_new
-            slow = slow + 1 if decrease <= tol * abs(f) else 0
-            if slow >= patience and not certify:
-                break
+            stalled = not f_new <= f  # rounding noise at convergence: keep the better point
+            if not stalled:
+                decrease, W, f, norms = f - f_new, W_new, f_new, norms_new
+                slow = slow + 1 if decrease <= tol * abs(f) else 0
+            if stalled or slow >= patience:
+                if not certify or polished:
+                    break
+                # slow or stalled short of the KKT tolerance: Newton on the current
+                # support, then on with the block steps (which revive or drop groups if
+                # the support was wrong)
+                W_pol, polished = self.polish(W), True
+                f_pol, norms_pol = self.objective(W_pol)
+                if not f_pol <= f:
+                    break
+                W, f, norms, history, slow = W_pol, f_pol, norms_pol, [], 0
+            else:
+                polished = False
         return W, f, n_steps
 
     def _anderson(self, history, norms_new):
@@ -520,11 +591,19 @@ class _SparseLinearModel(BaseDGated):
             codes = targets.numpy()
             Y = np.eye(module.out_features + (module.out_features == 1))[codes]
             Y = Y[:, 1:] if module.out_features == 1 else Y
-        gram, rhs, x_mean, y_mean, _ = _centered_moments(X, Y, self.fit_intercept)
+        wide = _is_wide(X)
+        gram, rhs, x_mean, y_mean, _ = _centered_moments(
+            X, Y, self.fit_intercept, with_gram=not wide
+        )
+        curv = (
+            DesignCurvature(X, x_mean, np.full(p, -1))
+            if wide
+            else DenseCurvature(gram, np.full(p, -1))
+        )
         size = self._weight_scale(X, Y if is_regressor(self) else np.zeros(0))
-        alpha = self.lam * size ** (2.0 / self.D - 2.0) + 1e-6 * np.trace(gram) / p
+        alpha = self.lam * size ** (2.0 / self.D - 2.0) + 1e-6 * curv.mean_diagonal
         alpha = max(alpha, np.finfo(np.float64).tiny)
-        W = np.linalg.solve(gram + alpha * np.eye(p), rhs)  # (p, n_outputs)
+        W = curv.scaled_solve(np.ones(p, dtype=bool), np.ones(p), rhs, np.full(p, alpha))
         with torch.no_grad():
             module.weight.copy_(torch.as_tensor(W.T))
             if self.fit_intercept:
@@ -741,13 +820,19 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     def _block_solve(self, X, targets, labels, rho, weight, bias):
         """Gated least squares: ``(W, intercept, objective, gradient, group norms)``."""
         Y = targets.cpu().double().numpy()
-        gram, rhs, x_mean, y_mean, const = _centered_moments(X, Y, self.fit_intercept)
+        wide = _is_wide(X)
+        gram, rhs, x_mean, y_mean, const = _centered_moments(
+            X, Y, self.fit_intercept, with_gram=not wide
+        )
+        if wide:  # never form the p x p Gram matrix: Woodbury solves on the design
+            group = _GatedLeastSquares.penalized_groups(labels, rho, self.lam)
+            gram = DesignCurvature(X, x_mean, group)
         problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
         W, objective, self._n_block_steps = problem.minimize(
             weight, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL, kkt_tol=_KKT_TOL
         )
         intercept = y_mean - x_mean @ W
-        return W, intercept, objective, rhs - gram @ W, problem.norms(W)
+        return W, intercept, objective, rhs - problem.curv.dot(W), problem.norms(W)
 
     def _coef_shape(self, weight, bias):
         if self._y_1d:

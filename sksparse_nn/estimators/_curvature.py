@@ -1,0 +1,151 @@
+"""Curvature operators of quadratic models ``<W, G W> / 2``: the linear block steps' algebra.
+
+The exact block steps of the linear models (``linear._GatedLeastSquares``) need five things
+of the curvature ``G`` (p x p): products ``G W``, products with its diagonal blocks (one
+block per penalized group), and solves of the scaled system ``(S G S + diag(a)) V = B``
+on the live features. Two operators provide them:
+
+- :class:`DenseCurvature` holds ``G`` (and its block diagonal) as matrices: the choice
+  for narrow problems and for the Hessians of the logistic loss.
+- :class:`DesignCurvature` never forms ``G = X_c^T X_c / n``: products cost ``O(n p)``
+  with the (implicitly centred, possibly sparse) design, and a scaled system on ``m``
+  live features larger than ``n`` is solved in its ``n x n`` Woodbury form, so wide
+  problems (``p`` in the thousands, ``p > n``) cost what the active set costs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+__all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
+
+
+def solve_pos(A, B):
+    """Solve the symmetric positive (semi-)definite system ``A V = B``; least norm when
+    it is (nearly) singular."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            return scipy.linalg.solve(A, B, assume_a="pos", check_finite=False)
+    except (np.linalg.LinAlgError, ValueError, scipy.linalg.LinAlgWarning):
+        return np.linalg.lstsq(A, B, rcond=None)[0]
+
+
+def _group_of(labels, penalized):
+    group = np.full(labels.shape[0], -1)
+    group[penalized] = labels[penalized]
+    return group
+
+
+class DenseCurvature:
+    """``G`` given as a (p, p) matrix; ``group`` is each feature's penalized group or -1."""
+
+    def __init__(self, gram, group):
+        self.gram = gram
+        self.n_features = gram.shape[0]
+        # the diagonal blocks as a sparse matrix: sum of squared group sizes entries
+        rows = np.flatnonzero(group >= 0)
+        order = rows[np.argsort(group[rows], kind="stable")]
+        sizes = np.bincount(group[order]) if order.size else np.zeros(0, dtype=int)
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        I, J = [], []
+        for a, b in zip(starts[:-1], starts[1:], strict=True):
+            members = order[a:b]
+            I.append(np.repeat(members, members.size))
+            J.append(np.tile(members, members.size))
+        I = np.concatenate(I) if I else np.zeros(0, dtype=int)
+        J = np.concatenate(J) if J else np.zeros(0, dtype=int)
+        shape = (self.n_features, self.n_features)
+        self.block = sp.csr_matrix((gram[I, J], (I, J)), shape=shape)
+        self.mean_diagonal = float(np.trace(gram)) / max(self.n_features, 1)
+
+    def dot(self, W):
+        return self.gram @ W
+
+    def block_dot(self, W):
+        """``G_b W`` with ``G_b`` the diagonal blocks of the penalized groups."""
+        return np.asarray(self.block @ W)
+
+    def submatrix(self, idx):
+        """``G[idx][:, idx]`` as a dense matrix."""
+        return self.gram[np.ix_(idx, idx)]
+
+    def scaled_solve(self, support, s, B, diag):
+        """Solve ``(S G S + diag(diag)) V = B`` on the ``support`` features (``S = diag(s)``)."""
+        A = s[:, None] * self.gram[np.ix_(support, support)] * s[None, :]
+        A[np.diag_indices_from(A)] += diag
+        return solve_pos(A, B)
+
+
+class DesignCurvature:
+    """``G = X_c^T X_c / n`` through the design ``X`` and its column means (centring is
+    implicit, so sparse ``X`` stays sparse)."""
+
+    def __init__(self, X, x_mean, group):
+        self.X, self.x_mean, self.group = X, np.asarray(x_mean, dtype=np.float64), group
+        self.n, self.n_features = X.shape
+        self.penalized = group >= 0
+        self.n_groups = int(group.max(initial=-1)) + 1
+        sq = np.asarray(X.multiply(X).sum(axis=0) if sp.issparse(X) else (X * X).sum(axis=0))
+        diag = sq.ravel() / self.n - self.x_mean**2
+        self.mean_diagonal = float(diag.sum()) / max(self.n_features, 1)
+        self._rows = np.flatnonzero(self.penalized)
+        self._X_rows = X[:, self._rows]  # the penalized columns, sliced once
+
+    def _xc(self, W):
+        """``X_c W``, shape (n, k)."""
+        return np.asarray(self.X @ W) - self.x_mean @ W
+
+    def _xct(self, R):
+        """``X_c^T R``, shape (p, k)."""
+        return np.asarray(self.X.T @ R) - np.outer(self.x_mean, R.sum(axis=0))
+
+    def dot(self, W):
+        return self._xct(self._xc(W)) / self.n
+
+    def block_dot(self, W):
+        out = np.zeros_like(W, dtype=np.float64)
+        if not self.n_groups:
+            return out
+        rows, Xr = self._rows, self._X_rows
+        groups = self.group[rows]
+        shape = (self.n_features, self.n_groups)
+        for j in range(W.shape[1]):  # outputs: few
+            # Z[:, g] = X_c[:, g] w_g: each group's contribution to the fit
+            M = sp.csr_matrix((W[rows, j], (rows, groups)), shape=shape)
+            XM = self.X @ M
+            XM = XM.toarray() if sp.issparse(XM) else np.asarray(XM)
+            Zf = (XM - M.T @ self.x_mean)[:, groups]  # (n, |rows|)
+            cross = Xr.multiply(Zf).sum(axis=0) if sp.issparse(Xr) else (Xr * Zf).sum(axis=0)
+            out[rows, j] = (np.asarray(cross).ravel() - self.x_mean[rows] * Zf.sum(axis=0)) / self.n
+        return out
+
+    def submatrix(self, idx):
+        """``G[idx][:, idx] = X_c[:, idx]^T X_c[:, idx] / n`` as a dense matrix."""
+        Xs = self.X[:, idx]
+        Xs = (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self.x_mean[idx]
+        return Xs.T @ Xs / self.n
+
+    def scaled_solve(self, support, s, B, diag):
+        """Solve ``(S G S + diag(a)) V = B`` on the support: directly when it has at most
+        ``n`` features, else by Woodbury, ``n x n``."""
+        idx = np.flatnonzero(support)
+        Xs = self.X[:, idx]
+        Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
+        F = (Xs - self.x_mean[idx]) * (s / np.sqrt(self.n))  # X_c S / sqrt(n), (n, m)
+        m = idx.size
+        if m <= self.n or np.any(diag < 1e-6 * max(self.mean_diagonal, 1e-300)):
+            A = F.T @ F
+            A[np.diag_indices_from(A)] += diag
+            return solve_pos(A, B)
+        # (diag(a) + F^T F)^-1 = a^-1 - a^-1 F^T (I + F a^-1 F^T)^-1 F a^-1
+        inv = 1.0 / diag
+        Fa = F * inv
+        K = Fa @ F.T
+        K[np.diag_indices_from(K)] += 1.0
+        BaT = inv[:, None] * B
+        return BaT - Fa.T @ solve_pos(K, F @ BaT)
