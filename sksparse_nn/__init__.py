@@ -21,10 +21,10 @@ from .gating import (
     misalignment,
     penalty,
 )
-from .groups import AxisGroups
+from .groups import AxisGroups, group_labels_from_sizes
 from .model_selection import SparsePathCV
 from .path import RegularizationPath, regularization_path
-from .solvers import GroupLassoRegressor
+from .solvers import GroupLassoClassifier, GroupLassoRegressor
 
 __version__ = "0.1.0.dev0"
 
@@ -34,6 +34,7 @@ __all__ = [
     "DGatedMLPRegressor",
     "DGatedNAMClassifier",
     "DGatedNAMRegressor",
+    "GroupLassoClassifier",
     "GroupLassoRegressor",
     "NODEClassifier",
     "NODERegressor",
@@ -46,6 +47,7 @@ __all__ = [
     "dgate",
     "gate_factors",
     "gated_tensors",
+    "group_labels_from_sizes",
     "group_norms",
     "induced_penalty",
     "misalignment",

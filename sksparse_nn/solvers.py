@@ -11,6 +11,10 @@ where ``G_1, ..., G_J`` are disjoint groups of features, ``rho_j >= 0`` are grou
 (``rho_j = 1`` by default, like skglm and celer) and features in no group are not
 penalized. The intercept ``b`` is optional and never penalized.
 
+The same penalty with the logistic loss (binary) or the softmax cross-entropy
+(multinomial; a group is then its features' coefficients across all classes) is solved by
+:func:`solve_group_logistic` with the same iterations and the same stopping rule.
+
 It is meant as an exact, dependency-light reference for the D-Gating estimators of this
 package (which solve the same problem by smooth gradient descent): it reaches the optimum
 to a certified KKT tolerance.
@@ -25,6 +29,8 @@ Contents
     the smallest penalty at which every penalized group is zero.
 :class:`GroupLassoRegressor`
     the scikit-learn estimator.
+:func:`solve_group_logistic`, :class:`GroupLassoClassifier`
+    the logistic / multinomial counterparts (``lambda_max(..., loss="log_loss")``).
 ``_check_groups`` / ``_resolve_group_weights``
     validation of group specifications and group weights, shared with the estimators of
     the library.
@@ -43,6 +49,17 @@ and unpenalized features (in no group, or in a group of weight 0) count as group
 divided by the scale ``max_j ||X_{c,j}^T y_c|| / n`` (the same maximum at ``w = 0`` and
 ``lam = 0``, i.e. ``lambda_max`` for unit weights without unpenalized features; ``1`` if it
 is zero), which makes ``tol`` independent of the units of ``y``.
+
+For the logistic loss (:func:`solve_group_logistic`) ``g`` is minus the gradient of the
+mean log-loss, ``X_c^T (Y - P) / n`` (``P`` the predicted probabilities; one column per
+class, and group norms are Frobenius norms over the rows of the group's features), and the
+scale is the same maximum at the null model (intercept fitted, every coefficient zero:
+``P`` = the class frequencies; ``1/2`` or ``1/K`` without intercept). The intercepts are
+not exact by construction there; they count as one more unpenalized group with violation
+``s ||mean(P - Y)||``, where ``s = ||X_c||_2 / sqrt(n)`` (``1`` if ``X_c = 0``) gives them
+the units of the columns of ``X_c`` (see :class:`_LogisticDesign`). Hence ``tol`` means the
+same for both losses: the largest KKT violation relative to the largest gradient group
+norm at the null model.
 """
 
 from __future__ import annotations
@@ -57,22 +74,27 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+import scipy.special
 from scipy.sparse.linalg import LinearOperator, eigsh
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._validation import check_range, value_limit
+from ._validation import check_range, check_warm_start_targets, value_limit
 
 __all__ = [
+    "GroupLassoClassifier",
     "GroupLassoRegressor",
     "GroupLassoResult",
+    "GroupLogisticResult",
     "group_lasso_path",
     "lambda_max",
     "solve_group_lasso",
+    "solve_group_logistic",
 ]
 
 # Largest problem for which the Gram matrix X^T X / n is precomputed ("auto").
@@ -311,7 +333,8 @@ def _extended_groups(labels, rho):
 # --------------------------------------------------------------------------------------
 
 
-def _as_float_data(X, y):
+def _as_float_matrix(X):
+    """``X`` as a float64 ndarray or CSR/CSC matrix (no copy when it already is one)."""
     if sp.issparse(X):
         if X.format not in ("csr", "csc"):
             X = X.tocsr()
@@ -321,6 +344,11 @@ def _as_float_data(X, y):
         X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+    return X
+
+
+def _as_float_data(X, y):
+    X = _as_float_matrix(X)
     y = np.asarray(y, dtype=np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -673,31 +701,54 @@ def group_lasso_path(
     return coefs, intercepts, n_iters, kkts
 
 
-def lambda_max(X, y, labels, rho, fit_intercept=True):
+def lambda_max(X, y, labels, rho, fit_intercept=True, *, loss="squared_error"):
     """Smallest penalty at which every penalized group of the solution is zero.
 
-    Without unpenalized features this is ``max_j ||X_{c,j}^T y_c|| / (n rho_j)`` over the
-    groups with ``rho_j > 0``. Unpenalized features (label ``-1`` or weight ``0``) are
-    first fitted by least squares (on their centered columns, densified: there are
-    usually few) and their residual ``r`` replaces ``y_c``; this is exact, because ``r``
-    is the residual at every solution whose penalized groups are all zero.
+    It is ``max_j ||G_j|| / rho_j`` over the groups with ``rho_j > 0``, where ``G`` is
+    the gradient of the loss with respect to the coefficients at the best model whose
+    penalized groups are all zero (the intercept and the unpenalized features fitted,
+    everything else zero): by the KKT conditions that model is the solution exactly when
+    ``lam rho_j >= ||G_j||`` for every group.
+
+    * ``loss="squared_error"`` (:func:`solve_group_lasso`): without unpenalized features
+      ``G = X_c^T y_c / n``. Unpenalized features (label ``-1`` or weight ``0``) are first
+      fitted by least squares (on their centered columns, densified: there are usually
+      few) and their residual ``r`` replaces ``y_c``; this is exact, because ``r`` is the
+      residual at every solution whose penalized groups are all zero.
+    * ``loss="log_loss"`` (:func:`solve_group_logistic`): ``G = X_c^T (P - Y) / n`` with
+      ``P`` the predicted probabilities of the intercept-only model (the class
+      frequencies; ``1/2`` or ``1/K`` without intercept). Unpenalized features are first
+      fitted, with the intercept, by unpenalized logistic regression
+      (:func:`solve_group_logistic` at ``lam=0``, ``tol=1e-12``); this is exact up to that
+      tolerance, and fails to converge (ConvergenceWarning) if the classes are separable
+      on the unpenalized features alone, where that fit has no finite solution.
 
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
+    y : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        Targets: real values for ``"squared_error"``; for ``"log_loss"`` labels in
+        ``{0, 1}`` (binary) or one-hot rows (multinomial), as for
+        :func:`solve_group_logistic`.
     labels : ndarray of int of shape (n_features,)
         Output of :func:`_check_groups`.
     rho : ndarray of shape (J,)
         Group weights.
     fit_intercept : bool, default=True
+    loss : {"squared_error", "log_loss"}, default="squared_error"
 
     Returns
     -------
     lam_max : float
         ``0.0`` if no group is penalized.
     """
-    X, y = _as_float_data(X, y)
+    if loss not in ("squared_error", "log_loss"):
+        raise ValueError(f'loss must be "squared_error" or "log_loss", got {loss!r}.')
+    if loss == "log_loss":
+        X = _as_float_matrix(X)
+        y, _ = _as_logistic_targets(y, X.shape[0], fit_intercept)
+    else:
+        X, y = _as_float_data(X, y)
     n, p = X.shape
     labels = np.asarray(labels, dtype=np.intp)
     if labels.shape != (p,):
@@ -707,18 +758,421 @@ def lambda_max(X, y, labels, rho, fit_intercept=True):
     if not penalized.any():
         return 0.0
     x_mean = np.asarray(X.mean(axis=0)).reshape(-1) if fit_intercept else np.zeros(p)
-    r = y - y.mean() if fit_intercept else y.copy()
     free = np.flatnonzero(~penalized)
-    if free.size:
-        XU = X[:, free]
-        XU = XU.toarray() if sp.issparse(XU) else np.array(XU)
-        XU -= x_mean[free]
-        beta = np.linalg.lstsq(XU, r, rcond=None)[0]
-        r = r - XU @ beta
-    z = (safe_sparse_dot(X.T, r) - x_mean * r.sum()) / n
-    norms = np.sqrt(np.bincount(ext, weights=np.where(penalized, z * z, 0.0)))
+    if loss == "log_loss":
+        r = _logistic_null_residual(X, y, free, fit_intercept)  # (n, K): P - Y
+        z = (safe_sparse_dot(X.T, r) - np.outer(x_mean, r.sum(axis=0))) / n
+        z2 = np.einsum("ij,ij->i", z, z)
+    else:
+        r = y - y.mean() if fit_intercept else y.copy()
+        if free.size:
+            XU = X[:, free]
+            XU = XU.toarray() if sp.issparse(XU) else np.array(XU)
+            XU -= x_mean[free]
+            beta = np.linalg.lstsq(XU, r, rcond=None)[0]
+            r = r - XU @ beta
+        z = (safe_sparse_dot(X.T, r) - x_mean * r.sum()) / n
+        z2 = z * z
+    norms = np.sqrt(np.bincount(ext, weights=np.where(penalized, z2, 0.0)))
     pos = rho_ext > 0
     return float(np.max(norms[pos] / rho_ext[pos]))
+
+
+# --------------------------------------------------------------------------------------
+# Logistic loss
+# --------------------------------------------------------------------------------------
+
+
+class GroupLogisticResult(NamedTuple):
+    """Output of :func:`solve_group_logistic`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features,) or (n_features, n_classes)
+        One column (binary) or one column per class (multinomial).
+    intercept : float or ndarray of shape (n_classes,)
+        ``0`` without intercept. Multinomial intercepts sum to zero.
+    n_iter : int
+        Number of proximal-gradient iterations (0 if ``w0`` was already optimal).
+    kkt : float
+        Final relative KKT violation (see the module docstring).
+    converged : bool
+        Whether ``kkt <= tol``.
+    objective : float
+        Final value of the penalized objective (mean log-loss plus penalty).
+    """
+
+    coef: np.ndarray
+    intercept: float | np.ndarray
+    n_iter: int
+    kkt: float
+    converged: bool
+    objective: float
+
+
+def _as_logistic_targets(Y, n_samples, fit_intercept):
+    """``(Y, binary)``: targets as a float ``(n, K)`` array (``K = 1`` when binary)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim == 1:
+        Y = Y[:, None]
+    if Y.ndim != 2 or Y.shape[0] != n_samples or Y.shape[1] < 1:
+        raise ValueError(
+            f"Y must have shape ({n_samples},) (binary labels in {{0, 1}}) or "
+            f"({n_samples}, n_classes) (one-hot rows), got {np.shape(Y)}."
+        )
+    binary = Y.shape[1] == 1
+    if not np.all(np.isfinite(Y)) or np.any(Y < 0) or np.any(Y > 1):
+        raise ValueError("Y must hold labels (probabilities) in [0, 1].")
+    if not binary and not np.allclose(Y.sum(axis=1), 1.0, rtol=0.0, atol=1e-10):
+        raise ValueError("Every row of a 2-d Y must sum to 1 (one-hot or class probabilities).")
+    if fit_intercept and n_samples:
+        freq = Y.mean(axis=0)
+        if binary and not 0.0 < freq[0] < 1.0:
+            raise ValueError(
+                "Binary Y needs both classes (labels 0 and 1) to fit an intercept; "
+                "with one class the intercept is infinite."
+            )
+        if not binary and np.any(freq <= 0.0):
+            raise ValueError(
+                f"Class (column) {int(np.argmin(freq))} of Y never occurs; its intercept "
+                "would be -infinity. Drop the column."
+            )
+    return Y, binary
+
+
+def _probabilities(Z, binary):
+    """Class probabilities from scores ``Z`` of shape (n, K), stably (expit / softmax)."""
+    return scipy.special.expit(Z) if binary else scipy.special.softmax(Z, axis=1)
+
+
+def _mean_log_loss(Z, Y, binary):
+    """Mean log-loss, with ``log(1 + e^z)`` and log-sum-exp computed without overflow."""
+    if binary:
+        return float(np.mean(np.logaddexp(0.0, Z) - Y * Z))
+    return float(np.mean(scipy.special.logsumexp(Z, axis=1) - np.einsum("ij,ij->i", Y, Z)))
+
+
+def _newton_intercept(Z0, Y, binary, max_steps=100):
+    """Intercept ``c`` of shape (K,) minimizing the mean log-loss of ``Z0 + c``.
+
+    Damped Newton (step halving on the loss) from the closed form for ``Z0 = 0`` (the
+    logit / log of the class frequencies). Multinomial: the Hessian is singular along
+    ``(1, ..., 1)`` (the softmax ignores a common shift), which is fixed by adding
+    ``11^T / K``; steps then stay in the zero-sum subspace. Needs every class present.
+    """
+    n, K = Y.shape
+    freq = Y.mean(axis=0)
+    if binary:
+        c = np.log(freq) - np.log1p(-freq)
+    else:
+        c = np.log(freq)
+        c -= c.mean()
+    f = _mean_log_loss(Z0 + c, Y, binary)
+    for _ in range(max_steps):
+        P = _probabilities(Z0 + c, binary)
+        g = P.mean(axis=0) - freq
+        if not np.max(np.abs(g)) > 1e-15:
+            break
+        if binary:
+            step = g / max(float(np.mean(P * (1.0 - P))), 1e-300)
+        else:
+            H = np.diag(P.mean(axis=0)) - P.T @ P / n + 1.0 / K
+            try:
+                step = np.linalg.solve(H, g)
+            except np.linalg.LinAlgError:
+                step = np.linalg.lstsq(H, g, rcond=None)[0]
+        t = 1.0
+        while True:
+            c_new = c - t * step
+            f_new = _mean_log_loss(Z0 + c_new, Y, binary)
+            if f_new <= f:
+                break
+            t *= 0.5
+            if t < 1e-10:
+                return c  # no decrease visible in float64: c is optimal to rounding
+        done = np.max(np.abs(c_new - c)) <= 1e-15 * (1.0 + np.max(np.abs(c)))
+        c, f = c_new, f_new
+        if done:
+            break
+    return c
+
+
+class _LogisticDesign:
+    r"""Logistic data and everything :func:`_fista` needs for it, computed once.
+
+    The variable of the iterations is the flat vector ``x = [W.ravel(), beta]``: the
+    coefficients ``W`` of shape ``(p, K)`` row by row (a group is then the rows of its
+    features, across all classes) and, with an intercept, ``K`` unpenalized variables
+    ``beta`` that enter the scores through a constant column of value ``s``:
+
+    .. math::
+
+        Z = X_c W + s \mathbf{1} \beta^T, \qquad b = s \beta - \bar{x}^T W .
+
+    ``X_c`` is ``X`` centered (implicitly when sparse, as in :class:`_Design`) when
+    fitting an intercept. As ``X_c^T 1 = 0`` the Gram matrix of ``[X_c, s 1] / sqrt(n)``
+    is block diagonal; with ``s^2 = mu``, the largest eigenvalue of ``X_c^T X_c / n``,
+    its largest eigenvalue stays ``mu``. So the intercept is an ordinary unpenalized
+    variable of the proximal-gradient step, updated exactly by it, adds nothing to the
+    Lipschitz constant ``L = mu / 4`` (binary: the logistic curvature is at most 1/4) or
+    ``mu / 2`` (multinomial: ``||diag(p) - p p^T||_2 <= 1/2``), and is as well scaled as
+    the coefficients whatever the units of ``X``.
+
+    ``grad(x)`` is the gradient of the mean log-loss in ``x``, ``c`` is minus the
+    gradient at the null model (``W = 0``, intercept fitted), which sets the KKT scale.
+    """
+
+    def __init__(self, X, Y, fit_intercept=True):
+        X = _as_float_matrix(X)
+        n, p = X.shape
+        if n == 0:
+            raise ValueError("X has no samples.")
+        Y, binary = _as_logistic_targets(Y, n, fit_intercept)
+        K = Y.shape[1]
+        self.Y, self.binary = Y, binary
+        self.n_samples, self.n_columns, self.n_classes = n, p, K
+        self.fit_intercept = bool(fit_intercept)
+        self.n_coef = p * K
+        self.n_features = p * K + (K if self.fit_intercept else 0)
+        m = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1) if fit_intercept else None
+        self.x_mean = m if fit_intercept else np.zeros(p)
+        sparse = sp.issparse(X)
+        if sparse:
+            Xt = X.T
+
+            if fit_intercept:
+
+                def xc_dot(W):
+                    return X @ W - m @ W
+
+                def xct_dot(R):
+                    return Xt @ R - np.multiply.outer(m, R.sum(axis=0))
+
+            else:
+
+                def xc_dot(W):
+                    return X @ W
+
+                def xct_dot(R):
+                    return Xt @ R
+
+        else:
+            Xc = X - m if fit_intercept else X
+
+            def xc_dot(W):
+                return Xc @ W
+
+            def xct_dot(R):
+                return Xc.T @ R
+
+        self.xc_dot = xc_dot
+        # mu = largest eigenvalue of X_c^T X_c / n, in the smaller dimension
+        if n < p:
+            mu = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
+        else:
+            mu = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
+        sq = np.asarray(X.multiply(X).sum(axis=0)) if sparse else np.einsum("ij,ij->j", X, X)
+        ref = float(sq.max()) / n if p else 0.0
+        if not np.isfinite(mu) or mu <= 1e-24 * ref or mu <= 0:
+            mu = 0.0  # X_c = 0 up to rounding (e.g. constant columns)
+        curvature = 0.25 if binary else 0.5
+        s = math.sqrt(mu) if mu > 0 else 1.0
+        self.s = s if self.fit_intercept else 0.0
+        # Without intercept and with X = 0 the loss does not depend on x: L = 0.
+        self.L = curvature * (s * s if self.fit_intercept else mu)
+        pK, inv_n = self.n_coef, 1.0 / n
+        inv_L = 1.0 / self.L if self.L > 0 else inv_n
+        fit_b = self.fit_intercept
+        probabilities = scipy.special.expit if binary else None
+        softmax = scipy.special.softmax
+        concatenate = np.concatenate
+
+        def residual(x):
+            Z = xc_dot(x[:pK].reshape(p, K))
+            if fit_b:
+                Z += s * x[pK:]
+            P = probabilities(Z) if binary else softmax(Z, axis=1)
+            P -= Y
+            return P
+
+        def grad(x):
+            R = residual(x)
+            gW = xct_dot(R) * inv_n
+            if fit_b:
+                return concatenate((gW.ravel(), (s * inv_n) * R.sum(axis=0)))
+            return gW.ravel()
+
+        def forward(x):
+            return x - grad(x) * inv_L
+
+        self.grad, self.forward = grad, forward
+        # c = -grad at the null model: probabilities = class frequencies with an intercept,
+        # uniform without.
+        R0 = (Y.mean(axis=0) if fit_b else np.full(K, 0.5 if binary else 1.0 / K)) - Y
+        c = -(xct_dot(R0) * inv_n).ravel()
+        self.c = concatenate((c, np.zeros(K))) if fit_b else c
+        self.small = 2 * n * p * K <= _SMALL_WORK
+
+    def scores(self, x):
+        """Scores ``Z`` of shape (n, K) at ``x``."""
+        pK = self.n_coef
+        Z = self.xc_dot(x[:pK].reshape(self.n_columns, self.n_classes))
+        if self.fit_intercept:
+            Z = Z + self.s * x[pK:]
+        return Z
+
+    def start(self, w0):
+        """Flat starting point: ``w0`` and the best intercept for it (by Newton)."""
+        p, K = self.n_columns, self.n_classes
+        if w0 is None:
+            W = np.zeros((p, K))
+        else:
+            W = np.array(w0, dtype=np.float64)
+            if W.shape != (p, K) and not (K == 1 and W.shape == (p,)):
+                shape = f"({p},)" if K == 1 else f"({p}, {K})"
+                raise ValueError(f"w0 must have shape {shape}, got {W.shape}.")
+            W = W.reshape(p, K)
+        if not self.fit_intercept:
+            return W.ravel()
+        Z0 = self.xc_dot(W) if np.any(W) else np.zeros((self.n_samples, K))
+        beta = _newton_intercept(Z0, self.Y, self.binary) / self.s
+        return np.concatenate((W.ravel(), beta))
+
+    def unpack(self, x):
+        """``(W, b)``: coefficients of shape (p, K) and intercepts of shape (K,)."""
+        pK = self.n_coef
+        W = x[:pK].reshape(self.n_columns, self.n_classes)
+        if not self.fit_intercept:
+            return W, np.zeros(self.n_classes)
+        b = self.s * x[pK:] - self.x_mean @ W
+        if not self.binary:
+            b = b - b.mean()  # the softmax ignores a common shift: report zero-sum
+        return W, b
+
+
+def _logistic_objective(design, x, lam, ext, rho_ext):
+    """Mean log-loss plus ``lam sum_g rho_g ||W_g||_F`` at the flat point ``x``."""
+    W = x[: design.n_coef].reshape(design.n_columns, design.n_classes)
+    norms = np.sqrt(np.bincount(ext, weights=np.einsum("ij,ij->i", W, W), minlength=rho_ext.size))
+    penalty = float(lam * (rho_ext @ norms)) if lam > 0 else 0.0
+    return _mean_log_loss(design.scores(x), design.Y, design.binary) + penalty
+
+
+def solve_group_logistic(
+    X,
+    Y,
+    lam,
+    groups_index,
+    rho,
+    w0=None,
+    tol=1e-8,
+    max_iter=10000,
+    fit_intercept=True,
+):
+    r"""Solve one group-lasso logistic (or multinomial) problem by proximal gradient.
+
+    Minimizes
+
+    .. math::
+
+        \frac{1}{n} \sum_{i=1}^n \ell_i(X_i W + b) + \lambda \sum_j \rho_j \|W_{G_j}\|_F
+
+    where ``W`` has one column and ``\ell_i(z) = \log(1 + e^{-s_i z})``, ``s_i = 2 y_i - 1``
+    (binary), or one column per class and ``\ell_i`` is the softmax cross-entropy
+    (multinomial). A group is the rows of its features across all classes, so a feature is
+    used for every class or for none. The intercepts ``b`` are not penalized.
+
+    The iterations are those of :func:`solve_group_lasso` (FISTA with gradient-based
+    adaptive restart, constant step ``1/L``, block soft-thresholding, the same stopping
+    rule) on the mean log-loss, with ``L = mu / 4`` (binary) or ``mu / 2`` (multinomial),
+    ``mu`` the largest eigenvalue of ``X_c^T X_c / n``. The intercepts are unpenalized
+    variables of the same proximal-gradient step (through a rescaled constant column,
+    see :class:`_LogisticDesign`); they start at their exact optimum for ``w0`` (a few
+    Newton steps), so a warm start at a solution needs no iteration. Probabilities,
+    ``log(1 + e^z)`` and log-sum-exp are evaluated without overflow.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Design matrix, not modified. Sparse input is never densified (centering is
+        implicit).
+    Y : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        1-d: binary labels in ``{0, 1}`` (one column of coefficients). 2-d with
+        ``n_classes >= 2`` columns: one-hot rows (multinomial; class probabilities are
+        accepted too). With ``fit_intercept`` every class must occur.
+    lam : float
+        Penalty level ``>= 0``.
+    groups_index : ndarray of int of shape (n_features,)
+        Group label of every feature in ``-1..J-1`` (``-1``: unpenalized), as returned by
+        :func:`_check_groups`.
+    rho : ndarray of shape (J,)
+        Non-negative group weights (``0``: unpenalized group).
+    w0 : ndarray of shape (n_features,) or (n_features, n_classes), default=None
+        Starting coefficients (warm start); zeros if None.
+    tol : float, default=1e-8
+        Tolerance on the relative KKT violation (see the module docstring).
+    max_iter : int, default=10000
+        Maximum number of proximal-gradient iterations.
+    fit_intercept : bool, default=True
+        Fit unpenalized intercepts.
+
+    Returns
+    -------
+    result : GroupLogisticResult
+        Named tuple ``(coef, intercept, n_iter, kkt, converged, objective)``.
+    """
+    _check_solver_args(lam, tol, max_iter)
+    design = _LogisticDesign(X, Y, fit_intercept)
+    ext, rho_ext = _extended_groups(groups_index, rho)
+    if ext.shape != (design.n_columns,):
+        raise ValueError(f"groups_index must have shape ({design.n_columns},), got {ext.shape}.")
+    K, n_ext = design.n_classes, rho_ext.shape[0]
+    # every coefficient of a feature belongs to the feature's group; the intercepts form
+    # one more group, of weight 0
+    ext_x = np.repeat(ext, K)
+    rho_x = rho_ext
+    if design.fit_intercept:
+        ext_x = np.concatenate((ext_x, np.full(K, n_ext, dtype=np.intp)))
+        rho_x = np.concatenate((rho_ext, [0.0]))
+    x0 = design.start(w0)
+    x, n_iter, kkt = _fista(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
+    W, b = design.unpack(x)
+    objective = _logistic_objective(design, x, float(lam), ext, rho_ext)
+    if design.binary:
+        coef, intercept = W[:, 0] + 0.0, float(b[0])
+    else:
+        coef, intercept = W + 0.0, b + 0.0
+    return GroupLogisticResult(coef, intercept, n_iter, kkt, bool(kkt <= tol), objective)
+
+
+def _logistic_null_residual(X, Y, free, fit_intercept):
+    """``P - Y`` at the best model using only the intercept and the features ``free``."""
+    n, K = Y.shape
+    binary = K == 1
+    if free.size == 0:
+        if fit_intercept:
+            return Y.mean(axis=0) - Y
+        return np.full(K, 0.5 if binary else 1.0 / K) - Y
+    Xf = X[:, free]
+    res = solve_group_logistic(
+        Xf,
+        Y,
+        0.0,
+        np.full(free.size, -1, dtype=np.intp),
+        np.zeros(0),
+        tol=1e-12,
+        max_iter=100000,
+        fit_intercept=fit_intercept,
+    )
+    if not res.converged:
+        warnings.warn(
+            "lambda_max: the logistic fit of the unpenalized features did not converge "
+            f"(relative KKT violation {res.kkt:.3g}); are the classes separable on them?",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    Z = np.asarray(safe_sparse_dot(Xf, res.coef.reshape(free.size, K))) + res.intercept
+    return _probabilities(Z, binary) - Y
 
 
 # --------------------------------------------------------------------------------------
@@ -912,3 +1366,268 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
         return np.asarray(safe_sparse_dot(X, self.coef_)).reshape(-1) + self.intercept_
+
+
+class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
+    r"""Group-lasso logistic regression (exact reference solver).
+
+    Solves
+
+    .. math::
+
+        \min_{W, b}\; \frac{1}{n} \sum_{i=1}^n \ell_i(X_i W + b)
+            + \mathrm{lam} \sum_{j=1}^{J} \rho_j \|W_{G_j}\|_F
+
+    with the logistic loss (two classes, one column of coefficients) or the softmax
+    cross-entropy (``K >= 3`` classes, one column per class) by FISTA with adaptive restart
+    until the relative KKT violation is below ``tol`` (see :mod:`sksparse_nn.solvers` and
+    :func:`solve_group_logistic`). A group holds its features' coefficients for every
+    class, so whole features (or groups of features) are exactly zero for all classes.
+    With two classes, singleton groups and unit weights this is
+    :class:`sklearn.linear_model.LogisticRegression` with an L1 penalty and
+    ``C = 1 / (n_samples * lam)`` (unpenalized intercept).
+
+    Parameters
+    ----------
+    lam : float, default=1.0
+        Penalty level, ``>= 0``. Everything penalized is zero from
+        ``lambda_max(X, Y, labels, rho, loss="log_loss")`` on; with standardized features
+        and singleton groups it is at most ``1/2`` for two classes and below ``1`` for
+        more, so useful values of ``lam`` are well below the default (kept for symmetry
+        with the other estimators of the package).
+    groups : None, int, list of list of int or array-like of int, default=None
+        Group structure: None (every feature alone), a group size ``k`` (consecutive
+        groups), a list of feature-index lists (unlisted features are unpenalized) or a
+        label per feature (``-1``: unpenalized). See ``_check_groups``.
+    group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
+        Weights ``rho_j``: 1, ``sqrt(group size)`` or explicit non-negative values
+        (``0`` leaves a group unpenalized).
+    fit_intercept : bool, default=True
+        Fit unpenalized intercepts.
+    tol : float, default=1e-8
+        Tolerance on the relative KKT violation.
+    max_iter : int, default=10000
+        Maximum number of iterations.
+    warm_start : bool, default=False
+        Start from the previous ``coef_`` when refitting (same features and classes).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        One row for two classes (the scores of ``classes_[1]``), one row per class
+        otherwise, as in :class:`sklearn.linear_model.LogisticRegression`.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        Multiclass intercepts sum to zero.
+    group_norms_ : ndarray of shape (n_groups,)
+        Norm of every group's coefficients over all classes (what is penalized).
+    n_iter_ : int
+        Iterations of the last fit.
+    objective_ : float
+        Penalized objective at the solution (mean log-loss plus penalty).
+    kkt_ : float
+        Final relative KKT violation.
+    group_labels_ : ndarray of int of shape (n_features,)
+        Resolved group of every feature, ``-1`` for unpenalized ones.
+    group_weights_ : ndarray of shape (n_groups,)
+        Resolved weights ``rho``.
+    selected_groups_ : ndarray of int
+        Groups with a non-zero coefficient; groups of weight 0 always count as selected.
+    selected_features_ : ndarray of int
+        Sorted features of the selected groups, plus all unpenalized features.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    See Also
+    --------
+    GroupLassoRegressor : the same penalty with the squared loss.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sksparse_nn.solvers import GroupLassoClassifier
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.standard_normal((200, 6))
+    >>> y = (X[:, 0] - 2 * X[:, 1] + 0.5 * rng.standard_normal(200) > 0).astype(int)
+    >>> model = GroupLassoClassifier(lam=0.05, groups=[[0, 1], [2, 3], [4, 5]]).fit(X, y)
+    >>> model.selected_groups_
+    array([0])
+    >>> model.coef_.round(2)
+    array([[ 1.24, -2.4 ,  0.  ,  0.  ,  0.  ,  0.  ]])
+    >>> model.predict_proba(X[:2]).round(3)
+    array([[0.21 , 0.79 ],
+           [0.162, 0.838]])
+    """
+
+    _parameter_constraints: dict = {**GroupLassoRegressor._parameter_constraints}
+
+    def __init__(
+        self,
+        lam=1.0,
+        groups=None,
+        group_weights=None,
+        fit_intercept=True,
+        tol=1e-8,
+        max_iter=10000,
+        warm_start=False,
+    ):
+        self.lam = lam
+        self.groups = groups
+        self.group_weights = group_weights
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data (CSR/CSC sparse input is used without densifying).
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes).
+
+        Returns
+        -------
+        self : GroupLassoClassifier
+        """
+        warm = self.warm_start and getattr(self, "coef_", None) is not None
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse=["csr", "csc"],
+            dtype=np.float64,
+            reset=not warm,  # a warm start keeps the features (checked here)
+        )
+        check_classification_targets(y)
+        if warm:  # before anything changes: a refused fit keeps the fitted model
+            check_warm_start_targets(self, y, classifier=True)
+        check_range(X, value_limit(np.float64, X.shape[0]), "X", "float64")
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"The training data contain only one class ({classes[0]!r}); "
+                f"{type(self).__name__} needs at least two classes."
+            )
+        n_features, n_classes = X.shape[1], classes.size
+        Y = codes.astype(np.float64) if n_classes == 2 else np.eye(n_classes)[codes]
+        labels = _check_groups(self.groups, n_features)
+        rho = _resolve_group_weights(self.group_weights, labels)
+        w0 = None
+        if warm:
+            w0 = self.coef_[0] if n_classes == 2 else self.coef_.T
+        result = solve_group_logistic(
+            X,
+            Y,
+            float(self.lam),
+            labels,
+            rho,
+            w0=w0,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            fit_intercept=self.fit_intercept,
+        )
+        if not result.converged:
+            warnings.warn(
+                f"{type(self).__name__} did not converge: relative KKT violation "
+                f"{result.kkt:.3g} > tol after {result.n_iter} iterations; increase "
+                f"max_iter (currently {self.max_iter}) or loosen tol (currently {self.tol}).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        coef = result.coef.reshape(n_features, -1).T  # (1, p) or (K, p)
+        n_groups = rho.shape[0]
+        grouped = labels >= 0
+        sq = np.einsum("kj,kj->j", coef, coef)
+        norms = np.sqrt(np.bincount(labels[grouped], weights=sq[grouped], minlength=n_groups))
+        selected = (norms > 0) | (rho == 0)
+        self.classes_ = classes
+        self.coef_ = np.ascontiguousarray(coef)
+        self.intercept_ = np.atleast_1d(np.asarray(result.intercept, dtype=np.float64))
+        self.group_norms_ = norms
+        self.n_iter_ = int(result.n_iter)
+        self.objective_ = float(result.objective)
+        self.kkt_ = float(result.kkt)
+        self.group_labels_ = labels
+        self.group_weights_ = rho
+        self.selected_groups_ = np.flatnonzero(selected)
+        in_selected = np.zeros(n_features, dtype=bool)
+        in_selected[grouped] = selected[labels[grouped]]
+        self.selected_features_ = np.flatnonzero(~grouped | in_selected)
+        return self
+
+    def decision_function(self, X):
+        """Scores of the linear model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Two classes: the score of ``classes_[1]`` (positive: predicted). Otherwise one
+            score per class.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        scores = np.asarray(safe_sparse_dot(X, self.coef_.T)) + self.intercept_
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (``expit`` / ``softmax`` of the scores, without overflow).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([scipy.special.expit(-scores), scipy.special.expit(scores)])
+        return scipy.special.softmax(scores, axis=1)
+
+    def predict_log_proba(self, X):
+        """Logarithms of the class probabilities, computed directly (no ``log(0)``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            log_expit = scipy.special.log_expit
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return scipy.special.log_softmax(scores, axis=1)
+
+    def predict(self, X):
+        """Predict class labels (the class of largest score).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        index = (scores > 0).astype(np.intp) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[index]

@@ -17,6 +17,7 @@ from sksparse_nn import (
     DGatedMLPRegressor,
     DGatedNAMClassifier,
     DGatedNAMRegressor,
+    GroupLassoClassifier,
     GroupLassoRegressor,
     NODEClassifier,
     NODERegressor,
@@ -30,6 +31,7 @@ _TINY_NAM = {"hidden_layer_sizes": (8,), "batch_size": 32, "max_epochs": 10, "ra
 
 ESTIMATORS = [
     GroupLassoRegressor(lam=0.01),
+    GroupLassoClassifier(lam=0.01),
     SparseLinearRegressor(lam=0.01, max_epochs=5),
     SparseLinearClassifier(lam=0.01, max_epochs=5),
     DGatedMLPRegressor(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
