@@ -114,3 +114,19 @@ def test_matches_l1_logistic_regression_of_scikit_learn():
     # both at KKT to ~1e-9: objectives agree to ~(1e-9)^2 relative, far below 1e-10
     assert objective(est.coef_[0]) <= objective(ref.coef_[0]) * (1 + 1e-10)
     np.testing.assert_array_equal(est.selected_features_, np.flatnonzero(ref.coef_[0]))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_D2_classifier_equals_the_proximal_group_logistic_solver(k):
+    from sksparse_nn import GroupLassoClassifier
+
+    X, y = _problem(90, 24, k, seed=7)
+    labels = np.arange(24) // 3
+    lam = 0.2 * SparseLinearClassifier(lam=1.0, D=2, groups=labels)._default_lambda_max(X, y)
+    ref = GroupLassoClassifier(lam=lam, groups=labels, tol=1e-11, max_iter=10**6).fit(X, y)
+    est = SparseLinearClassifier(lam=lam, D=2, groups=labels, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.selected_groups_, ref.selected_groups_)
+    # both at relative KKT <= 1e-9: coefficients (a feature's row sums to zero across
+    # classes for both) and probabilities agree to ~1e-9 / curvature, allowed 1e-6
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-6 * np.abs(ref.coef_).max())
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), atol=1e-6)
