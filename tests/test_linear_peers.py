@@ -88,3 +88,16 @@ def test_two_dimensional_y_is_one_multi_task_group_lasso():
     np.testing.assert_array_equal(est.selected_features_, np.flatnonzero(ref.coef_.any(0)))
     # both certified by KKT / duality gap at ~1e-9-1e-12: coefficients to 1e-6 of scale
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-6 * np.abs(ref.coef_).max())
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_classifier_grid_starts_where_everything_is_zero(n_classes, fit_intercept):
+    rng = np.random.default_rng(4)
+    X = rng.normal(loc=1.0, size=(60, 5))
+    y = rng.integers(0, n_classes, size=60)
+    lam_max = SparseLinearClassifier(D=2, fit_intercept=fit_intercept)._default_lambda_max(X, y)
+    at = SparseLinearClassifier(lam=lam_max * (1 + 1e-9), D=2, fit_intercept=fit_intercept)
+    below = SparseLinearClassifier(lam=0.98 * lam_max, D=2, fit_intercept=fit_intercept)
+    assert at.fit(X, y).selected_features_.size == 0
+    assert below.fit(X, y).selected_features_.size >= 1

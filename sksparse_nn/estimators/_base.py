@@ -387,7 +387,11 @@ class BaseDGated(BaseEstimator):
         X, targets = scaling.transform(X, targets)
         labels, rho = self._penalty_groups(X.shape[1])
         fit_intercept = getattr(self, "fit_intercept", True)
-        return lambda_max(X, targets.numpy(), labels, rho, fit_intercept=fit_intercept)
+        targets = targets.numpy()
+        if is_classifier(self) and not fit_intercept:
+            # the log-loss gradient at zero logits: probabilities 1/2 (one logit) or 1/K
+            targets = targets - (0.5 if targets.shape[1] == 1 else 1.0 / targets.shape[1])
+        return lambda_max(X, targets, labels, rho, fit_intercept=fit_intercept)
 
     def _path_group_norms(self):
         """One norm per penalized group, recorded along paths."""
