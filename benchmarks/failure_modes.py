@@ -72,12 +72,17 @@ CASES = [
     ("y*1e4+1e5", lambda e, X, y: (clone(e).fit(X, y if is_classifier(e) else y * 1e4 + 1e5), X)),
     ("X*1e39", lambda e, X, y: (clone(e).fit(X * 1e39, y), X * 1e39)),
     ("X*1e300", lambda e, X, y: (clone(e).fit(X * 1e300, y), X * 1e300)),
-    ("all unpenalized", lambda e, X, y: (clone(e).set_params(**_params(e, groups=[-1] * X.shape[1])).fit(X, y), X)),
+    ("all unpenalized", lambda e, X, y: (_set(e, groups=[-1] * X.shape[1]).fit(X, y), X)),
     ("warm start, p-1", lambda e, X, y: (_warm(e, X, y).fit(X[:, :-1], y), X[:, :-1])),
-    ("max_epochs=0", lambda e, X, y: (clone(e).set_params(**_params(e, max_epochs=0)).fit(X, y), X)),
+    ("max_epochs=0", lambda e, X, y: (_set(e, max_epochs=0).fit(X, y), X)),
     ("path, batch_size=0", lambda e, X, y: (_path(e, X, y, batch_size=0), X)),
     ("proba of X*1e3", lambda e, X, y: (_proba(e, X, y), X)),
 ]  # fmt: skip
+
+
+def _set(est, **params):
+    """A clone with the given parameters (those the estimator has)."""
+    return clone(est).set_params(**_params(est, **params))
 
 
 def _lam(est, lam):

@@ -7,6 +7,8 @@ import scipy.sparse as sp
 from sksparse_nn import GroupLassoRegressor, SparseLinearRegressor
 from sksparse_nn.estimators._curvature import DenseCurvature, DesignCurvature
 
+pytestmark = pytest.mark.numerics  # re-run with 2 threads by `make test`
+
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_design_operator_matches_the_gram_matrix(sparse):

@@ -98,6 +98,8 @@ def test_group_regression_targets_are_linear_plus_gaussian_noise(noise):
     d = make_group_regression(
         n_samples=20_000, n_test=20_000, n_groups=10, n_informative=3, noise=noise, random_state=0
     )
+    # sampling tolerances (seeded), n = 20000: 4 standard errors for the mean, 6 for the
+    # std (SE 1/sqrt(2n) = 0.5%), ~5 for correlations (SE 1/sqrt(n) = 0.7%)
     for X, y in ((d.X, d.y), (d.X_test, d.y_test)):
         residual = y - X @ d.coef
         assert abs(residual.mean()) < 4 * noise / np.sqrt(len(y))
@@ -105,12 +107,14 @@ def test_group_regression_targets_are_linear_plus_gaussian_noise(noise):
         # the residual is noise: uncorrelated with every feature
         corr = X.T @ (residual - residual.mean()) / (len(y) * residual.std())
         assert np.abs(corr).max() < 0.04
-    # features and weights are standard normal
+    # features and weights are standard normal (2e5 entries: SE 0.002 for the mean)
     assert d.X.mean() == pytest.approx(0, abs=0.01) and d.X.std() == pytest.approx(1, rel=0.01)
 
 
+@pytest.mark.numerics
 def test_group_regression_noiseless_is_exact():
     d = make_group_regression(n_samples=50, n_test=5, noise=0.0, random_state=1)
+    # float64 products over 200 features, possibly summed in another order: ~p eps64 |y|
     np.testing.assert_allclose(d.y, d.X @ d.coef, rtol=0, atol=1e-12)
     np.testing.assert_allclose(d.y_test, d.X_test @ d.coef, rtol=0, atol=1e-12)
 
@@ -183,11 +187,11 @@ def test_additive_target_is_true_function_plus_noise(distribution, means, noise)
         return_info=True,
     )
     f = _true_additive(d.X, means)
-    np.testing.assert_allclose(d.y_true, f, atol=1e-12)
+    np.testing.assert_allclose(d.y_true, f, atol=1e-12)  # float64, same formula: ~eps64 |f|
     residual = d.y - f
     assert residual.std() == pytest.approx(noise, rel=0.03)
     assert abs(residual.mean()) < 4 * noise / np.sqrt(n)
-    # centring: every component has (population) mean zero
+    # centring: every component has (population) mean zero (sample SE <= 0.01 at n=40000)
     assert np.all(np.abs(d.components.mean(axis=0)) < 0.05)
     # noise features carry no signal
     corr = np.corrcoef(np.column_stack([d.X[:, 5:], d.y]).T)[-1, :-1]
@@ -517,9 +521,10 @@ def test_coil20_download_reads_mat_and_checks_blob(tmp_path, monkeypatch, name):
         # area averaging: a constant image stays constant, and the mean is preserved
         img = X[0].reshape(32, 32, order="F")
         small = d.X[0].reshape(20, 20, order="F")
+        # d.X is stored in float32: each pixel rounded by eps32 / 2 = 6e-8 relative
         assert small.mean() == pytest.approx(img.mean(), rel=1e-5)
         const = datasets._area_downsample(np.full((1, 1024), 0.25), 32, 20)
-        np.testing.assert_allclose(const, 0.25, rtol=1e-6)
+        np.testing.assert_allclose(const, 0.25, rtol=1e-6)  # float64 weights summing to 1
         # block structure: the first output pixel averages pixel 0 fully and 0.6 of pixel 1
         w = np.array([1.0, 0.6]) / 1.6
         expected = w @ img[:2, :2] @ w

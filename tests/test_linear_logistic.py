@@ -14,6 +14,8 @@ from sklearn.linear_model import LogisticRegression
 
 from sksparse_nn import SparseLinearClassifier
 
+pytestmark = pytest.mark.numerics  # re-run with 2 threads by `make test`
+
 # The block steps stop at a relative KKT violation of 1e-9 or where float64 can no longer
 # see the objective decrease (a KKT violation e gives an objective gap ~ e^2 / curvature,
 # so ~1e-8 relative); L-BFGS then polishes. 1e-6 leaves two orders of margin and still
@@ -40,7 +42,9 @@ def relative_kkt(est, X, y, labels, rho, lam):
     wn = gnorm(W)
     D = G.copy()
     live_rows = wn[labels] > 0
-    D[live_rows] += (lam * rho[labels] / np.where(wn[labels] > 0, wn[labels], 1))[live_rows, None] * W[live_rows]
+    D[live_rows] += (lam * rho[labels] / np.where(wn[labels] > 0, wn[labels], 1))[
+        live_rows, None
+    ] * W[live_rows]
     viol = np.where(wn > 0, gnorm(D), np.maximum(gnorm(G) - lam * rho, 0.0))
     if est.fit_intercept:
         viol = np.r_[viol, np.abs(g0)]

@@ -5,6 +5,8 @@ import pytest
 
 from sksparse_nn import SparseLinearClassifier, SparseLinearRegressor
 
+pytestmark = pytest.mark.numerics  # re-run with 2 threads by `make test`
+
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_the_default_grid_starts_where_everything_is_zero(fit_intercept):

@@ -20,6 +20,8 @@ from sksparse_nn import (
     SparseLinearRegressor,
 )
 
+pytestmark = pytest.mark.numerics  # all of this module: see pyproject.toml
+
 NETWORKS = [DGatedMLPRegressor, DGatedNAMRegressor, DGatedMLPClassifier, DGatedNAMClassifier]
 # per-column units: scales from 1e-3 to 1e6 and offsets up to 1e5
 SCALE = np.array([1e6, 1e-3, 5.0, 1.0, 1e4])
@@ -35,8 +37,10 @@ def data():
 
 
 def _output(est, X):
-    return est.predict(X) if hasattr(est, "coef_") or not hasattr(est, "classes_") else (
-        est.decision_function(X)
+    return (
+        est.predict(X)
+        if hasattr(est, "coef_") or not hasattr(est, "classes_")
+        else (est.decision_function(X))
     )
 
 

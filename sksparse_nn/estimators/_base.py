@@ -205,9 +205,7 @@ class BaseDGated(BaseEstimator):
         monitor = dict(net.callbacks_).get("convergence")
         if monitor is not None and self.n_iter_ >= monitor.max_epochs:
             losses = net.history[:, "train_loss"]
-            warn_not_converged(
-                self, monitor.diagnose(losses, raw, zero_tol), monitor.max_epochs
-            )
+            warn_not_converged(self, monitor.diagnose(losses, raw, zero_tol), monitor.max_epochs)
         return self
 
     # ------------------------------------------------------- fit helpers

@@ -266,6 +266,7 @@ class _GatedLeastSquares:
         G = np.kron(self.curv.submatrix(idx), np.eye(k))
         pen = self.penalized[idx]
         group = np.where(pen, self._per_feature(np.arange(self.rho.size), -1)[idx], -1)
+
         def gradient(W):
             w, n_g = W[idx], self.norms(W)
             coef = np.zeros_like(n_g)
