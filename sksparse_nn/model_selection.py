@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, check_X_y
 
+from .exceptions import TrainingDivergedError
 from .path import regularization_path
 
 __all__ = ["SparsePathCV"]
@@ -77,7 +78,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         "estimator": [HasMethods(["fit", "regularization_path"])],
         "lams": ["array-like", None],
         "n_lams": [Interval(Integral, 2, None, closed="left")],
-        "lam_min_ratio": [Interval(Real, 0, 1, closed="neither")],
+        "lam_min_ratio": [Interval(Real, 0, 1, closed="right")],
         "cv": ["cv_object"],
         "rule": [StrOptions({"1se", "best"})],
         "scoring": [str, callable, None],
@@ -132,7 +133,20 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             verbose=self.verbose,
             keep_estimators=True,
         )
+        if not path.completed:
+            raise KeyboardInterrupt(
+                "SparsePathCV interrupted (Ctrl-C) before the cross-validated path finished; "
+                "no lam was chosen."
+            )
         if path.best_lam_ is None:
+            failed = path.lams[path.failed] if path.failed is not None else []
+            if len(failed):
+                raise TrainingDivergedError(
+                    f"SparsePathCV: training diverged at lam={failed[0]:.4g}, before any lam "
+                    "with a finite CV score; see the warnings for the cause (lower lr, "
+                    "standardize X).",
+                    lam=float(failed[0]),
+                )
             raise ValueError("Every CV score is NaN: cannot choose lam.")
         self.best_lam_, self.lam_1se_ = path.best_lam_, path.lam_1se_
         self.lam_ = self.lam_1se_ if self.rule == "1se" else self.best_lam_

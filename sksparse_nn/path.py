@@ -18,14 +18,17 @@ import os
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone, is_classifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, indexable
-from sklearn.utils.validation import check_array
+
+from .exceptions import TrainingDivergedError
 
 __all__ = ["RegularizationPath", "lambda_grid", "lambda_max", "regularization_path"]
 
@@ -102,7 +105,11 @@ class RegularizationPath:
         the best.
     completed : bool
         False when the computation was interrupted (Ctrl-C): the points computed so far
-        are kept.
+        are kept, CV scores come from the folds that finished, and ``best_lam_`` /
+        ``lam_1se_`` are left ``None`` (never chosen from part of the work).
+    failed : ndarray of bool of shape (n_lams,)
+        Points whose training diverged (:class:`~sksparse_nn.TrainingDivergedError`):
+        NaN scores and norms, nothing selected. A path stops at its first failed point.
     """
 
     lams: np.ndarray
@@ -123,12 +130,17 @@ class RegularizationPath:
     best_lam_: float | None = None
     lam_1se_: float | None = None
     completed: bool = True
+    failed: np.ndarray | None = None
 
     def __len__(self):
         return len(self.lams)
 
     def index_of(self, lam):
-        """Position of ``lam`` in the grid."""
+        """Position of the grid's lam closest to ``lam`` (on a log scale)."""
+        if not len(self.lams):
+            raise ValueError("This path has no points (it was interrupted before its first fit).")
+        if lam is None or not np.isfinite(lam) or not lam > 0:
+            raise ValueError(f"lam must be a positive number, got {lam!r}.")
         return int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))
 
     def selected_at(self, lam):
@@ -231,32 +243,37 @@ def _run_path(
 ):
     """The warm-started path on one data set; returns a dict of per-lam records.
 
-    A KeyboardInterrupt ends the loop and keeps the points computed so far.
+    A KeyboardInterrupt ends the loop and keeps the points finished so far
+    (``completed=False``); the point in training is dropped. A point whose training
+    diverges is recorded as failed (NaN scores) and ends the path: later points would
+    start from a broken warm start. ConvergenceWarnings of the points are collected
+    (``rec["not_converged"]``) and reported once by the caller.
     """
     est = clone(estimator)
-    rec = {
-        k: []
-        for k in (
-            "lams",
-            "selected",
-            "norms",
-            "coefs",
-            "intercepts",
-            "obj",
-            "train",
-            "val",
-            "estimators",
-        )
-    }
+    keys = ("lams", "selected", "norms", "coefs", "intercepts", "obj", "train", "val",
+            "estimators", "failed", "not_converged")  # fmt: skip
+    rec = {k: [] for k in keys}
     lams, warm, completed = list(lams), None, True
     progress = _progress(len(lams), desc) if verbose else None
     try:
         with _torch_threads(threads):
             for lam in _grid(lams, extend, rec["selected"]):
                 est.set_params(lam=float(lam))
-                est._fit(X, y, warm_module=warm)
+                try:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always", ConvergenceWarning)
+                        est._fit(X, y, warm_module=warm)
+                except TrainingDivergedError as exc:
+                    _record_failure(rec, float(lam), exc, X_val is not None, est)
+                    break
+                for w in caught:  # re-emit others; collect ConvergenceWarnings
+                    if issubclass(w.category, ConvergenceWarning):
+                        rec["not_converged"].append(float(lam))
+                    else:
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
                 warm = est.module_
                 rec["lams"].append(float(lam))
+                rec["failed"].append(False)
                 rec["selected"].append(est.selected_features_.copy())
                 rec["norms"].append(est._path_group_norms())
                 rec["coefs"].append(np.copy(getattr(est, "coef_", np.nan)))
@@ -275,7 +292,7 @@ def _run_path(
         completed = False
         warnings.warn(
             f"Regularization path interrupted: returning the {len(rec['lams'])} points "
-            "computed so far.",
+            "finished so far (completed=False).",
             UserWarning,
             stacklevel=3,
         )
@@ -286,6 +303,29 @@ def _run_path(
     rec["has_coef"] = hasattr(est, "coef_")
     rec["feature_names"] = getattr(est, "feature_names_in_", None)
     return rec
+
+
+def _record_failure(rec, lam, exc, has_val, est):
+    """A diverged point: NaN everywhere a score or norm would be, nothing selected."""
+    warnings.warn(
+        f"Training diverged at lam={lam:.4g}; the path stops there. {exc}",
+        UserWarning,
+        stacklevel=4,
+    )
+    width = len(rec["norms"][-1]) if rec["norms"] else None
+    rec["lams"].append(lam)
+    rec["failed"].append(True)
+    rec["selected"].append(np.zeros(0, dtype=int))
+    rec["norms"].append(np.full(width, np.nan) if width is not None else None)
+    rec["coefs"].append(np.full_like(rec["coefs"][-1], np.nan) if rec["coefs"] else np.nan)
+    rec["intercepts"].append(
+        np.full_like(rec["intercepts"][-1], np.nan) if rec["intercepts"] else np.nan
+    )
+    rec["obj"].append(np.nan)
+    rec["train"].append(np.nan)
+    if has_val:
+        rec["val"].append(np.nan)
+    rec["failed_error"] = str(exc)
 
 
 def _progress(total, desc):
@@ -306,7 +346,10 @@ def _fold_scores(estimator, X, y, train, test, lams, scorer, threads):
         scorer=scorer,
         threads=threads,
     )
-    return np.asarray(rec["val"], dtype=float)
+    scores = np.full(len(lams), np.nan)  # a diverged fold scores NaN from there on
+    scores[: len(rec["val"])] = rec["val"]
+    return {"scores": scores, "completed": rec["completed"],
+            "not_converged": rec["not_converged"]}  # fmt: skip
 
 
 def _workers(n_jobs, n_tasks):
@@ -382,12 +425,11 @@ def regularization_path(
     """
     base = clone(estimator)
     X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    _check_path_args(n_lams, lam_min_ratio)
     extend = lams is None and cv is None
     if lams is None:
         lams = lambda_grid(base._default_lambda_max(X, y), n_lams, lam_min_ratio)
-    lams = np.sort(check_array(np.asarray(lams, dtype=float), ensure_2d=False).ravel())
-    if lams.size == 0 or np.any(lams < 0):
-        raise ValueError("lams must be a non-empty array of non-negative values.")
+    lams = _check_lams(lams)
     if (X_val is None) != (y_val is None):
         raise ValueError("Give both X_val and y_val, or neither.")
     scorer = check_scoring(base, scoring) if scoring is not None else None
@@ -406,7 +448,7 @@ def regularization_path(
         "keep_estimators": keep_estimators,
     }
 
-    fold_scores, completed = [], True
+    folds, completed = [], True
     if workers == 1:
         full = _run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
         completed = full["completed"]
@@ -416,41 +458,105 @@ def regularization_path(
                     break
                 if verbose:
                     print(f"[regularization_path] fold {k + 1}/{len(splits)}")
-                fold_scores.append(_fold_scores(base, X, y, train, test, lams, scorer, None))
+                fold = _fold_scores(base, X, y, train, test, lams, scorer, None)
+                completed = fold["completed"]
+                folds.append(fold)
         except KeyboardInterrupt:
             completed = False
-            warnings.warn(f"CV interrupted after {len(fold_scores)} folds.", stacklevel=2)
     else:
-        tasks = [delayed(_run_path)(base, X, y, lams, threads=threads, **full_kwargs)]
+        tasks = [delayed(_tagged)(0, _run_path, base, X, y, lams, threads=threads, **full_kwargs)]
         tasks += [
-            delayed(_fold_scores)(base, X, y, train, test, lams, scorer, threads)
-            for train, test in splits
+            delayed(_tagged)(k + 1, _fold_scores, base, X, y, train, test, lams, scorer, threads)
+            for k, (train, test) in enumerate(splits)
         ]
-        results = []
+        results = {}
         try:
-            for out in Parallel(n_jobs=workers, return_as="generator", verbose=verbose)(tasks):
-                results.append(out)
+            parallel = Parallel(n_jobs=workers, return_as="generator_unordered", verbose=verbose)
+            for index, out in parallel(tasks):
+                results[index] = out
         except KeyboardInterrupt:
             completed = False
-            warnings.warn(f"Interrupted after {len(results)} of {len(tasks)} tasks.", stacklevel=2)
-        if not results:
-            raise KeyboardInterrupt("regularization_path interrupted before any result.")
-        full, fold_scores = results[0], results[1:]
-        completed = completed and full["completed"]
+        if 0 not in results:
+            raise KeyboardInterrupt(
+                f"regularization_path interrupted before the full-data path finished "
+                f"({len(results)} of {len(splits)} folds had finished)."
+            )
+        full = results.pop(0)
+        folds = [results[k] for k in sorted(results)]
+        completed = completed and full["completed"] and len(folds) == len(splits)
+    finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
+    if not completed and splits:
+        warnings.warn(
+            f"Cross-validation interrupted: {len(finished)} of {len(splits)} folds finished; "
+            "their scores are kept, best_lam_ and lam_1se_ are not chosen "
+            "(completed=False).",
+            UserWarning,
+            stacklevel=2,
+        )
+    _warn_not_converged(full, finished, base)
+    return _assemble(full, [f["scores"] for f in finished], splits, base, completed)
 
-    return _assemble(full, fold_scores, splits, base, completed)
+
+def _tagged(index, function, *args, **kwargs):
+    """Run a path task and tag its result (results arrive in any order)."""
+    return index, function(*args, **kwargs)
+
+
+def _check_path_args(n_lams, lam_min_ratio):
+    if isinstance(n_lams, bool) or not isinstance(n_lams, Integral) or n_lams < 1:
+        raise ValueError(f"n_lams must be an integer >= 1, got {n_lams!r}.")
+    if (
+        isinstance(lam_min_ratio, bool)
+        or not isinstance(lam_min_ratio, Real)
+        or not 0 < lam_min_ratio <= 1
+    ):
+        raise ValueError(f"lam_min_ratio must be in (0, 1], got {lam_min_ratio!r}.")
+
+
+def _check_lams(lams):
+    """The grid as a sorted float array: non-empty, finite and positive."""
+    try:
+        lams = np.asarray(lams, dtype=float).ravel()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"lams must be an array of positive numbers: {exc}") from None
+    if lams.size == 0:
+        raise ValueError("lams must hold at least one value, got an empty grid.")
+    if not np.all(np.isfinite(lams)) or np.any(lams <= 0):
+        raise ValueError(
+            f"lams must be finite and > 0 (a path is log-spaced), got {lams.tolist()}."
+        )
+    return np.sort(lams)
+
+
+def _warn_not_converged(full, folds, estimator):
+    """One ConvergenceWarning for all path points that hit max_epochs."""
+    lams = sorted(set(full["not_converged"]).union(*(f["not_converged"] for f in folds)))
+    if not lams:
+        return
+    n_fits = len(full["lams"]) + sum(len(f["scores"]) for f in folds)
+    shown = ", ".join(f"{lam:.3g}" for lam in lams[:5]) + (", ..." if len(lams) > 5 else "")
+    warnings.warn(
+        f"{type(estimator).__name__}: at {len(lams)} of the path's lams (of {n_fits} fits) "
+        f"max_epochs ended training before it converged (lam={shown}). Raise "
+        "max_epochs, or set max_epochs=None for the automatic budget.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 def _assemble(rec, fold_scores, splits, estimator, completed):
     lams = np.asarray(rec["lams"])
     n = len(lams)
+    failed = np.asarray(rec["failed"], dtype=bool)
+    width = max((len(v) for v in rec["norms"] if v is not None), default=0)
+    norms = [np.full(width, np.nan) if v is None else v for v in rec["norms"]]
     path = RegularizationPath(
         lams=lams,
         n_selected=np.array([s.size for s in rec["selected"]], dtype=int),
         selected=rec["selected"],
-        group_norms=np.vstack(rec["norms"]) if n else np.empty((0, 0)),
-        coefs=np.stack(rec["coefs"]) if rec["has_coef"] and n else None,
-        intercepts=np.stack(rec["intercepts"]) if rec["has_coef"] and n else None,
+        group_norms=np.vstack(norms) if n else np.empty((0, 0)),
+        coefs=_stack(rec["coefs"]) if rec["has_coef"] and n else None,
+        intercepts=_stack(rec["intercepts"]) if rec["has_coef"] and n else None,
         train_objective=np.asarray(rec["obj"], dtype=float),
         train_score=np.asarray(rec["train"], dtype=float),
         val_score=np.asarray(rec["val"], dtype=float) if rec["val"] else None,
@@ -458,16 +564,28 @@ def _assemble(rec, fold_scores, splits, estimator, completed):
         D=getattr(estimator, "D", None),
         estimators=rec["estimators"],
         completed=completed,
+        failed=failed,
     )
     if splits and fold_scores:
-        width = min(n, *(len(s) for s in fold_scores))
-        scores = np.vstack([s[:width] for s in fold_scores])
+        scores = np.vstack([s[:n] for s in fold_scores])  # every finished fold: full grid
         path.cv_scores = scores
         path.cv_mean = scores.mean(axis=0)
         path.cv_se = (
             scores.std(axis=0, ddof=1) / np.sqrt(len(scores))
             if len(scores) > 1
-            else (np.zeros(width))
+            else np.zeros(scores.shape[1])
         )
-        path.best_lam_, path.lam_1se_ = _one_se_rule(lams[:width], path.cv_mean, path.cv_se)
+        if completed:
+            # only lams whose full-data fit exists (a path stops at a diverged point)
+            usable = ~failed
+            mean = np.where(usable, path.cv_mean, np.nan)
+            path.best_lam_, path.lam_1se_ = _one_se_rule(lams, mean, path.cv_se)
     return path
+
+
+def _stack(values):
+    """Stack per-lam arrays; a failed point's NaN placeholder takes the others' shape."""
+    shapes = [np.shape(v) for v in values if np.ndim(v) > 0]
+    if not shapes:
+        return np.asarray(values, dtype=float)
+    return np.stack([np.full(shapes[0], np.nan) if np.ndim(v) == 0 else v for v in values])

@@ -23,7 +23,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
-from skorch.callbacks import EarlyStopping
 
 from .._validation import check_range, check_warm_start_targets, value_limit
 from ..exceptions import TrainingDivergedError
@@ -39,6 +38,7 @@ from ._guards import (
 from ._training import (
     ArrayDataset,
     BatchIterator,
+    EarlyStopping,
     PenalizedNet,
     as_numpy,
     make_callbacks,
@@ -259,7 +259,7 @@ class BaseDGated(BaseEstimator):
             callbacks.append(
                 (
                     "early_stopping",
-                    EarlyStopping(patience=self.n_iter_no_change, load_best=True, sink=_silent),
+                    EarlyStopping(patience=self.n_iter_no_change),
                 )
             )
         callbacks.append(("convergence", ConvergenceMonitor(max_epochs)))
@@ -527,10 +527,6 @@ class _RandomSplit:
         n_valid = max(1, int(round(self.fraction * n)))
         order = np.random.RandomState(self.seed).permutation(n)
         return dataset.subset(order[n_valid:]), dataset.subset(order[:n_valid])
-
-
-def _silent(*args, **kwargs):
-    pass
 
 
 class _HalfSquaredError(torch.nn.Module):

@@ -6,6 +6,8 @@ Nothing here knows which model is trained or how gating is parametrized: the pen
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -14,7 +16,15 @@ from skorch.callbacks import Callback, LRScheduler, ProgressBar
 
 from ..gating import penalty_function
 
-__all__ = ["ArrayDataset", "BatchIterator", "PenalizedNet", "make_callbacks", "resolve_optimizer"]
+__all__ = [
+    "ArrayDataset",
+    "BatchIterator",
+    "EarlyStopping",
+    "PenalizedNet",
+    "StopTraining",
+    "make_callbacks",
+    "resolve_optimizer",
+]
 
 
 class ArrayDataset(torch.utils.data.Dataset):
@@ -102,11 +112,33 @@ class BatchIterator:
                 yield ds.rows(rows), ds.y[rows]
 
 
+class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a callback to end training normally (``on_train_end`` still runs).
+
+    skorch's own convention is to raise ``KeyboardInterrupt``, which cannot be told apart
+    from a user's Ctrl-C; this package never uses it for its own signals.
+    """
+
+
+class _Interrupted(Exception):  # noqa: N818
+    """A real KeyboardInterrupt carried past skorch (which would swallow it)."""
+
+    def __init__(self, epoch):
+        super().__init__(epoch)
+        self.epoch = epoch
+
+
 class PenalizedNet(NeuralNet):
     """A skorch net whose training loss is ``criterion + lam * penalty(module)``.
 
     The penalty enters only when ``training=True``, so validation losses (and early
     stopping) measure the fit to the data alone.
+
+    Stopping: callbacks end training early by raising :class:`StopTraining`. A real
+    ``KeyboardInterrupt`` (Ctrl-C) is not swallowed, as skorch's ``partial_fit`` would:
+    it reaches the caller as ``KeyboardInterrupt`` once training has stopped, naming the
+    epoch, and the estimator is left unfitted (a half-trained model is never presented
+    as a fit).
     """
 
     def __init__(self, *args, lam=0.0, **kwargs):
@@ -129,6 +161,22 @@ class PenalizedNet(NeuralNet):
         if self.module_.training != training:
             super()._set_training(training)
 
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except StopTraining:
+            return self
+        except KeyboardInterrupt as exc:
+            raise _Interrupted(len(self.history)) from exc
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        try:
+            return super().partial_fit(X, y, classes=classes, **fit_params)
+        except _Interrupted as exc:
+            raise KeyboardInterrupt(
+                f"Training interrupted during epoch {exc.epoch} (Ctrl-C)."
+            ) from None
+
 
 class _StopWhenConverged(Callback):
     """Stop when an epoch lowers the training loss by less than ``tol`` (relative)."""
@@ -139,7 +187,33 @@ class _StopWhenConverged(Callback):
     def on_epoch_end(self, net, **kwargs):
         losses = net.history[:, "train_loss"]
         if len(losses) >= 2 and losses[-2] - losses[-1] <= self.tol * max(abs(losses[-1]), 1e-12):
-            raise KeyboardInterrupt  # skorch's way to end training early
+            raise StopTraining
+
+
+class EarlyStopping(Callback):
+    """Stop when the validation loss has not improved for ``patience`` epochs, then
+    restore the weights of the best epoch."""
+
+    def __init__(self, patience):
+        self.patience = patience
+
+    def initialize(self):
+        self.best_loss_, self.best_state_, self.misses_ = float("inf"), None, 0
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        loss = net.history[-1, "valid_loss"]
+        if loss < self.best_loss_:
+            self.best_loss_, self.misses_ = loss, 0
+            self.best_state_ = copy.deepcopy(net.module_.state_dict())
+        else:
+            self.misses_ += 1
+            if self.misses_ >= self.patience:
+                raise StopTraining
+
+    def on_train_end(self, net, **kwargs):
+        if self.best_state_ is not None:
+            net.module_.load_state_dict(self.best_state_)
 
 
 def resolve_optimizer(name):
