@@ -1,0 +1,126 @@
+"""The path engine under failure: diverged points, bad arguments, empty paths, warnings."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sksparse_nn import (
+    DGatedMLPRegressor,
+    SparseLinearRegressor,
+    SparsePathCV,
+    TrainingDivergedError,
+    regularization_path,
+)
+
+
+class _DivergesAbove(SparseLinearRegressor):
+    """A linear model whose training "diverges" at lam >= ``limit`` (a test double for
+    the path's bookkeeping; real divergence is tested on the estimators)."""
+
+    def __init__(self, lam=1.0, *, limit=np.inf, D=2):
+        super().__init__(lam=lam, D=D)
+        self.limit = limit
+
+    def _fit(self, X, y, warm_module=None):
+        if self.lam >= self.limit:
+            raise TrainingDivergedError(f"diverged at lam={self.lam}", lam=self.lam)
+        return super()._fit(X, y, warm_module=warm_module)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 6))
+    y = X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=60)
+    return X, y
+
+
+LAMS = [0.01, 0.03, 0.1, 0.3]
+
+
+def test_a_diverged_point_is_recorded_as_failed_and_ends_the_path(data):
+    X, y = data
+    est = _DivergesAbove(limit=0.1)
+    with pytest.warns(UserWarning, match="diverged at lam=0.1"):
+        path = regularization_path(est, X, y, lams=LAMS, X_val=X, y_val=y)
+    np.testing.assert_array_equal(path.lams, [0.01, 0.03, 0.1])  # stops at the failure
+    np.testing.assert_array_equal(path.failed, [False, False, True])
+    assert path.n_selected[-1] == 0 and path.selected[-1].size == 0
+    assert np.all(np.isnan(path.group_norms[-1])) and np.isnan(path.val_score[-1])
+    assert np.all(np.isfinite(path.group_norms[:-1]))
+    assert path.completed  # nothing was interrupted
+
+
+def test_cv_never_chooses_a_failed_lam(data):
+    X, y = data
+    with pytest.warns(UserWarning, match="diverged"):
+        path = regularization_path(_DivergesAbove(limit=0.3), X, y, lams=LAMS, cv=3)
+    assert path.cv_scores.shape == (3, 4)  # folds fail at 0.3 too: NaN there
+    assert np.all(np.isnan(path.cv_scores[:, -1]))
+    assert path.best_lam_ in LAMS[:3] and path.lam_1se_ in LAMS[:3]
+
+
+def test_sparse_path_cv_names_the_diverged_lam(data):
+    X, y = data
+    search = SparsePathCV(_DivergesAbove(limit=0.0), lams=LAMS, cv=2)
+    with pytest.warns(UserWarning), pytest.raises(TrainingDivergedError, match="lam=0.01"):
+        search.fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"lams": []}, "at least one value"),
+        ({"lams": [0.0, 0.1]}, "> 0"),
+        ({"lams": [-1.0]}, "> 0"),
+        ({"lams": [np.inf]}, "finite"),
+        ({"lams": ["a"]}, "positive numbers"),
+        ({"lam_min_ratio": 0.0}, "lam_min_ratio"),
+        ({"lam_min_ratio": -0.1}, "lam_min_ratio"),
+        ({"lam_min_ratio": 2.0}, "lam_min_ratio"),
+        ({"n_lams": 0}, "n_lams"),
+        ({"n_lams": 2.5}, "n_lams"),
+    ],
+)
+def test_bad_path_arguments_raise_clear_errors(data, kwargs, message):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # e.g. log(0) in the grid lookup
+        with pytest.raises(ValueError, match=message):
+            regularization_path(SparseLinearRegressor(D=2), X, y, **kwargs)
+    if "lams" in kwargs:
+        with pytest.raises(ValueError, match=message):
+            SparsePathCV(SparseLinearRegressor(D=2), lams=kwargs["lams"], cv=2).fit(X, y)
+
+
+def test_bad_estimator_parameters_raise_before_any_work(data):
+    X, y = data
+    for params in ({"max_epochs": 0}, {"validation_fraction": 5.0}, {"batch_size": 0}):
+        est = DGatedMLPRegressor(**params)
+        with pytest.raises(ValueError, match=next(iter(params))):
+            est.regularization_path(X, y, lams=LAMS)
+
+
+def test_an_empty_path_says_so(data):
+    X, y = data
+    with pytest.warns(UserWarning, match="diverged"):
+        path = regularization_path(_DivergesAbove(limit=0.0), X, y, lams=[0.1])
+    assert path.failed.tolist() == [True]
+    path.lams, path.selected = path.lams[:0], []  # as after an interrupt before any point
+    with pytest.raises(ValueError, match="no points"):
+        path.selected_at(0.1)
+    with pytest.raises(ValueError, match="positive"):
+        regularization_path(SparseLinearRegressor(), X, y, lams=[0.1]).index_of(0.0)
+
+
+def test_convergence_warnings_of_a_path_come_as_one(data):
+    X, y = data
+    est = DGatedMLPRegressor(hidden_layer_sizes=(8,), max_epochs=2, lr=1e-3, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.regularization_path(X, y, lams=LAMS, cv=2)
+    convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(convergence) == 1
+    assert "max_epochs" in str(convergence[0].message)
