@@ -10,8 +10,6 @@ import sys
 import textwrap
 import time
 
-import pytest
-
 SCRIPT = textwrap.dedent(
     """
     import sys, warnings
