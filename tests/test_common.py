@@ -275,6 +275,9 @@ def test_confident_probabilities_do_not_overflow(estimator):
 
 @pytest.mark.parametrize("estimator", _having("n_threads"), ids=_ids)
 def test_thread_policy_restores_the_callers_setting(estimator, monkeypatch):
+    from sksparse_nn.estimators import _guards
+
+    monkeypatch.setattr(_guards, "SMALL_STEP_WORK", 2**20)  # the shipped policy
     X, y = _standardized(estimator)
     seen = []
     handle = torch.nn.modules.module.register_module_forward_pre_hook(
