@@ -24,6 +24,18 @@ def _fitted_has(name):
     return check
 
 
+def _first_divergence(path):
+    """(smallest lam, where) at which training diverged on the path or a fold, or None."""
+    found = []
+    if path.failed is not None and path.failed.any():
+        found.append((float(path.lams[path.failed][0]), "on all the data"))
+    if path.cv_failed is not None:
+        for k, fold in enumerate(path.cv_failed):
+            if fold.any():
+                found.append((float(path.lams[fold][0]), f"in CV fold {k + 1}"))
+    return min(found, key=lambda item: item[0]) if found else None
+
+
 class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     """The best sparse model along a cross-validated regularization path.
 
@@ -112,9 +124,20 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     def fit(self, X, y):
         """Run the CV path, choose lam and keep the full-data fit there.
 
+        A lam at which training diverged (on all the data or in any fold) is never
+        chosen.
+
         Returns
         -------
         self : object
+
+        Raises
+        ------
+        TrainingDivergedError
+            When divergence leaves no lam to choose ("training diverged at lam=...").
+        KeyboardInterrupt
+            On Ctrl-C (after the path has stopped); no lam is chosen from part of the
+            work.
         """
         self._validate_params()
         # fail early with scikit-learn's messages (empty data, wrong shapes); the inner
@@ -139,15 +162,16 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
                 "no lam was chosen."
             )
         if path.best_lam_ is None:
-            failed = path.lams[path.failed] if path.failed is not None else []
-            if len(failed):
+            diverged = _first_divergence(path)
+            if diverged is not None:
+                lam, where = diverged
                 raise TrainingDivergedError(
-                    f"SparsePathCV: training diverged at lam={failed[0]:.4g}, before any lam "
-                    "with a finite CV score; see the warnings for the cause (lower lr, "
-                    "standardize X).",
-                    lam=float(failed[0]),
+                    f"SparsePathCV: training diverged at lam={lam:.4g} ({where}) and no lam "
+                    "has both a full-data fit and a finite mean CV score: cannot choose lam. "
+                    "See the warnings for the cause (lower lr, standardize X).",
+                    lam=lam,
                 )
-            raise ValueError("Every CV score is NaN: cannot choose lam.")
+            raise ValueError("Every mean CV score is NaN: cannot choose lam.")
         self.best_lam_, self.lam_1se_ = path.best_lam_, path.lam_1se_
         self.lam_ = self.lam_1se_ if self.rule == "1se" else self.best_lam_
         self.estimator_ = path.estimators[path.index_of(self.lam_)]

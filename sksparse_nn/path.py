@@ -7,14 +7,24 @@ solution re-split into balanced factors. The engine only calls the estimator's p
 
 With ``cv``, every fold runs the same warm-started path on a common grid, in parallel
 through joblib (so ``joblib.parallel_config(backend="dask")`` spreads the folds over a
-cluster), next to the path on all the data; the result then holds per-fold scores, their
-mean and standard error, ``best_lam_`` and ``lam_1se_``.
+cluster), while the calling process runs the path on all the data; the result then holds
+per-fold scores, their mean and standard error, ``best_lam_`` and ``lam_1se_``.
+
+Failures: a diverged point is recorded as failed and ends its path; Ctrl-C returns the
+finished points and folds (``completed=False``) and chooses no lam. Parallel folds do not
+receive the calling process's SIGINT: it is forwarded to them through a flag file
+(:func:`~sksparse_nn.estimators._training.interrupt_on`), and a fold that received the
+signal itself (a terminal signals the whole process group) raises the flag for the others.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import shutil
+import tempfile
+import threading
+import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +38,7 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, indexable
 
+from .estimators._training import InterruptRequested, interrupt_on, interrupt_requested
 from .exceptions import TrainingDivergedError
 
 __all__ = ["RegularizationPath", "lambda_grid", "lambda_max", "regularization_path"]
@@ -94,22 +105,31 @@ class RegularizationPath:
         ``score`` on the validation data, when given.
     feature_names : ndarray of str or None
     D : int
-    cv_scores : ndarray of shape (n_folds, n_lams) or None
-        Validation score of every fold's path (with ``cv``).
+    cv_scores : ndarray of shape (n_folds_finished, n_lams) or None
+        Validation score of every CV fold whose path finished (with ``cv``): all folds,
+        unless the computation was interrupted (then ``completed`` is False and
+        ``len(cv_scores)`` says how many folds finished). A fold whose training diverged
+        scores NaN from that lam on.
+    cv_failed : ndarray of bool of shape (n_folds_finished, n_lams) or None
+        The fold points whose training diverged.
     cv_mean, cv_se : ndarray of shape (n_lams,) or None
-        Mean over folds and its standard error ``std / sqrt(n_folds)``.
+        Mean over the finished folds and its standard error ``std / sqrt(n_folds)``.
     best_lam_ : float or None
-        The lam with the best mean CV score.
+        The lam with the best mean CV score, among lams whose full-data fit exists and
+        that no fold failed at. ``None`` when the computation was interrupted or no lam
+        qualifies.
     lam_1se_ : float or None
-        The largest (sparsest) lam whose mean CV score is within one standard error of
-        the best.
+        The largest (sparsest) such lam whose mean CV score is within one standard error
+        of the best.
     completed : bool
-        False when the computation was interrupted (Ctrl-C): the points computed so far
-        are kept, CV scores come from the folds that finished, and ``best_lam_`` /
-        ``lam_1se_`` are left ``None`` (never chosen from part of the work).
+        False when the computation was interrupted (Ctrl-C): the points finished so far
+        are kept (never a partial one), CV scores come from the folds that finished, and
+        ``best_lam_`` / ``lam_1se_`` are left ``None`` (never chosen from part of the
+        work).
     failed : ndarray of bool of shape (n_lams,)
         Points whose training diverged (:class:`~sksparse_nn.TrainingDivergedError`):
-        NaN scores and norms, nothing selected. A path stops at its first failed point.
+        NaN scores and norms, nothing selected (``n_selected`` 0). A path stops at its
+        first failed point (a default grid stops growing).
     """
 
     lams: np.ndarray
@@ -125,6 +145,7 @@ class RegularizationPath:
     D: int | None = None
     estimators: list = field(default_factory=list, repr=False)
     cv_scores: np.ndarray | None = None
+    cv_failed: np.ndarray | None = None
     cv_mean: np.ndarray | None = None
     cv_se: np.ndarray | None = None
     best_lam_: float | None = None
@@ -210,7 +231,7 @@ def _torch_threads(n):
         torch.set_num_threads(previous)
 
 
-def _grid(lams, extend, selected, max_extra=20):
+def _grid(lams, extend, points, max_extra=20):
     """Yield the grid; a default grid grows (appending to ``lams``) until all is zero.
 
     lam_max zeroes the convex D=2 problem, but a warm-started non-convex fit (D > 2) can
@@ -220,7 +241,7 @@ def _grid(lams, extend, selected, max_extra=20):
     yield from list(lams)
     ratio = lams[-1] / lams[-2] if len(lams) > 1 else 2.0
     for _ in range(max_extra if extend else 0):
-        if selected[-1].size == 0:
+        if points[-1]["selected"].size == 0:
             return
         lams.append(lams[-1] * ratio)
         yield lams[-1]
@@ -240,92 +261,104 @@ def _run_path(
     verbose=0,
     threads=None,
     desc="path",
+    collect_warnings=True,
 ):
-    """The warm-started path on one data set; returns a dict of per-lam records.
+    """The warm-started path on one data set: a dict with the list of finished points.
 
-    A KeyboardInterrupt ends the loop and keeps the points finished so far
-    (``completed=False``); the point in training is dropped. A point whose training
+    Every point is recorded whole or not at all (one list append), so a KeyboardInterrupt
+    keeps exactly the points finished so far (``completed=False``; ``interrupted`` is
+    "here" for a Ctrl-C that reached this thread, "forwarded" for an
+    :func:`~sksparse_nn.estimators._training.interrupt_on` flag). A point whose training
     diverges is recorded as failed (NaN scores) and ends the path: later points would
-    start from a broken warm start. ConvergenceWarnings of the points are collected
-    (``rec["not_converged"]``) and reported once by the caller.
+    start from a broken warm start (``diverged`` holds its lam and message). Nothing is
+    warned here (workers' warnings are lost): the caller reports. ConvergenceWarnings are
+    collected per point (reported once by the caller) only with ``collect_warnings``:
+    ``warnings.catch_warnings`` swaps process-wide state, so threads that run concurrently
+    with others (thread-based joblib backends) must not use it.
     """
     est = clone(estimator)
-    keys = ("lams", "selected", "norms", "coefs", "intercepts", "obj", "train", "val",
-            "estimators", "failed", "not_converged")  # fmt: skip
-    rec = {k: [] for k in keys}
-    lams, warm, completed = list(lams), None, True
+    points, lams, warm = [], list(lams), None
+    out = {"completed": True, "interrupted": None, "diverged": None}
     progress = _progress(len(lams), desc) if verbose else None
     try:
         with _torch_threads(threads):
-            for lam in _grid(lams, extend, rec["selected"]):
-                est.set_params(lam=float(lam))
+            for lam in _grid(lams, extend, points):
+                if interrupt_requested():
+                    raise InterruptRequested
                 try:
-                    with warnings.catch_warnings(record=True) as caught:
-                        warnings.simplefilter("always", ConvergenceWarning)
-                        est._fit(X, y, warm_module=warm)
-                except TrainingDivergedError as exc:
-                    _record_failure(rec, float(lam), exc, X_val is not None, est)
-                    break
-                for w in caught:  # re-emit others; collect ConvergenceWarnings
-                    if issubclass(w.category, ConvergenceWarning):
-                        rec["not_converged"].append(float(lam))
-                    else:
-                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                warm = est.module_
-                rec["lams"].append(float(lam))
-                rec["failed"].append(False)
-                rec["selected"].append(est.selected_features_.copy())
-                rec["norms"].append(est._path_group_norms())
-                rec["coefs"].append(np.copy(getattr(est, "coef_", np.nan)))
-                rec["intercepts"].append(np.copy(getattr(est, "intercept_", np.nan)))
-                rec["obj"].append(getattr(est, "objective_", np.nan))
-                rec["train"].append(est.score(X, y))
-                if X_val is not None:
-                    rec["val"].append(
-                        scorer(est, X_val, y_val) if scorer else est.score(X_val, y_val)
+                    point = _fit_point(
+                        est, float(lam), X, y, warm, X_val, y_val, scorer, collect_warnings
                     )
+                except TrainingDivergedError as exc:
+                    points.append(_failed_point(float(lam), X_val is not None))
+                    out["diverged"] = (float(lam), str(exc))
+                    break
                 if keep_estimators:
-                    rec["estimators"].append(copy.deepcopy(est))
+                    point["estimator"] = copy.deepcopy(est)
+                points.append(point)
+                warm = est.module_
                 if progress is not None:
                     progress.update(1)
-    except KeyboardInterrupt:
-        completed = False
-        warnings.warn(
-            f"Regularization path interrupted: returning the {len(rec['lams'])} points "
-            "finished so far (completed=False).",
-            UserWarning,
-            stacklevel=3,
-        )
+    except KeyboardInterrupt as exc:
+        out["completed"] = False
+        out["interrupted"] = "forwarded" if isinstance(exc, InterruptRequested) else "here"
     finally:
         if progress is not None:
             progress.close()
-    rec["completed"] = completed
-    rec["has_coef"] = hasattr(est, "coef_")
-    rec["feature_names"] = getattr(est, "feature_names_in_", None)
-    return rec
+    out["points"] = points
+    out["has_coef"] = hasattr(est, "coef_")
+    out["feature_names"] = getattr(est, "feature_names_in_", None)
+    return out
 
 
-def _record_failure(rec, lam, exc, has_val, est):
-    """A diverged point: NaN everywhere a score or norm would be, nothing selected."""
-    warnings.warn(
-        f"Training diverged at lam={lam:.4g}; the path stops there. {exc}",
-        UserWarning,
-        stacklevel=4,
-    )
-    width = len(rec["norms"][-1]) if rec["norms"] else None
-    rec["lams"].append(lam)
-    rec["failed"].append(True)
-    rec["selected"].append(np.zeros(0, dtype=int))
-    rec["norms"].append(np.full(width, np.nan) if width is not None else None)
-    rec["coefs"].append(np.full_like(rec["coefs"][-1], np.nan) if rec["coefs"] else np.nan)
-    rec["intercepts"].append(
-        np.full_like(rec["intercepts"][-1], np.nan) if rec["intercepts"] else np.nan
-    )
-    rec["obj"].append(np.nan)
-    rec["train"].append(np.nan)
+def _fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True):
+    """Fit ``est`` at ``lam`` (warm-started) and return the point's record."""
+    est.set_params(lam=lam)
+    if collect_warnings:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            est._fit(X, y, warm_module=warm)
+    else:
+        est._fit(X, y, warm_module=warm)
+        caught = []
+    not_converged = False
+    for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
+        if issubclass(w.category, ConvergenceWarning):
+            not_converged = True
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    point = {
+        "lam": lam,
+        "failed": False,
+        "not_converged": not_converged,
+        "selected": est.selected_features_.copy(),
+        "norms": est._path_group_norms(),
+        "coefs": np.copy(getattr(est, "coef_", np.nan)),
+        "intercepts": np.copy(getattr(est, "intercept_", np.nan)),
+        "obj": getattr(est, "objective_", np.nan),
+        "train": est.score(X, y),
+    }
+    if X_val is not None:
+        point["val"] = scorer(est, X_val, y_val) if scorer else est.score(X_val, y_val)
+    return point
+
+
+def _failed_point(lam, has_val):
+    """A diverged point: NaN wherever a score or norm would be, nothing selected."""
+    point = {
+        "lam": lam,
+        "failed": True,
+        "not_converged": False,
+        "selected": np.zeros(0, dtype=int),
+        "norms": None,  # NaN of the other points' width (see _assemble)
+        "coefs": np.nan,
+        "intercepts": np.nan,
+        "obj": np.nan,
+        "train": np.nan,
+    }
     if has_val:
-        rec["val"].append(np.nan)
-    rec["failed_error"] = str(exc)
+        point["val"] = np.nan
+    return point
 
 
 def _progress(total, desc):
@@ -334,7 +367,7 @@ def _progress(total, desc):
     return tqdm(total=total, desc=desc, leave=False)
 
 
-def _fold_scores(estimator, X, y, train, test, lams, scorer, threads):
+def _fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_warnings=True):
     """Validation scores of the warm-started path fitted on one fold's training part."""
     rec = _run_path(
         estimator,
@@ -345,11 +378,120 @@ def _fold_scores(estimator, X, y, train, test, lams, scorer, threads):
         y_val=_safe_indexing(y, test),
         scorer=scorer,
         threads=threads,
+        collect_warnings=collect_warnings,
     )
+    points = rec["points"]
     scores = np.full(len(lams), np.nan)  # a diverged fold scores NaN from there on
-    scores[: len(rec["val"])] = rec["val"]
-    return {"scores": scores, "completed": rec["completed"],
-            "not_converged": rec["not_converged"]}  # fmt: skip
+    scores[: len(points)] = [p["val"] for p in points]
+    failed = np.zeros(len(lams), dtype=bool)
+    failed[: len(points)] = [p["failed"] for p in points]
+    return {
+        "scores": scores,
+        "failed": failed,
+        "completed": rec["completed"],
+        "interrupted": rec["interrupted"],
+        "diverged": rec["diverged"],
+        "not_converged": [p["lam"] for p in points if p["not_converged"]],
+    }
+
+
+def _fold_task(index, flag, estimator, X, y, train, test, lams, scorer, threads):
+    """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
+    this worker itself (a terminal signals the whole process group) raises it for all."""
+    # a worker process runs tasks in its main thread; a thread-based backend does not
+    alone = threading.current_thread() is threading.main_thread()
+    with interrupt_on(flag):
+        out = _fold_scores(estimator, X, y, train, test, lams, scorer, threads, alone)
+    if out["interrupted"] == "here":
+        _raise_flag(flag)
+    return index, out
+
+
+def _raise_flag(flag):
+    try:
+        with open(flag, "a"):
+            pass
+    except OSError:  # the folds have all finished and cleaned up: nothing to stop
+        pass
+
+
+def _collect(outputs, results, errors, done, flag, flag_dir):
+    """Consume joblib's unordered results in a helper thread (SIGINT only ever reaches the
+    main thread, so finished folds are never lost to joblib's abort on an interrupt)."""
+    try:
+        for index, out in outputs:
+            results[index] = out
+    except BaseException as exc:  # noqa: BLE001 (judged by the caller)
+        errors.append(exc)
+        _raise_flag(flag)  # stop the full-data path too
+    finally:
+        shutil.rmtree(flag_dir, ignore_errors=True)
+        done.set()
+
+
+def _wait(done):
+    # polled sleeps, not Thread.join: a KeyboardInterrupt inside join() makes CPython
+    # (< 3.13) report the still running thread as stopped
+    while not done.is_set():
+        time.sleep(0.02)
+
+
+def _parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwargs):
+    """The full-data path in this process (its finished points survive a Ctrl-C as with
+    n_jobs=1) while joblib runs the folds; returns (full, folds, error)."""
+    threads = max(1, (os.cpu_count() or 1) // (workers + 1))
+    flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
+    flag = os.path.join(flag_dir, "interrupt")
+    tasks = [
+        delayed(_fold_task)(k, flag, base, X, y, train, test, lams, scorer, threads)
+        for k, (train, test) in enumerate(splits)
+    ]
+    results, errors, done = {}, [], threading.Event()
+    try:
+        # dispatch starts here, in this thread (joblib's backend config is thread-local)
+        parallel = Parallel(n_jobs=workers, return_as="generator_unordered", verbose=verbose)
+        outputs = parallel(tasks)
+    except BaseException:
+        shutil.rmtree(flag_dir, ignore_errors=True)
+        raise
+    collector = threading.Thread(
+        target=_collect, args=(outputs, results, errors, done, flag, flag_dir), daemon=True
+    )
+    collector.start()
+    full, interrupted_here = None, False
+    try:
+        with interrupt_on(flag):  # a fold's error or Ctrl-C stops this path too
+            full = _run_path(base, X, y, lams, threads=threads, verbose=verbose, **full_kwargs)
+        if full["completed"]:
+            _wait(done)
+    except KeyboardInterrupt:
+        interrupted_here = True
+    except BaseException:
+        _raise_flag(flag)
+        _wait(done)
+        raise
+    if full is None:  # interrupted outside the path's own loop
+        full = {"completed": False, "interrupted": "here", "diverged": None, "points": [],
+                "has_coef": False, "feature_names": None}  # fmt: skip
+    interrupted_here = interrupted_here or full["interrupted"] == "here"
+    if not done.is_set():  # interrupted: the running folds stop within one batch
+        _raise_flag(flag)
+        try:
+            _wait(done)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for remote workers
+            interrupted_here = True
+    results = results.copy()  # after a second Ctrl-C the helper may still be adding
+    folds = [results[k] for k in sorted(results)]
+    # After a Ctrl-C (a terminal sends it to the workers too), a worker's
+    # KeyboardInterrupt or a worker killed by it is part of the interruption; otherwise
+    # a fold's error is the caller's error.
+    interrupted_here = interrupted_here or any(f["interrupted"] == "here" for f in folds)
+    error = None
+    if errors and not interrupted_here and not isinstance(errors[0], KeyboardInterrupt):
+        error = errors[0]
+    if errors or interrupted_here:
+        full["completed"] = False
+    return full, folds, error
 
 
 def _workers(n_jobs, n_tasks):
@@ -391,16 +533,17 @@ def regularization_path(
     Parameters
     ----------
     estimator : a D-gated estimator of this package
-        Not modified (cloned).
+        Not modified (cloned). Its parameters are validated before any work.
     X, y : training data
     lams : array-like of float, default=None
-        The grid; sorted ascending before fitting. ``None`` builds ``n_lams`` log-spaced
-        values from ``lam_min_ratio * lam_max`` to ``lam_max``, where ``lam_max`` is the
-        smallest lam with an all-zero group-lasso (D=2) solution; without ``cv`` the
-        grid is extended upward (same ratio) until no feature is selected (a non-convex
-        fit, D > 2, can keep live groups beyond ``lam_max``).
-    n_lams : int, default=30
-    lam_min_ratio : float, default=1e-3
+        The grid: finite values > 0, sorted ascending before fitting. ``None`` builds
+        ``n_lams`` log-spaced values from ``lam_min_ratio * lam_max`` to ``lam_max``,
+        where ``lam_max`` is the smallest lam with an all-zero group-lasso (D=2)
+        solution; without ``cv`` the grid is extended upward (same ratio) until no
+        feature is selected (a non-convex fit, D > 2, can keep live groups beyond
+        ``lam_max``).
+    n_lams : int >= 1, default=30
+    lam_min_ratio : float in (0, 1], default=1e-3
     X_val, y_val : validation data, default=None
         Scored at every lam (``val_score``).
     cv : int, cross-validation generator or iterable, default=None
@@ -410,8 +553,9 @@ def regularization_path(
     scoring : str or callable, default=None
         Scorer for validation and CV scores; ``None`` uses ``estimator.score``.
     n_jobs : int, default=None
-        Parallel jobs over the folds and the full-data path (joblib; ``-1`` all cores).
-        Each job uses ``cpu_count // n_jobs`` torch threads.
+        Parallel jobs over the folds (joblib; ``-1`` all cores); the full-data path runs
+        in the calling process meanwhile. Each of these processes uses
+        ``cpu_count // (n_jobs + 1)`` torch threads.
     verbose : int, default=0
         Progress bars over lams (and folds).
     keep_estimators : bool, default=False
@@ -420,26 +564,29 @@ def regularization_path(
     Returns
     -------
     path : RegularizationPath
-        An interrupted computation (Ctrl-C) returns the points computed so far with
-        ``completed=False``.
+        A point whose training diverges is recorded as failed and ends the path, with a
+        warning. An interrupted computation (Ctrl-C) returns the points and the CV folds
+        finished so far with ``completed=False`` and a warning, and chooses no lam.
     """
     base = clone(estimator)
-    X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work
+        base._validate_params()
     _check_path_args(n_lams, lam_min_ratio)
-    extend = lams is None and cv is None
-    if lams is None:
-        lams = lambda_grid(base._default_lambda_max(X, y), n_lams, lam_min_ratio)
-    lams = _check_lams(lams)
+    if lams is not None:
+        lams = _check_lams(lams)
     if (X_val is None) != (y_val is None):
         raise ValueError("Give both X_val and y_val, or neither.")
+    X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    extend = lams is None and cv is None
+    if lams is None:
+        lams = _check_lams(lambda_grid(base._default_lambda_max(X, y), n_lams, lam_min_ratio))
     scorer = check_scoring(base, scoring) if scoring is not None else None
 
     splits = []
     if cv is not None:
         splitter = check_cv(cv, y, classifier=is_classifier(base))
         splits = list(splitter.split(X, y))
-    workers = _workers(n_jobs, len(splits) + 1)
-    threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+    workers = _workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
         "X_val": X_val,
@@ -448,58 +595,59 @@ def regularization_path(
         "keep_estimators": keep_estimators,
     }
 
-    folds, completed = [], True
-    if workers == 1:
+    if workers == 1 or not splits:
         full = _run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
-        completed = full["completed"]
-        try:
-            for k, (train, test) in enumerate(splits):
-                if not completed:
-                    break
-                if verbose:
-                    print(f"[regularization_path] fold {k + 1}/{len(splits)}")
-                fold = _fold_scores(base, X, y, train, test, lams, scorer, None)
-                completed = fold["completed"]
-                folds.append(fold)
-        except KeyboardInterrupt:
-            completed = False
+        folds = []
+        for k, (train, test) in enumerate(splits):
+            if not full["completed"] or (folds and not folds[-1]["completed"]):
+                break
+            if verbose:
+                print(f"[regularization_path] fold {k + 1}/{len(splits)}")
+            try:
+                folds.append(_fold_scores(base, X, y, train, test, lams, scorer, None))
+            except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
+                folds.append({"completed": False})
     else:
-        tasks = [delayed(_tagged)(0, _run_path, base, X, y, lams, threads=threads, **full_kwargs)]
-        tasks += [
-            delayed(_tagged)(k + 1, _fold_scores, base, X, y, train, test, lams, scorer, threads)
-            for k, (train, test) in enumerate(splits)
-        ]
-        results = {}
-        try:
-            parallel = Parallel(n_jobs=workers, return_as="generator_unordered", verbose=verbose)
-            for index, out in parallel(tasks):
-                results[index] = out
-        except KeyboardInterrupt:
-            completed = False
-        if 0 not in results:
-            raise KeyboardInterrupt(
-                f"regularization_path interrupted before the full-data path finished "
-                f"({len(results)} of {len(splits)} folds had finished)."
-            )
-        full = results.pop(0)
-        folds = [results[k] for k in sorted(results)]
-        completed = completed and full["completed"] and len(folds) == len(splits)
-    finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
-    if not completed and splits:
-        warnings.warn(
-            f"Cross-validation interrupted: {len(finished)} of {len(splits)} folds finished; "
-            "their scores are kept, best_lam_ and lam_1se_ are not chosen "
-            "(completed=False).",
-            UserWarning,
-            stacklevel=2,
+        full, folds, error = _parallel_path(
+            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs
         )
-    _warn_not_converged(full, finished, base)
-    return _assemble(full, [f["scores"] for f in finished], splits, base, completed)
+        if error is not None:
+            raise error
+    finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
+    completed = full["completed"] and len(finished) == len(splits)
+    _report(full, finished, splits, completed, base)
+    return _assemble(full, finished, splits, base, completed)
 
 
-def _tagged(index, function, *args, **kwargs):
-    """Run a path task and tag its result (results arrive in any order)."""
-    return index, function(*args, **kwargs)
+def _report(full, folds, splits, completed, estimator):
+    """The path's warnings, once, in the calling process (workers' warnings are lost)."""
+    if full["diverged"] is not None:
+        lam, message = full["diverged"]
+        warnings.warn(
+            f"Training diverged at lam={lam:.4g}; the path stops there (recorded as failed). "
+            f"{message}",
+            UserWarning,
+            stacklevel=3,
+        )
+    for k, fold in enumerate(folds):
+        if fold["diverged"] is not None:
+            lam, message = fold["diverged"]
+            warnings.warn(
+                f"CV fold {k + 1}: training diverged at lam={lam:.4g}; its scores are NaN "
+                f"from there on, and those lams cannot be chosen. {message}",
+                UserWarning,
+                stacklevel=3,
+            )
+    if not completed:
+        n = len(full["points"])
+        text = f"Regularization path interrupted: returning the {n} points finished so far"
+        if splits:
+            text += (
+                f" and the {len(folds)} of {len(splits)} CV folds that finished (their scores "
+                "are kept); best_lam_ and lam_1se_ are not chosen from part of the work"
+            )
+        warnings.warn(text + " (completed=False).", UserWarning, stacklevel=3)
+    _warn_not_converged(full, folds, estimator)
 
 
 def _check_path_args(n_lams, lam_min_ratio):
@@ -530,45 +678,54 @@ def _check_lams(lams):
 
 def _warn_not_converged(full, folds, estimator):
     """One ConvergenceWarning for all path points that hit max_epochs."""
-    lams = sorted(set(full["not_converged"]).union(*(f["not_converged"] for f in folds)))
+    lams = {p["lam"] for p in full["points"] if p["not_converged"]}
+    lams = sorted(lams.union(*(f["not_converged"] for f in folds)))
     if not lams:
         return
-    n_fits = len(full["lams"]) + sum(len(f["scores"]) for f in folds)
+    n_fits = len(full["points"]) + sum(len(f["scores"]) for f in folds)
     shown = ", ".join(f"{lam:.3g}" for lam in lams[:5]) + (", ..." if len(lams) > 5 else "")
     warnings.warn(
         f"{type(estimator).__name__}: at {len(lams)} of the path's lams (of {n_fits} fits) "
         f"max_epochs ended training before it converged (lam={shown}). Raise "
         "max_epochs, or set max_epochs=None for the automatic budget.",
         ConvergenceWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
-def _assemble(rec, fold_scores, splits, estimator, completed):
-    lams = np.asarray(rec["lams"])
-    n = len(lams)
-    failed = np.asarray(rec["failed"], dtype=bool)
-    width = max((len(v) for v in rec["norms"] if v is not None), default=0)
-    norms = [np.full(width, np.nan) if v is None else v for v in rec["norms"]]
+def _assemble(full, folds, splits, estimator, completed):
+    points = full["points"]
+    n = len(points)
+    lams = np.array([p["lam"] for p in points], dtype=float)
+    failed = np.array([p["failed"] for p in points], dtype=bool)
+    width = max((len(p["norms"]) for p in points if p["norms"] is not None), default=0)
+    norms = [np.full(width, np.nan) if p["norms"] is None else p["norms"] for p in points]
+    has_coef = full["has_coef"] and n > 0
     path = RegularizationPath(
         lams=lams,
-        n_selected=np.array([s.size for s in rec["selected"]], dtype=int),
-        selected=rec["selected"],
+        n_selected=np.array([p["selected"].size for p in points], dtype=int),
+        selected=[p["selected"] for p in points],
         group_norms=np.vstack(norms) if n else np.empty((0, 0)),
-        coefs=_stack(rec["coefs"]) if rec["has_coef"] and n else None,
-        intercepts=_stack(rec["intercepts"]) if rec["has_coef"] and n else None,
-        train_objective=np.asarray(rec["obj"], dtype=float),
-        train_score=np.asarray(rec["train"], dtype=float),
-        val_score=np.asarray(rec["val"], dtype=float) if rec["val"] else None,
-        feature_names=rec["feature_names"],
+        coefs=_stack([p["coefs"] for p in points]) if has_coef else None,
+        intercepts=_stack([p["intercepts"] for p in points]) if has_coef else None,
+        train_objective=np.array([p["obj"] for p in points], dtype=float),
+        train_score=np.array([p["train"] for p in points], dtype=float),
+        val_score=(
+            np.array([p["val"] for p in points], dtype=float)
+            if points and "val" in points[0]
+            else None
+        ),
+        feature_names=full["feature_names"],
         D=getattr(estimator, "D", None),
-        estimators=rec["estimators"],
+        estimators=[p["estimator"] for p in points if "estimator" in p],
         completed=completed,
         failed=failed,
     )
-    if splits and fold_scores:
-        scores = np.vstack([s[:n] for s in fold_scores])  # every finished fold: full grid
+    if splits and folds:
+        # every finished fold covers the whole grid; keep the lams of the full-data path
+        scores = np.vstack([f["scores"][:n] for f in folds])
         path.cv_scores = scores
+        path.cv_failed = np.vstack([f["failed"][:n] for f in folds])
         path.cv_mean = scores.mean(axis=0)
         path.cv_se = (
             scores.std(axis=0, ddof=1) / np.sqrt(len(scores))
@@ -576,9 +733,8 @@ def _assemble(rec, fold_scores, splits, estimator, completed):
             else np.zeros(scores.shape[1])
         )
         if completed:
-            # only lams whose full-data fit exists (a path stops at a diverged point)
-            usable = ~failed
-            mean = np.where(usable, path.cv_mean, np.nan)
+            # only lams whose full-data fit exists and that no fold failed at (NaN mean)
+            mean = np.where(failed, np.nan, path.cv_mean)
             path.best_lam_, path.lam_1se_ = _one_se_rule(lams, mean, path.cv_se)
     return path
 

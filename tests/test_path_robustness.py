@@ -4,7 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
+from joblib import parallel_config
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sksparse_nn import (
     DGatedMLPRegressor,
@@ -95,12 +97,110 @@ def test_bad_path_arguments_raise_clear_errors(data, kwargs, message):
             SparsePathCV(SparseLinearRegressor(D=2), lams=kwargs["lams"], cv=2).fit(X, y)
 
 
-def test_bad_estimator_parameters_raise_before_any_work(data):
+class _CountingMLP(DGatedMLPRegressor):
+    fits = 0
+
+    def _fit(self, X, y, warm_module=None):
+        type(self).fits += 1
+        return super()._fit(X, y, warm_module=warm_module)
+
+
+@pytest.mark.parametrize(
+    "params", [{"max_epochs": 0}, {"validation_fraction": 5.0}, {"batch_size": 0}]
+)
+def test_bad_estimator_parameters_raise_before_any_work(data, params):
     X, y = data
-    for params in ({"max_epochs": 0}, {"validation_fraction": 5.0}, {"batch_size": 0}):
-        est = DGatedMLPRegressor(**params)
-        with pytest.raises(ValueError, match=next(iter(params))):
-            est.regularization_path(X, y, lams=LAMS)
+    _CountingMLP.fits = 0
+    name = next(iter(params))
+    with pytest.raises(InvalidParameterError, match=name):
+        _CountingMLP(**params).regularization_path(X, y, lams=LAMS, cv=2, n_jobs=2)
+    with pytest.raises(InvalidParameterError, match=name):
+        regularization_path(_CountingMLP(**params), X, y)  # default grid: not even lam_max
+    with pytest.raises(InvalidParameterError, match=name):
+        SparsePathCV(_CountingMLP(**params), lams=LAMS, cv=2).fit(X, y)
+    assert _CountingMLP.fits == 0
+
+
+class _DivergesOnFolds(SparseLinearRegressor):
+    """Diverges at lam >= ``limit`` on fewer than ``rows`` rows (the CV folds) only."""
+
+    def __init__(self, lam=1.0, *, limit=np.inf, rows=60, D=2):
+        super().__init__(lam=lam, D=D)
+        self.limit, self.rows = limit, rows
+
+    def _fit(self, X, y, warm_module=None):
+        if self.lam >= self.limit and X.shape[0] < self.rows:
+            raise TrainingDivergedError(f"fold diverged at lam={self.lam}", lam=self.lam)
+        return super()._fit(X, y, warm_module=warm_module)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_diverged_fold_scores_nan_from_there_and_is_reported(data, n_jobs):
+    X, y = data
+    # n_jobs=2: worker processes, whose warnings never reach the caller: it reports them
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = regularization_path(_DivergesOnFolds(limit=0.1), X, y, lams=LAMS, cv=3,
+                                   n_jobs=n_jobs)  # fmt: skip
+    assert [str(w.message).split(":")[0] for w in caught] == ["CV fold 1", "CV fold 2", "CV fold 3"]
+    assert "lam=0.1" in str(caught[0].message)
+    assert not path.failed.any() and len(path) == 4  # all the data: fine
+    assert np.all(np.isnan(path.cv_scores[:, 2:])) and np.all(np.isfinite(path.cv_scores[:, :2]))
+    np.testing.assert_array_equal(path.cv_failed, np.tile([False, False, True, False], (3, 1)))
+    assert path.best_lam_ in LAMS[:2] and path.lam_1se_ in LAMS[:2]
+    assert path.completed
+
+
+def test_sparse_path_cv_names_a_fold_divergence(data):
+    X, y = data
+    search = SparsePathCV(_DivergesOnFolds(limit=0.0), lams=LAMS, cv=3)
+    with pytest.warns(UserWarning, match="CV fold"):
+        with pytest.raises(TrainingDivergedError, match=r"lam=0.01 \(in CV fold 1\)"):
+            search.fit(X, y)
+
+
+def test_a_default_grid_stops_growing_at_a_diverged_point(data):
+    X, y = data
+    est = _DivergesAbove(limit=0.0, D=3)
+    with pytest.warns(UserWarning, match="diverged"):
+        path = regularization_path(est, X, y, n_lams=3)  # would extend past lam_max
+    assert len(path) == 1 and path.failed.tolist() == [True]
+
+
+class _InterruptedWhileScoring(SparseLinearRegressor):
+    """Ctrl-C after the third fit's training, while its point is being recorded."""
+
+    def score(self, X, y, sample_weight=None):
+        if self.lam >= 0.1:
+            raise KeyboardInterrupt
+        return super().score(X, y, sample_weight=sample_weight)
+
+
+def test_an_interrupted_point_is_not_recorded_at_all(data):
+    X, y = data
+    with pytest.warns(UserWarning, match="interrupted"):
+        path = regularization_path(
+            _InterruptedWhileScoring(D=2), X, y, lams=LAMS, X_val=X, y_val=y,
+            keep_estimators=True,
+        )  # fmt: skip
+    assert not path.completed and path.lams.tolist() == LAMS[:2]
+    for values in (path.n_selected, path.selected, path.group_norms, path.coefs,
+                   path.train_objective, path.train_score, path.val_score, path.estimators,
+                   path.failed):  # fmt: skip
+        assert len(values) == 2
+
+
+class _FoldError(SparseLinearRegressor):
+    def _fit(self, X, y, warm_module=None):
+        if X.shape[0] < 60:
+            raise RuntimeError("a fold broke")
+        return super()._fit(X, y, warm_module=warm_module)
+
+
+def test_an_error_in_a_parallel_fold_is_raised(data):
+    X, y = data
+    with parallel_config(backend="threading"), pytest.raises(RuntimeError, match="fold broke"):
+        regularization_path(_FoldError(D=2), X, y, lams=LAMS, cv=2, n_jobs=2)
 
 
 def test_an_empty_path_says_so(data):

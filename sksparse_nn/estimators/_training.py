@@ -7,6 +7,9 @@ Nothing here knows which model is trained or how gating is parametrized: the pen
 from __future__ import annotations
 
 import copy
+import os
+import threading
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,8 +23,11 @@ __all__ = [
     "ArrayDataset",
     "BatchIterator",
     "EarlyStopping",
+    "InterruptRequested",
     "PenalizedNet",
     "StopTraining",
+    "interrupt_on",
+    "interrupt_requested",
     "make_callbacks",
     "resolve_optimizer",
 ]
@@ -120,12 +126,56 @@ class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
     """
 
 
-class _Interrupted(Exception):  # noqa: N818
-    """A real KeyboardInterrupt carried past skorch (which would swallow it)."""
+class InterruptRequested(KeyboardInterrupt):
+    """A Ctrl-C forwarded to this thread through :func:`interrupt_on` (a ``KeyboardInterrupt``).
 
-    def __init__(self, epoch):
+    A parallel path's workers do not receive the SIGINT of the process that started them;
+    the path forwards it through a flag file instead. Telling the two apart lets the path
+    know whether the interrupt reached this process itself.
+    """
+
+
+class _Interrupted(Exception):  # noqa: N818
+    """A KeyboardInterrupt carried past skorch's ``partial_fit`` (which would swallow it)."""
+
+    def __init__(self, epoch, forwarded=False):
         super().__init__(epoch)
-        self.epoch = epoch
+        self.epoch, self.forwarded = epoch, forwarded
+
+
+_interrupt_flag = threading.local()
+
+
+@contextmanager
+def interrupt_on(flag):
+    """Within the block, training in this thread stops as on Ctrl-C once the file ``flag``
+    exists (checked after every batch and by paths before every lam).
+
+    How a parallel path forwards a Ctrl-C to fits running in worker processes or threads,
+    which Python's SIGINT does not reach: no signal handlers, any thread, any process on
+    the machine. ``flag=None`` disables it.
+    """
+    previous = getattr(_interrupt_flag, "path", None)
+    _interrupt_flag.path = flag
+    try:
+        yield
+    finally:
+        _interrupt_flag.path = previous
+
+
+def interrupt_requested():
+    """True when an :func:`interrupt_on` flag of this thread has been raised."""
+    flag = getattr(_interrupt_flag, "path", None)
+    return flag is not None and os.path.exists(flag)
+
+
+class _InterruptOnFlag(Callback):
+    """Default callback of :class:`PenalizedNet`: stop as on Ctrl-C when the thread's
+    :func:`interrupt_on` flag exists (one thread-local lookup per batch otherwise)."""
+
+    def on_batch_end(self, net, **kwargs):
+        if interrupt_requested():
+            raise _Interrupted(len(net.history), forwarded=True)
 
 
 class PenalizedNet(NeuralNet):
@@ -134,11 +184,23 @@ class PenalizedNet(NeuralNet):
     The penalty enters only when ``training=True``, so validation losses (and early
     stopping) measure the fit to the data alone.
 
-    Stopping: callbacks end training early by raising :class:`StopTraining`. A real
-    ``KeyboardInterrupt`` (Ctrl-C) is not swallowed, as skorch's ``partial_fit`` would:
-    it reaches the caller as ``KeyboardInterrupt`` once training has stopped, naming the
-    epoch, and the estimator is left unfitted (a half-trained model is never presented
-    as a fit).
+    Stopping and Ctrl-C. skorch ends training when anything raises ``KeyboardInterrupt``
+    and swallows it in ``partial_fit`` (its own ``EarlyStopping`` uses it as a signal), so
+    a user's Ctrl-C would silently end just the current fit. This net therefore:
+
+    - lets callbacks end training early by raising :class:`StopTraining`, which
+      :meth:`fit_loop` catches (``on_train_end`` callbacks still run, e.g. the best
+      weights of :class:`EarlyStopping` are restored); nothing in this package raises
+      ``KeyboardInterrupt`` as a signal;
+    - turns a real ``KeyboardInterrupt`` in :meth:`fit_loop` into an internal exception
+      that skorch does not catch, which :meth:`partial_fit` (and so ``fit``) raises again
+      as ``KeyboardInterrupt("Training interrupted during epoch k (Ctrl-C).")`` once
+      training has stopped, without ``on_train_end``: the estimator is left unfitted,
+      a half-trained model is never presented as a fit;
+    - stops the same way when the thread's :func:`interrupt_on` flag is raised
+      (:class:`InterruptRequested`, how parallel paths forward a Ctrl-C to their workers).
+
+    No signal handler is installed, so fits work in any thread.
     """
 
     def __init__(self, *args, lam=0.0, **kwargs):
@@ -161,21 +223,27 @@ class PenalizedNet(NeuralNet):
         if self.module_.training != training:
             super()._set_training(training)
 
+    def get_default_callbacks(self):
+        return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
+
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """skorch's fit loop; :class:`StopTraining` ends it normally, a Ctrl-C is kept."""
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except StopTraining:
             return self
         except KeyboardInterrupt as exc:
-            raise _Interrupted(len(self.history)) from exc
+            raise _Interrupted(
+                len(self.history), forwarded=isinstance(exc, InterruptRequested)
+            ) from exc
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """skorch's ``partial_fit``; a Ctrl-C during training reaches the caller."""
         try:
             return super().partial_fit(X, y, classes=classes, **fit_params)
         except _Interrupted as exc:
-            raise KeyboardInterrupt(
-                f"Training interrupted during epoch {exc.epoch} (Ctrl-C)."
-            ) from None
+            kind = InterruptRequested if exc.forwarded else KeyboardInterrupt
+            raise kind(f"Training interrupted during epoch {exc.epoch} (Ctrl-C).") from None
 
 
 class _StopWhenConverged(Callback):
@@ -186,7 +254,9 @@ class _StopWhenConverged(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         losses = net.history[:, "train_loss"]
-        if len(losses) >= 2 and losses[-2] - losses[-1] <= self.tol * max(abs(losses[-1]), 1e-12):
+        if len(losses) < 2 or not np.isfinite(losses[-1]):  # the divergence guard decides
+            return
+        if losses[-2] - losses[-1] <= self.tol * max(abs(losses[-1]), 1e-12):
             raise StopTraining
 
 
