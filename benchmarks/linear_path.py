@@ -1,55 +1,122 @@
-"""Group-lasso regularization paths: D-Gating against skglm, celer and our FISTA solver.
+"""Linear group-sparse paths: D-Gating and our FISTA against skglm, celer and liblinear.
 
-The simulation of the D-Gating paper (section 5.1.2, appendix C.1): ``n = 200`` training and
-2000 test samples, 40 groups of 5 standard-normal features, 7 informative groups, unit
-noise (``make_group_regression`` defaults); 30 lams log-spaced from 1e-5 to 15; several
-seeds. Per seed and method, in the same process:
+One run measures three things side by side. Every path runs in the same worker
+subprocess with one thread everywhere (``torch.set_num_threads(1)``, BLAS/OpenMP limited
+to one thread by threadpoolctl and the usual environment variables, numba single
+threaded), after an untimed warm-up path of the same method on tiny data of the same kind
+(so numba compilation of skglm/celer and torch's first calls are excluded; their cost is
+reported separately). A path that fails or takes longer than ``--timeout`` (600 s) is
+recorded as such: the worker is killed and a fresh one takes over.
 
-* wall time of the whole warm-started path, as a ratio to skglm's path in the same run:
-  ``SparseLinearRegressor(D=2, 3, 4).regularization_path`` (dense to sparse, as the
-  estimator does it), our ``group_lasso_path`` (FISTA, sparse to dense), and skglm's and
-  celer's ``GroupLasso`` estimators refitted with ``warm_start=True`` along decreasing
-  lams (how their documentation computes paths with an intercept), all at their default
-  tolerances. skglm's one-time numba compilation is excluded by a warm-up fit and reported
-  separately; every method gets one untimed warm-up fit;
-* objective gap ``(F - F_ref) / F_ref`` at every lam of the group-lasso objective
-  ``1/(2n) ||y - Xw - b||^2 + lam sum_j ||w_j||`` against skglm at a tight tolerance
-  (1e-10), for D=2, our FISTA path and, for information, skglm and celer at their
-  defaults. One lam first checks that skglm, celer and our solvers minimize the same
-  objective (same intercept handling, unit group weights);
-* test RMSE and number of selected groups along the path, their best values, the best
-  test RMSE among lams with at most 10 selected groups, and the best test RMSE among lams
-  that select exactly the 7 true groups; the oracle is least squares on the true features.
+1. **The paper's group simulation** (section 5.1.2 / appendix C.1 of the D-Gating paper):
+   ``n = 200`` training and 2000 test samples, 40 groups of 5 standard-normal features,
+   7 informative groups, unit noise (``make_group_regression`` defaults); 30 lams
+   log-spaced from 1e-5 to 15; several seeds; intercept fitted. Per seed and method:
+
+   * wall time of the whole warm-started path, as a ratio to skglm's path in the same run:
+     ``SparseLinearRegressor(D=2, 3, 4).regularization_path`` (dense to sparse, as the
+     estimator does it), our ``group_lasso_path`` (FISTA, sparse to dense), and skglm's
+     and celer's ``GroupLasso`` estimators refitted with ``warm_start=True`` along
+     decreasing lams (how their documentation computes paths with an intercept), all at
+     their default tolerances;
+   * objective gap ``(F - F_ref) / F_ref`` at every lam of the group-lasso objective
+     ``1/(2n) ||y - Xw - b||^2 + lam sum_j ||w_j||`` against skglm at a tight tolerance
+     (1e-10), for D=2, our FISTA path and, for information, skglm and celer at their
+     defaults; one lam first checks that skglm, celer and our solvers minimize the same
+     objective (same intercept handling, unit group weights);
+   * test RMSE and selected groups along the path (Figure 4 of the paper).
+
+2. **Scaling (regression)**: ``make_group_regression`` designs of ``n = 2000, p = 1000``
+   and ``n = 500, p = 5000`` in groups of 5 (10 informative groups), and, unless
+   ``--skip-large``, ``n = 20000, p = 5000`` in 500 groups of 10; 20 lams log-spaced over
+   ``lam_max * [1e-2, 1]``, no intercept, warm starts; skglm and celer at ``tol=1e-8``
+   (skglm: largest distance of the gradient to the subdifferential, absolute; celer:
+   duality gap below ``tol * ||y||^2 / n``) with ``max_iter=1000``, our solvers at their
+   defaults (FISTA: relative KKT violation 1e-8).
+
+3. **Logistic**: ``n = 2000, p = 500`` standard-normal designs without intercept, labels
+   drawn from a sparse logistic (softmax) model; 20 lams over ``lam_max * [1e-2, 1]``.
+   The objective is ``mean log-loss + lam sum_g ||W_g||`` (a group holds its features'
+   coefficients for every class). Problems and peers:
+
+   * binary, L1 (singleton groups): skglm ``SparseLogisticRegression`` (prox-Newton,
+     ``alpha = lam``), celer ``LogisticRegression.path`` (prox-Newton; its objective is
+     the *sum* of the log-losses plus ``alpha ||w||_1``, so ``C = 1 / (n lam)``),
+     scikit-learn ``LogisticRegression(solver="liblinear", l1_ratio=1,
+     C=1/(n lam))`` (no warm starts in liblinear: cold fits);
+   * binary, groups of 5: skglm ``GeneralizedLinearEstimator(LogisticGroup,
+     WeightedGroupL2, GroupBCD)`` (what its ``GroupLasso`` does, with the logistic
+     datafit) and the same with ``GroupProxNewton``; celer and liblinear have no group
+     logistic model;
+   * 3 classes, each feature's 3 coefficients one group (multinomial group lasso): no
+     peer solves this objective; skglm ``SparseLogisticRegression`` and liblinear fit
+     one-vs-rest L1 models (another objective) and are timed for information only;
+
+   against our ``GroupLassoClassifier`` refitted with ``warm_start=True`` along
+   decreasing lams and ``SparseLinearClassifier(D=2).regularization_path``. Peers at
+   ``tol=1e-8`` (skglm and liblinear on their own criteria; celer: duality gap below
+   ``tol * n * log 2``), ``max_iter=1000``.
+
+For problems 2 and 3 the objective gap at every lam is relative to the smallest objective
+any solver of that objective reached there (including a tight run: skglm at ``tol=1e-10``,
+or our FISTA at ``1e-12`` for the multinomial problem; none for the largest problem), and
+"KKT" is the relative KKT violation of :mod:`sksparse_nn.solvers` (largest distance of
+minus the gradient to ``lam`` times the subdifferential, over groups, divided by
+``lam_max``) computed by this script for every method's coefficients. Peak memory is the
+rise of the worker's peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``
+before each path) above its resident set before the path, after ``gc.collect()`` and
+``malloc_trim``; the data are loaded before, so it is the extra memory the path needed.
+skglm and celer get a Fortran-ordered copy of ``X`` (their column-wise layout, made
+outside the timing), every other method the C-ordered array.
 
 Usage::
 
-    python benchmarks/linear_path.py [--seeds 3] [--repeats 2] [--before]
+    python benchmarks/linear_path.py [--seeds 3] [--repeats 2] [--before] [--quick]
+                                     [--skip-large] [--timeout 600]
 
-``--repeats`` times every path that many times (interleaved) and keeps the fastest, the
-usual guard against a busy machine. ``--before`` also times the D=2 path of the first seed
-with the linear estimator's pre-block-step training (L-BFGS from the ridge start only,
-about 3 minutes).
+``--repeats`` times every path of part 1 that many times (interleaved) and keeps the
+fastest. ``--before`` also times the D=2 path of the first seed with the linear
+estimator's pre-block-step training (L-BFGS from the ridge start only, about 3 minutes).
+``--quick`` is a smoke run (one seed, small scaling and logistic problems, about a
+minute plus numba compilation).
 
-Prints a table and writes benchmarks/results/linear_path.json and linear_path.png (a
-reproduction of the paper's Figure 4, left and middle panels).
+Prints a table per problem and writes benchmarks/results/linear_path.json and
+linear_path.png (Figure 4 of the paper, path time against problem size, logistic times).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import time
-import warnings
-from pathlib import Path
 
-import numpy as np
+for _var in (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+):
+    os.environ[_var] = "1"
 
-from sksparse_nn import SparseLinearRegressor
-from sksparse_nn.datasets import make_group_regression
-from sksparse_nn.estimators._base import BaseDGated
-from sksparse_nn.solvers import group_lasso_path
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import multiprocessing as mp  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from scipy.special import expit, logsumexp, softmax  # noqa: E402
+from sklearn.utils import Bunch  # noqa: E402
+
+from sksparse_nn import SparseLinearClassifier, SparseLinearRegressor  # noqa: E402
+from sksparse_nn.datasets import make_group_regression  # noqa: E402
+from sksparse_nn.estimators._base import BaseDGated  # noqa: E402
+from sksparse_nn.solvers import GroupLassoClassifier, group_lasso_path  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LAMS = np.geomspace(1e-5, 15.0, 30)
@@ -64,6 +131,11 @@ LABELS = {
     "D=4": "SparseLinearRegressor D=4",
 }
 TIGHT_TOL = 1e-10
+PEER_TOL = 1e-8
+SCALING_METHODS = ["skglm", "celer", "fista", "D=2", "D=3"]
+# peers that get the Fortran-ordered copy of X (column-wise coordinate descent)
+FORTRAN_PEERS = ("skglm", "skglm PN", "celer", "skglm tight", "tight")
+DEFAULT_TIMEOUT = 600.0
 
 
 def _timed(fn, *args, **kwargs):
@@ -73,9 +145,14 @@ def _timed(fn, *args, **kwargs):
 
 
 def _group_norms(coefs, labels):
-    """(n_lams, n_groups) group norms of a stack of coefficient vectors."""
+    """(n_lams, n_groups) group norms of a stack of coefficient vectors.
+
+    ``coefs`` of shape (n_lams, p) or (n_lams, n_outputs, p) (a group then spans every
+    output)."""
+    coefs = np.asarray(coefs, dtype=float)
+    sq = coefs**2 if coefs.ndim == 2 else (coefs**2).sum(axis=1)
     n_groups = labels.max() + 1
-    return np.sqrt(np.stack([np.bincount(labels, weights=c**2, minlength=n_groups) for c in coefs]))
+    return np.sqrt(np.stack([np.bincount(labels, weights=c, minlength=n_groups) for c in sq]))
 
 
 def _objective(X, y, coefs, intercepts, lams, labels):
@@ -84,13 +161,125 @@ def _objective(X, y, coefs, intercepts, lams, labels):
     return 0.5 * np.mean(resid**2, axis=1) + lams * _group_norms(coefs, labels).sum(axis=1)
 
 
+# ------------------------------------------------------------------------ problems
+
+
+def make_problem(spec):
+    """The data of one problem (deterministic in ``spec``), lams in ascending order."""
+    if spec.get("paper"):
+        d = make_group_regression(random_state=spec["seed"])
+        d.update(kind="reg", lams=LAMS, fit_intercept=True, group_size=GROUP_SIZE)
+        d.labels = d.groups
+        return d
+    n, p, gs = spec["n"], spec["p"], spec["group_size"]
+    kind = spec["kind"]
+    base = make_group_regression(
+        n_samples=n,
+        n_test=0,
+        n_groups=p // gs,
+        group_size=gs,
+        n_informative=spec["n_informative"],
+        noise=1.0 if kind == "reg" else 0.0,
+        random_state=spec["seed"],
+    )
+    d = Bunch(kind=kind, X=base.X, group_size=gs, labels=base.groups, fit_intercept=False)
+    d.fit_intercept = bool(spec.get("fit_intercept", False))
+    if kind == "reg":
+        d.y = base.y
+    else:
+        rng = np.random.default_rng(spec["seed"] + 1000)
+        k = spec["n_classes"]
+        if k == 2:
+            d.y = (rng.random(n) < expit(base.X @ base.coef)).astype(np.int64)
+        else:
+            B = np.zeros((p, k))
+            inf = base.informative_features
+            B[inf] = rng.standard_normal((inf.size, k))
+            P = softmax(base.X @ B, axis=1)
+            d.y = (rng.random(n)[:, None] > np.cumsum(P, axis=1)).sum(axis=1).astype(np.int64)
+            d.y = np.minimum(d.y, k - 1)
+        d.n_classes = k
+        d.Y = d.y.astype(float)[:, None] if k == 2 else np.eye(k)[d.y]
+    d.lam_max = _lam_max(d)
+    d.lams = d.lam_max * np.geomspace(spec["lam_ratio"], 1.0, spec["n_lams"])
+    return d
+
+
+def _null_gradient(d):
+    """Minus the gradient of the data term at w = 0 (intercept fitted when d has one)."""
+    X, n = d.X, d.X.shape[0]
+    if d.kind == "reg":
+        yc = d.y - d.y.mean() if d.fit_intercept else d.y
+        return (yc @ X / n)[:, None]
+    k = d.Y.shape[1]
+    return X.T @ (d.Y - (0.5 if k == 1 else 1.0 / k)) / n
+
+
+def _lam_max(d):
+    g = _null_gradient(d)
+    sq = np.bincount(d.labels, weights=(g**2).sum(axis=1))
+    return float(np.sqrt(sq.max()))
+
+
+def _kkt_from_gradient(G, coefs, lams, labels):
+    """Largest distance of minus the gradient to lam * subdifferential, per lam.
+
+    ``G`` and ``coefs`` of shape (n_lams, p, k)."""
+    n_groups = labels.max() + 1
+    out = np.zeros(len(lams))
+    for i, lam in enumerate(lams):
+        W, g = coefs[i], G[i]
+        wn = np.sqrt(np.bincount(labels, weights=(W**2).sum(axis=1), minlength=n_groups))
+        gn = np.sqrt(np.bincount(labels, weights=(g**2).sum(axis=1), minlength=n_groups))
+        safe = np.where(wn > 0, wn, 1.0)
+        diff = g - lam * W / safe[labels][:, None]
+        dn = np.sqrt(np.bincount(labels, weights=(diff**2).sum(axis=1), minlength=n_groups))
+        out[i] = np.max(np.where(wn > 0, dn, np.maximum(0.0, gn - lam)))
+    return out
+
+
+def evaluate(d, coefs, intercepts):
+    """(objective, relative KKT violation, selected groups) at every lam."""
+    X, lams, labels, n = d.X, d.lams, d.labels, d.X.shape[0]
+    coefs = np.asarray(coefs, dtype=float)
+    scale = d.lam_max if "lam_max" in d else _lam_max(d)
+    scale = scale if scale > 0 else 1.0
+    if d.kind == "reg":
+        obj = _objective(X, d.y, coefs, intercepts, lams, labels)
+        XW = coefs @ X.T  # (n_lams, n)
+        yc = d.y
+        if d.fit_intercept:  # the KKT conditions of the profile problem (centred data)
+            XW = XW - XW.mean(axis=1, keepdims=True)
+            yc = d.y - d.y.mean()
+        G = ((yc[None, :] - XW) @ X / n)[:, :, None]
+        kkt = _kkt_from_gradient(G, coefs[:, :, None], lams, labels) / scale
+        return obj, kkt, (_group_norms(coefs, labels) > 0).sum(axis=1)
+    # logistic, no intercept: coefs of shape (n_lams, k, p)
+    obj, G = np.zeros(len(lams)), np.zeros((len(lams), X.shape[1], coefs.shape[1]))
+    norms = _group_norms(coefs, labels)
+    for i, W in enumerate(coefs):
+        Z = X @ W.T
+        if Z.shape[1] == 1:
+            z = Z[:, 0]
+            loss = np.mean(np.logaddexp(0.0, z) - d.y * z)
+            P = expit(Z)
+        else:
+            loss = np.mean(logsumexp(Z, axis=1) - Z[np.arange(n), d.y])
+            P = softmax(Z, axis=1)
+        obj[i] = loss + lams[i] * norms[i].sum()
+        G[i] = X.T @ (d.Y - P) / n
+    kkt = _kkt_from_gradient(G, np.transpose(coefs, (0, 2, 1)), lams, labels) / scale
+    return obj, kkt, (norms > 0).sum(axis=1)
+
+
 # ------------------------------------------------------------------------ the paths
-# Each returns (coefs, intercepts) in ascending-lam order (shape (30, p) and (30,)).
+# Each returns (coefs, intercepts) in ascending-lam order (shape (L, p) and (L,), or
+# (L, k, p) and (L, k) for classifiers).
 
 
-def _library_path(cls, X, y, lams, **params):
+def _library_path(cls, X, y, lams, groups=GROUP_SIZE, **params):
     """Refit one estimator with warm_start=True along decreasing lams."""
-    model = cls(groups=GROUP_SIZE, warm_start=True, **params)
+    model = cls(groups=groups, warm_start=True, **params)
     coefs, intercepts = [], []
     for lam in lams[::-1]:
         model.set_params(alpha=float(lam)).fit(X, y)
@@ -120,9 +309,14 @@ def fista_path(X, y, lams, labels, **params):
     return coefs[::-1], intercepts[::-1]
 
 
-def gated_path(X, y, lams, labels, D, estimator=SparseLinearRegressor):
-    path = estimator(D=D, groups=labels, random_state=0).regularization_path(X, y, lams=lams)
-    return path.coefs, path.intercepts
+def gated_path(X, y, lams, labels, D, estimator=SparseLinearRegressor, **params):
+    path = estimator(D=D, groups=labels, random_state=0, **params).regularization_path(
+        X, y, lams=lams
+    )
+    intercepts = path.intercepts
+    if intercepts is None:
+        intercepts = np.zeros(len(lams))
+    return path.coefs, intercepts
 
 
 class _BeforeBlockSteps(SparseLinearRegressor):
@@ -134,20 +328,359 @@ class _BeforeBlockSteps(SparseLinearRegressor):
         return BaseDGated._fit(self, X, y, warm_module=warm_module)
 
 
-def run_method(name, X, y, lams, labels):
+def _refit_path(model, X, y, lams, set_lam):
+    """Refit ``model`` along decreasing lams (warm starts as the model does them)."""
+    coefs = []
+    for lam in lams[::-1]:
+        set_lam(model, float(lam))
+        model.fit(X, y)
+        coefs.append(np.array(model.coef_, dtype=float).reshape(-1, X.shape[1]))
+    coefs = np.array(coefs[::-1])
+    return coefs, np.zeros(coefs.shape[:2])
+
+
+def _skglm_group_logistic(X, y, lams, gs, solver, tol):
+    from skglm import GeneralizedLinearEstimator
+    from skglm.datafits import LogisticGroup
+    from skglm.penalties import WeightedGroupL2
+    from skglm.solvers import GroupBCD, GroupProxNewton
+    from skglm.utils.data import grp_converter
+
+    grp_indices, grp_ptr = grp_converter(gs, X.shape[1])
+    weights = np.ones(len(grp_ptr) - 1)
+    if solver == "bcd":  # the settings of skglm's GroupLasso estimator
+        sol = GroupBCD(max_iter=1000, max_epochs=50_000, tol=tol, warm_start=True)
+    else:
+        sol = GroupProxNewton(max_iter=1000, tol=tol, warm_start=True)
+    model = GeneralizedLinearEstimator(
+        LogisticGroup(grp_ptr, grp_indices),
+        WeightedGroupL2(1.0, weights, grp_ptr, grp_indices),
+        sol,
+    )
+
+    def set_lam(m, lam):
+        m.penalty = WeightedGroupL2(lam, weights, grp_ptr, grp_indices)
+
+    return _refit_path(model, X, y, lams, set_lam)
+
+
+def run_method(name, d, peer_tol=None):
+    """The path of method ``name`` on problem ``d``: (coefs, intercepts), ascending lams."""
+    X = d.XF if name in FORTRAN_PEERS and "XF" in d else d.X
+    y, lams, labels, gs, fi = d.y, d.lams, d.labels, d.group_size, d.fit_intercept
+    peer = {} if peer_tol is None else {"tol": peer_tol, "max_iter": 1000}
+    if d.kind == "reg":
+        if name == "skglm":
+            return skglm_path(X, y, lams, groups=gs, fit_intercept=fi, **peer)
+        if name == "skglm tight":
+            return skglm_path(
+                X, y, lams, groups=gs, fit_intercept=fi, tol=TIGHT_TOL, max_iter=1000,
+                max_epochs=100_000,
+            )  # fmt: skip
+        if name == "celer":
+            return celer_path(X, y, lams, groups=gs, fit_intercept=fi, **peer)
+        if name == "fista":
+            return fista_path(X, y, lams, labels, fit_intercept=fi)
+        if name.startswith("D="):
+            return gated_path(X, y, lams, labels, D=int(name[2:]), fit_intercept=fi)
+        raise ValueError(name)
+    # logistic, no intercept
+    n, k = X.shape[0], d.n_classes
+    tol = PEER_TOL if peer_tol is None else peer_tol
+    if name in ("skglm", "tight") and (gs == 1 or k > 2):
+        if name == "tight" and k > 2:  # no peer solves the multinomial group lasso
+            model = GroupLassoClassifier(
+                groups=labels, fit_intercept=False, warm_start=True, tol=1e-12,
+                max_iter=100_000,
+            )  # fmt: skip
+            X = d.X
+            return _refit_path(model, X, y, lams, lambda m, lam: m.set_params(lam=lam))
+        from skglm import SparseLogisticRegression
+
+        model = SparseLogisticRegression(
+            fit_intercept=False, warm_start=True, tol=TIGHT_TOL if name == "tight" else tol,
+            max_iter=1000,
+        )  # fmt: skip
+        return _refit_path(model, X, y, lams, lambda m, lam: m.set_params(alpha=lam))
     if name == "skglm":
-        return skglm_path(X, y, lams)
+        return _skglm_group_logistic(X, y, lams, gs, "bcd", tol)
+    if name in ("skglm PN", "tight"):
+        return _skglm_group_logistic(X, y, lams, gs, "pn", TIGHT_TOL if name == "tight" else tol)
     if name == "celer":
-        return celer_path(X, y, lams)
+        from celer import LogisticRegression as CelerLogReg
+
+        coefs, _ = CelerLogReg(tol=tol, max_iter=1000).path(
+            X, 2.0 * y - 1.0, 1.0 / (n * lams), solver="celer-pn"
+        )  # columns in decreasing lam
+        coefs = np.ascontiguousarray(np.asarray(coefs).T[::-1])[:, None, :]
+        return coefs, np.zeros(coefs.shape[:2])
+    if name == "liblinear":
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.multiclass import OneVsRestClassifier
+
+        model = LogisticRegression(
+            l1_ratio=1.0, solver="liblinear", fit_intercept=False, tol=tol, max_iter=1000
+        )
+        if k > 2:
+            model = OneVsRestClassifier(model)
+
+            def set_lam(m, lam):
+                m.set_params(estimator__C=1.0 / (n * lam))
+
+            coefs = []
+            for lam in lams[::-1]:
+                set_lam(model, float(lam))
+                model.fit(X, y)
+                coefs.append(np.vstack([e.coef_ for e in model.estimators_]))
+            coefs = np.array(coefs[::-1])
+            return coefs, np.zeros(coefs.shape[:2])
+        return _refit_path(model, X, y, lams, lambda m, lam: m.set_params(C=1.0 / (n * lam)))
     if name == "fista":
-        return fista_path(X, y, lams, labels)
-    return gated_path(X, y, lams, labels, D=int(name[-1]))
+        model = GroupLassoClassifier(groups=labels, fit_intercept=False, warm_start=True)
+        return _refit_path(model, X, y, lams, lambda m, lam: m.set_params(lam=lam))
+    if name == "D=2":
+        coefs, _ = gated_path(
+            X, y, lams, labels, D=2, estimator=SparseLinearClassifier, fit_intercept=False
+        )
+        return coefs, np.zeros(coefs.shape[:2])
+    raise ValueError(name)
 
 
-# ------------------------------------------------------------------------ checks
+# ------------------------------------------------------------------------ the worker
+# Every path runs in one long-lived worker subprocess (spawned, so it re-imports this
+# file); the parent kills it (by its pid) when a path exceeds the time limit.
+
+_STATE = {"key": None, "data": None, "limits": None}
 
 
-def same_objective_check(data, lam):
+def _init_worker():
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    _STATE["limits"] = threadpool_limits(limits=1)
+
+
+def _worker_main(conn):
+    _init_worker()
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        name, args, kwargs = message
+        try:
+            out = ("ok", globals()[name](*args, **kwargs))
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            out = ("error", traceback.format_exc())
+        conn.send(out)
+
+
+class Worker:
+    """A single-threaded subprocess that runs jobs (module functions) with a time limit."""
+
+    def __init__(self):
+        self.proc = None
+        self.conn = None
+        self.warmed = set()
+        self.restarts = 0
+
+    def _start(self):
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        self.warmed = set()
+
+    def call(self, name, *args, timeout=DEFAULT_TIMEOUT, **kwargs):
+        """``{"status": "ok", "value": ...}``, or status error / timeout / crashed."""
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
+        start = time.perf_counter()
+        self.conn.send((name, args, kwargs))
+        if not self.conn.poll(timeout):
+            self.kill()
+            return {"status": "timeout", "limit_seconds": timeout}
+        try:
+            status, value = self.conn.recv()
+        except EOFError:
+            code = self.proc.exitcode
+            self.kill()
+            return {
+                "status": "crashed",
+                "exitcode": code,
+                "after_seconds": time.perf_counter() - start,
+            }
+        if status == "ok":
+            return {"status": "ok", "value": value}
+        return {"status": "error", "error": value.strip().splitlines()[-1], "traceback": value}
+
+    def kill(self):
+        if self.proc is not None:
+            self.proc.kill()  # only the worker this object started
+            self.proc.join()
+            self.restarts += 1
+        self.proc = None
+
+    def close(self):
+        if self.proc is not None and self.proc.is_alive():
+            self.conn.send(None)
+            self.proc.join(10)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join()
+        self.proc = None
+
+
+def _problem_data(spec):
+    key = json.dumps(spec, sort_keys=True)
+    if _STATE["key"] != key:
+        _STATE["data"] = _STATE["key"] = None
+        gc.collect()
+        _STATE["data"] = make_problem(spec)
+        _STATE["key"] = key
+    return _STATE["data"]
+
+
+def _proc_status_mb(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _release_memory():
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # resets VmHWM to the current resident set
+        return True
+    except OSError:
+        return False
+
+
+def path_job(spec, name, return_coefs=False, peer_tol=None):
+    """Time one path in the worker; evaluate it (untimed) on the same data."""
+    d = _problem_data(spec)
+    if name in FORTRAN_PEERS and "XF" not in d:
+        d.XF = np.asfortranarray(d.X)
+    _release_memory()
+    reset = _reset_peak()
+    rss0 = _proc_status_mb("VmRSS")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seconds, (coefs, intercepts) = _timed(run_method, name, d, peer_tol=peer_tol)
+    peak = _proc_status_mb("VmHWM")
+    obj, kkt, n_groups = evaluate(d, coefs, intercepts)
+    counts = {}
+    for w in caught:
+        counts[w.category.__name__] = counts.get(w.category.__name__, 0) + 1
+    conv = [str(w.message)[:160] for w in caught if "Convergence" in w.category.__name__]
+    out = {
+        "seconds": seconds,
+        "objective": obj.tolist(),
+        "kkt": kkt.tolist(),
+        "n_groups": n_groups.tolist(),
+        "peak_extra_mb": peak - rss0 if reset else None,
+        "rss_before_mb": rss0,
+        "warnings": counts,
+        "convergence_warnings": conv[:3],
+    }
+    if return_coefs:
+        out["coefs"], out["intercepts"] = coefs, intercepts
+    return out
+
+
+def warm_job(spec, name, peer_tol=None):
+    """Two untimed paths on tiny data of the same kind: compile (first) and run (second)."""
+    first = path_job(spec, name, peer_tol=peer_tol)["seconds"]
+    second = path_job(spec, name, peer_tol=peer_tol)["seconds"]
+    return {"first_seconds": first, "second_seconds": second, "compile_seconds": first - second}
+
+
+def info_job():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    return {
+        "torch_threads": torch.get_num_threads(),
+        "threadpools": [
+            {k: p.get(k) for k in ("internal_api", "num_threads", "version")}
+            for p in threadpool_info()
+        ],
+    }
+
+
+def _tiny(spec):
+    """A tiny problem of the same kind (for warm-ups)."""
+    gs = 5 if spec.get("paper") else spec["group_size"]
+    tiny = {
+        "kind": spec["kind"],
+        "n": 80,
+        "p": max(20, 4 * gs),
+        "group_size": gs,
+        "n_informative": 1,
+        "seed": 12345,
+        "fit_intercept": bool(spec.get("paper") or spec.get("fit_intercept", False)),
+        "n_lams": 3,
+        "lam_ratio": 0.1,
+    }
+    if spec["kind"] == "logistic":
+        tiny["n_classes"] = spec["n_classes"]
+    return tiny
+
+
+def _family(spec):
+    return (
+        spec["kind"],
+        spec.get("n_classes"),
+        spec.get("group_size", 5) == 1,
+        bool(spec.get("paper") or spec.get("fit_intercept", False)),
+    )
+
+
+def ensure_warm(worker, spec, name, timeout, peer_tol=None, warm_log=None):
+    """Warm the method up on tiny data (once per worker and problem family)."""
+    key = (_family(spec), name)
+    if key in worker.warmed:
+        return {"status": "ok"}
+    res = worker.call("warm_job", _tiny(spec), name, peer_tol=peer_tol, timeout=timeout)
+    if warm_log is not None:
+        warm_log.append({"family": list(map(str, key[0])), "method": name, **res})
+    if res["status"] == "ok":
+        worker.warmed.add(key)
+    return res
+
+
+def run_path(worker, spec, name, timeout, peer_tol=None, return_coefs=False, warm_log=None):
+    """Warm the method up if needed, then time its path on ``spec``."""
+    res = ensure_warm(worker, spec, name, timeout, peer_tol, warm_log)
+    if res["status"] != "ok":
+        return res
+    return worker.call(
+        "path_job", spec, name, return_coefs=return_coefs, peer_tol=peer_tol, timeout=timeout
+    )
+
+
+# ------------------------------------------------------------------------ part 1 checks
+
+
+def same_objective_check(lam):
     """Fit one lam tightly with every group-lasso solver: same minimizer, same objective.
 
     If skglm or celer scaled the data term, the intercept or the group weights
@@ -156,6 +689,7 @@ def same_objective_check(data, lam):
     from skglm.penalties import WeightedGroupL2
     from skglm.utils.data import grp_converter
 
+    data = make_group_regression(random_state=0)
     X, y, labels = data.X, data.y, data.groups
     lams = np.array([lam])
     sk = skglm_path(X, y, lams, tol=1e-12, max_iter=1000, max_epochs=100_000)
@@ -188,6 +722,11 @@ def same_objective_check(data, lam):
         },
         "n_groups_selected": int(np.sum(_group_norms(fi[0], labels)[0] > 0)),
     }
+
+
+def before_job(seed):
+    data = make_group_regression(random_state=seed)
+    return _timed(lambda: gated_path(data.X, data.y, LAMS, data.groups, 2, _BeforeBlockSteps))
 
 
 def oracle_rmse(data):
@@ -224,33 +763,347 @@ def summarize_path(data, coefs, intercepts, ref_obj):
     }
 
 
-def warm_up():
-    """Untimed first fits: skglm's numba compile (timed), and every other method once."""
-    from skglm import GroupLasso
+# ------------------------------------------------------------------------ part 1
 
-    data = make_group_regression(random_state=12345)
-    compile_s, _ = _timed(lambda: GroupLasso(groups=GROUP_SIZE, alpha=0.1).fit(data.X, data.y))
-    second_s, _ = _timed(lambda: GroupLasso(groups=GROUP_SIZE, alpha=0.1).fit(data.X, data.y))
-    lams = np.array([0.01, 0.1, 1.0])
+
+def run_paper(worker, seeds, repeats, timeout, warm_log):
+    """The paper's simulation: per seed, every method's path (fastest of ``repeats``)."""
+    spec0 = {"kind": "reg", "paper": True, "seed": 0}
+    for name in METHODS:  # warm-ups first, so the compile time is measured cleanly
+        ensure_warm(worker, spec0, name, timeout, warm_log=warm_log)
+    compile_info = next(
+        (
+            w["value"]
+            for w in warm_log
+            if w["method"] == "skglm" and w["status"] == "ok" and w["family"][0] == "reg"
+        ),
+        None,
+    )
+    res = worker.call("same_objective_check", 0.1, timeout=timeout)
+    check = res["value"] if res["status"] == "ok" else res
+    results, oracle = [], []
+    for seed in range(seeds):
+        spec = {"kind": "reg", "paper": True, "seed": seed}
+        data = make_problem(spec)
+        times = {name: [] for name in METHODS}
+        paths, status = {}, {}
+        for _ in range(repeats):  # interleaved, keep the fastest
+            for name in METHODS:
+                res = run_path(worker, spec, name, timeout, return_coefs=True, warm_log=warm_log)
+                status[name] = res["status"]
+                if res["status"] == "ok":
+                    v = res["value"]
+                    times[name].append(v["seconds"])
+                    paths[name] = (v["coefs"], v["intercepts"], v["kkt"])
+        ref_res = run_path(worker, spec, "skglm tight", timeout, return_coefs=True)
+        if ref_res["status"] != "ok":
+            raise RuntimeError(f"the tight skglm reference failed: {ref_res}")
+        ref = ref_res["value"]
+        ref_obj = _objective(data.X, data.y, ref["coefs"], ref["intercepts"], LAMS, data.groups)
+        seconds = {name: min(v) if v else float("nan") for name, v in times.items()}
+        record = {
+            "seed": seed,
+            "seconds": seconds,
+            "all_seconds": times,
+            "status": status,
+            "ratio_to_skglm": {k: v / seconds["skglm"] for k, v in seconds.items()},
+            "ratio_to_celer": {k: v / seconds["celer"] for k, v in seconds.items()},
+            "reference_seconds": ref["seconds"],
+            "reference_objective": ref_obj.tolist(),
+            "paths": {},
+            "load_average": os.getloadavg(),
+        }
+        for name in METHODS:
+            if name in paths:
+                coefs, intercepts, kkt = paths[name]
+                summary = summarize_path(data, coefs, intercepts, ref_obj)
+                summary["max_kkt"] = float(np.max(kkt))
+                record["paths"][name] = summary
+            else:
+                record["paths"][name] = None
+        oracle.append(oracle_rmse(data))
+        record["oracle_rmse"] = oracle[-1]
+        results.append(record)
+        print(
+            f"seed {seed}: "
+            + ", ".join(f"{k} {v:.2f}s" for k, v in seconds.items())
+            + f" (tight skglm reference {ref['seconds']:.1f}s, "
+            f"load {record['load_average'][0]:.1f})",
+            flush=True,
+        )
+    return {"compile": compile_info, "check": check, "results": results, "oracle": oracle}
+
+
+def paper_table(paper, before):
+    results, oracle = paper["results"], paper["oracle"]
+
+    def col(name, fn):
+        return [fn(r, name) for r in results if r["paths"][name] is not None]
+
+    header = (
+        f"{'method':30s} {'time s':>11s} {'x skglm':>11s} {'x celer':>11s} {'max |gap|':>9s} "
+        f"{'max KKT':>8s} {'best RMSE':>11s} {'groups':>7s} {'RMSE<=10g':>11s} {'groups':>7s} "
+        f"{'RMSE@true7':>11s}"
+    )
+    print("\n== Part 1: paper simulation (n=200, 40 groups of 5, 30 lams, intercept, "
+          "peers at default tol)")  # fmt: skip
+    print(header)
+    print("-" * len(header))
+    table = {}
     for name in METHODS:
-        if name != "skglm":
-            run_method(name, data.X, data.y, lams, data.groups)
-    return {
-        "first_fit_seconds": compile_s,
-        "second_fit_seconds": second_s,
-        "compile_seconds": compile_s - second_s,
+        gaps = col(name, lambda r, n: float(np.max(np.abs(r["paths"][n]["rel_objective_gap"]))))
+        row = {
+            "seconds": col(name, lambda r, n: r["seconds"][n]),
+            "ratio_to_skglm": col(name, lambda r, n: r["ratio_to_skglm"][n]),
+            "ratio_to_celer": col(name, lambda r, n: r["ratio_to_celer"][n]),
+            "max_abs_rel_objective_gap": max(gaps) if gaps else None,
+            "max_kkt": max(col(name, lambda r, n: r["paths"][n]["max_kkt"]) or [np.nan]),
+            "best_rmse": col(name, lambda r, n: r["paths"][n]["best_rmse"]),
+            "groups_at_best": col(name, lambda r, n: r["paths"][n]["groups_at_best"]),
+            "best_rmse_le10": col(
+                name, lambda r, n: r["paths"][n]["best_rmse_with_at_most_10_groups"]
+            ),
+            "groups_le10": col(name, lambda r, n: r["paths"][n]["groups_at_that"]),
+            "rmse_at_true_support": col(name, lambda r, n: r["paths"][n]["rmse_at_true_support"]),
+            "failures": [r["status"][name] for r in results if r["status"][name] != "ok"],
+        }
+        table[name] = row
+        other = name in ("D=3", "D=4")
+        gap = "n/a" if other or row["max_abs_rel_objective_gap"] is None else (
+            f"{row['max_abs_rel_objective_gap']:.1e}"
+        )  # fmt: skip
+        kkt = "n/a" if other else f"{row['max_kkt']:.1e}"
+        print(
+            f"{LABELS[name]:30s} {_fmt_range(row['seconds'], '.2f'):>11s} "
+            f"{_fmt_range(row['ratio_to_skglm'], '.2f'):>11s} "
+            f"{_fmt_range(row['ratio_to_celer'], '.2f'):>11s} "
+            f"{gap:>9s} {kkt:>8s} {_fmt_range(row['best_rmse'], '.3f'):>11s} "
+            f"{_fmt_range(row['groups_at_best'], 'd'):>7s} "
+            f"{_fmt_range(row['best_rmse_le10'], '.3f'):>11s} "
+            f"{_fmt_range(row['groups_le10'], 'd'):>7s} "
+            f"{_fmt_range(row['rmse_at_true_support'], '.3f'):>11s}"
+            + (f"  FAILED: {row['failures']}" if row["failures"] else "")
+        )
+    print(
+        f"{'oracle (OLS on true features)':30s} {'':>11s} {'':>11s} {'':>11s} {'':>9s} "
+        f"{'':>8s} {_fmt_range(oracle, '.3f'):>11s} {'7':>7s}"
+    )
+    print(
+        f"tight skglm reference (tol {TIGHT_TOL:g}): "
+        f"{_fmt_range([r['reference_seconds'] for r in results], '.1f')} s per path; "
+        "gap: max over lams and seeds of |F - F_ref| / F_ref of the group-lasso objective "
+        "(D=3, 4 minimize other objectives); KKT: relative violation"
+    )
+    gl_best = table["fista"]["best_rmse"]
+    deep_ok = [
+        any(
+            r["paths"][d] is not None
+            and (r["paths"][d]["best_rmse_with_at_most_10_groups"] or np.inf) <= gl_best[i]
+            for d in ("D=3", "D=4")
+        )
+        for i, r in enumerate(results)
+        if i < len(gl_best)
+    ]
+    d2gap = table["D=2"]["max_abs_rel_objective_gap"]
+    targets = {
+        "D=2 objective within 1e-4 of skglm (tight) at every lam": d2gap is not None
+        and d2gap <= 1e-4,
+        "FISTA path <= 2x skglm": bool(table["fista"]["ratio_to_skglm"])
+        and max(table["fista"]["ratio_to_skglm"]) <= 2.0,
+        "D=2 path <= 5x skglm": bool(table["D=2"]["ratio_to_skglm"])
+        and max(table["D=2"]["ratio_to_skglm"]) <= 5.0,
+        "D=3 or 4: best RMSE <= group lasso's best with <= 10 groups (every seed)": all(deep_ok),
     }
+    for k, v in targets.items():
+        print(f"[{'met' if v else 'NOT met'}] {k}")
+    if before is not None:
+        print(
+            f"before block steps (seed 0, D=2): {before['D=2 seconds']:.1f} s vs "
+            f"{before['after seconds']:.2f} s now"
+        )
+    return table, targets
+
+
+# ------------------------------------------------------------------------ parts 2 and 3
+
+REG_LABELS = {
+    "skglm": "skglm GroupLasso",
+    "celer": "celer GroupLasso",
+    "fista": "our group_lasso_path (FISTA)",
+    "D=2": "SparseLinearRegressor D=2",
+    "D=3": "SparseLinearRegressor D=3",
+    "skglm tight": f"skglm tol={TIGHT_TOL:g} (reference)",
+}
+
+
+def logistic_methods(spec):
+    """(methods, {method: label}, methods whose objective differs) of a logistic problem."""
+    k, gs = spec["n_classes"], spec["group_size"]
+    ours = {
+        "fista": "our GroupLassoClassifier (FISTA)",
+        "D=2": "SparseLinearClassifier D=2",
+    }
+    if k > 2:
+        peers = {
+            "skglm": "skglm SparseLogReg (OvR L1)",
+            "liblinear": "sklearn liblinear (OvR L1)",
+        }
+        tight = {"tight": "our FISTA tol=1e-12 (reference)"}
+        return {**peers, **ours, **tight}, {"skglm", "liblinear"}
+    if gs == 1:
+        peers = {
+            "skglm": "skglm SparseLogisticRegression",
+            "celer": "celer LogisticRegression",
+            "liblinear": "sklearn liblinear L1",
+        }
+        tight = {"tight": f"skglm SparseLogReg tol={TIGHT_TOL:g} (ref)"}
+        return {**peers, **ours, **tight}, set()
+    peers = {
+        "skglm": "skglm GroupBCD LogisticGroup",
+        "skglm PN": "skglm GroupProxNewton Log.Group",
+    }
+    tight = {"tight": f"skglm GroupProxNewton tol={TIGHT_TOL:g} (ref)"}
+    return {**peers, **ours, **tight}, set()
+
+
+def describe(spec):
+    if spec["kind"] == "reg":
+        kind = "regression"
+    else:
+        kind = (
+            "binary logistic" if spec["n_classes"] == 2 else f"{spec['n_classes']}-class logistic"
+        )
+    gs = spec["group_size"]
+    groups = "singletons (L1)" if gs == 1 else f"{spec['p'] // gs} groups of {gs}"
+    if spec["kind"] == "logistic" and spec["n_classes"] > 2 and gs == 1:
+        groups = "feature groups across classes"
+    return (
+        f"{kind} n={spec['n']} p={spec['p']} ({groups}), {spec['n_lams']} lams in "
+        f"lam_max*[{spec['lam_ratio']:g}, 1], no intercept"
+    )
+
+
+def run_problem(worker, spec, methods, other, timeout, warm_log, tight=True):
+    """Every method's path on one problem; gaps against the best objective at each lam."""
+    load_start = os.getloadavg()
+    t0 = time.perf_counter()
+    print(f"\n-- {describe(spec)} (load {load_start[0]:.1f})", flush=True)
+    runs = {}
+    for name in methods:
+        if name in ("tight", "skglm tight") and not tight:
+            continue
+        peer_tol = PEER_TOL if spec["kind"] == "reg" else None
+        res = run_path(worker, spec, name, timeout, peer_tol=peer_tol, warm_log=warm_log)
+        runs[name] = res
+        if res["status"] == "ok":
+            v = res["value"]
+            peak = v["peak_extra_mb"]
+            print(
+                f"   {name:12s} {v['seconds']:8.2f} s  max KKT {np.max(v['kkt']):.1e}  "
+                f"peak +{float('nan') if peak is None else peak:.0f} MB",
+                flush=True,
+            )
+        else:
+            print(f"   {name:12s} {res['status']}: {res.get('error', '')}", flush=True)
+    same = [m for m, r in runs.items() if r["status"] == "ok" and m not in other and m != "D=3"]
+    objs = np.array([runs[m]["value"]["objective"] for m in same])
+    ref = objs.min(axis=0)
+    best_by = [same[i] for i in objs.argmin(axis=0)]
+    rows = {}
+    for name, res in runs.items():
+        row = {"status": res["status"]}
+        if res["status"] == "ok":
+            v = res["value"]
+            obj = np.array(v["objective"])
+            row.update(
+                seconds=v["seconds"],
+                objective=v["objective"],
+                kkt=v["kkt"],
+                n_groups=v["n_groups"],
+                peak_extra_mb=v["peak_extra_mb"],
+                rss_before_mb=v["rss_before_mb"],
+                warnings=v["warnings"],
+                convergence_warnings=v["convergence_warnings"],
+                other_objective=name in other or name == "D=3",
+            )
+            if not row["other_objective"]:
+                gap = (obj - ref) / ref
+                row["rel_objective_gap"] = gap.tolist()
+                row["max_rel_objective_gap"] = float(gap.max())
+                row["max_kkt"] = float(np.max(v["kkt"]))
+        else:
+            row.update({k: v for k, v in res.items() if k not in ("status", "traceback")})
+            row["traceback"] = res.get("traceback")
+        rows[name] = row
+    for base in ("skglm", "celer"):
+        b = rows.get(base, {}).get("seconds")
+        for row in rows.values():
+            if b and "seconds" in row:
+                row[f"ratio_to_{base}"] = row["seconds"] / b
+    return {
+        "spec": spec,
+        "description": describe(spec),
+        "methods": rows,
+        "reference": "smallest objective at each lam among the solvers of this objective",
+        "reference_best_by": {m: best_by.count(m) for m in set(best_by)},
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
+        "wall_seconds": time.perf_counter() - t0,
+    }
+
+
+def problem_table(problem, labels, timeout):
+    print(f"\n== {problem['description']}")
+    print(
+        f"   load average {problem['load_average_start'][0]:.2f} -> "
+        f"{problem['load_average_end'][0]:.2f}; reference best by {problem['reference_best_by']}"
+    )
+    header = (
+        f"{'method':36s} {'time s':>9s} {'x skglm':>8s} {'x celer':>8s} {'max gap':>8s} "
+        f"{'max KKT':>8s} {'peak MB':>8s}  notes"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, row in problem["methods"].items():
+        label = labels.get(name, name)
+        if row["status"] != "ok":
+            note = (
+                f"> {timeout:.0f} s (timeout)"
+                if row["status"] == "timeout"
+                else f"{row['status']}: {row.get('error', row.get('exitcode', ''))}"
+            )
+            print(f"{label:36s} {'-':>9s} {'':>8s} {'':>8s} {'':>8s} {'':>8s} {'':>8s}  {note}")
+            continue
+        notes = []
+        if row["other_objective"]:
+            notes.append("other objective")
+        conv = row["warnings"].get("ConvergenceWarning", 0)
+        if conv:
+            notes.append(f"{conv} ConvergenceWarning")
+
+        def fmt(key, spec, row=row):
+            val = row.get(key)
+            return "-" if val is None else format(val, spec)
+
+        peak = row["peak_extra_mb"]
+        print(
+            f"{label:36s} {row['seconds']:9.2f} {fmt('ratio_to_skglm', '.2f'):>8s} "
+            f"{fmt('ratio_to_celer', '.2f'):>8s} "
+            f"{fmt('max_rel_objective_gap', '.1e'):>8s} {fmt('max_kkt', '.1e'):>8s} "
+            f"{'-' if peak is None else format(peak, '.0f'):>8s}  {', '.join(notes)}"
+        )
 
 
 # ------------------------------------------------------------------------ report
 
 
-def plot(results, oracle, path):
+def plot(paper, scaling, logistic, path, timeout=DEFAULT_TIMEOUT):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results, oracle = paper["results"], paper["oracle"]
     styles = {
         "fista": dict(color="black", lw=2.5, label="group lasso (our FISTA)"),
         "skglm": dict(color="tab:gray", ls="--", lw=1.5, label="group lasso (skglm)"),
@@ -259,245 +1112,311 @@ def plot(results, oracle, path):
         "D=3": dict(color="tab:orange", marker="s", ms=3, lw=1.5, label="D-Gating D=3"),
         "D=4": dict(color="tab:green", marker="^", ms=3, lw=1.5, label="D-Gating D=4"),
     }
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(2, 2, figsize=(12, 9.5))
     for key in ("test_rmse", "n_groups"):
-        ax = axes[0] if key == "test_rmse" else axes[1]
+        ax = axes[0, 0] if key == "test_rmse" else axes[0, 1]
         for name in ["fista", "skglm", "celer", "D=2", "D=3", "D=4"]:
-            vals = np.array([r["paths"][name][key] for r in results], dtype=float)
-            mean = vals.mean(axis=0)
-            ax.plot(LAMS, mean, **styles[name])
+            got = [r["paths"][name] for r in results if r["paths"][name] is not None]
+            if not got:
+                continue
+            vals = np.array([g[key] for g in got], dtype=float)
+            ax.plot(LAMS, vals.mean(axis=0), **styles[name])
             if name in ("fista", "D=3", "D=4"):
                 ax.fill_between(
-                    LAMS,
-                    vals.min(axis=0),
-                    vals.max(axis=0),
-                    color=styles[name]["color"],
-                    alpha=0.12,
-                    lw=0,
-                )
+                    LAMS, vals.min(axis=0), vals.max(axis=0), color=styles[name]["color"],
+                    alpha=0.12, lw=0,
+                )  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel(r"$\lambda$")
-    axes[0].axhline(
+    axes[0, 0].axhline(
         np.mean(oracle), color="tab:red", ls="-.", lw=1, label="oracle (OLS, true features)"
     )
-    axes[0].set_ylabel("test RMSE")
-    axes[0].set_yscale("log")
-    axes[1].axhline(7, color="tab:red", ls="-.", lw=1, label="7 true groups")
-    axes[1].set_ylabel("selected groups (of 40)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    more = axes[1].get_legend_handles_labels()
-    fig.legend(
-        handles + more[0][-1:],
-        labels + more[1][-1:],
-        loc="lower center",
-        ncol=4,
-        fontsize=8,
-        frameon=False,
+    axes[0, 0].set_ylabel("test RMSE")
+    axes[0, 0].set_yscale("log")
+    axes[0, 0].set_title(
+        f"paper simulation (n=200, 40 groups of 5): mean over {len(results)} seeds", fontsize=9
     )
-    n = len(results)
-    fig.suptitle(
-        f"Group-sparse linear regression (n=200, 40 groups of 5, 7 informative): mean and "
-        f"min-max over {n} seeds\n(skglm and celer at their default tolerance, which is "
-        f"loose at small lam)",
-        fontsize=10,
-    )
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.savefig(path, dpi=120)
+    axes[0, 1].axhline(7, color="tab:red", ls="-.", lw=1, label="7 true groups")
+    axes[0, 1].set_ylabel("selected groups (of 40)")
+    axes[0, 1].legend(fontsize=7, loc="upper right")
+
+    # time against problem size (regression)
+    ax = axes[1, 0]
+    marks = {"skglm": "s", "celer": "D", "fista": "o", "D=2": "^", "D=3": "v"}
+    short = {"skglm": "skglm", "celer": "celer", "fista": "our FISTA", "D=2": "D-Gating D=2",
+             "D=3": "D-Gating D=3"}  # fmt: skip
+    sizes = [("200x200", 200 * 200, {m: np.mean(
+        [r["seconds"][m] for r in results if np.isfinite(r["seconds"][m])] or [np.nan])
+        for m in marks})]  # fmt: skip
+    for prob in scaling:
+        s = prob["spec"]
+        row = {}
+        for m in marks:
+            r = prob["methods"].get(m)
+            if r is not None:
+                row[m] = r["seconds"] if r["status"] == "ok" else None  # None: timeout/failure
+        sizes.append((f"{s['n']}x{s['p']}", s["n"] * s["p"], row))
+    sizes.sort(key=lambda t: t[1])  # equally spaced, in order of n * p
+    for m, mk in marks.items():
+        pts = [(i, t[2][m]) for i, t in enumerate(sizes) if t[2].get(m) is not None]
+        pts = [(i, v) for i, v in pts if np.isfinite(v)]
+        color = styles[m]["color"]
+        ax.plot([i for i, _ in pts], [v for _, v in pts], marker=mk, color=color, label=short[m])
+        for i, t in enumerate(sizes):
+            if m in t[2] and t[2][m] is None:
+                ax.plot([i], [timeout], marker="x", color=color, ms=10, mew=2)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([t[0] for t in sizes], fontsize=8)
+    ax.set_xlabel("n x p, in order of n*p (200x200: paper problem, intercept, peers at default "
+                  "tol; others: no intercept, peers at tol 1e-8)", fontsize=7)  # fmt: skip
+    ax.set_ylabel("path time, s (one thread; x = timeout)")
+    ax.set_title("regression paths: time against problem size", fontsize=9)
+    ax.legend(fontsize=7)
+
+    # logistic
+    ax = axes[1, 1]
+    names = ["skglm", "skglm PN", "celer", "liblinear", "fista", "D=2"]
+    colors = {"skglm": "tab:gray", "skglm PN": "tab:purple", "celer": "tab:olive",
+              "liblinear": "tab:brown", "fista": "black", "D=2": "tab:blue"}  # fmt: skip
+    width = 0.13
+    for j, m in enumerate(names):
+        xs, ys = [], []
+        for i, prob in enumerate(logistic):
+            r = prob["methods"].get(m)
+            if r is None:
+                continue
+            x = i + (j - 2.5) * width
+            if r["status"] == "ok":
+                xs.append(x)
+                ys.append(r["seconds"])
+            else:  # timeout or failure: a hatched bar up to the time limit
+                ax.bar([x], [timeout], width, color="white", edgecolor=colors[m], hatch="xx")
+                ax.text(x, timeout, r["status"], rotation=90, fontsize=6, ha="center", va="top")
+        if xs:
+            ax.bar(xs, ys, width, color=colors[m], label=m)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(logistic)))
+    ax.set_xticklabels([_logistic_name(p["spec"]) for p in logistic], fontsize=8)
+    if logistic:
+        s = logistic[0]["spec"]
+        ax.set_title(f"logistic paths, n={s['n']} p={s['p']}, {s['n_lams']} lams", fontsize=9)
+    ax.set_ylabel("path time, s (one thread)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def _logistic_name(spec):
+    if spec["n_classes"] > 2:
+        return f"{spec['n_classes']} classes (peers: OvR)"
+    return "binary L1" if spec["group_size"] == 1 else f"binary groups of {spec['group_size']}"
+
+
 def _fmt_range(vals, spec):
-    vals = [v for v in vals if v is not None]
+    vals = [v for v in vals if v is not None and not (isinstance(v, float) and np.isnan(v))]
     if not vals:
         return "-"
     lo, hi = min(vals), max(vals)
     return f"{lo:{spec}}" if lo == hi else f"{lo:{spec}}-{hi:{spec}}"
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--before", action="store_true")
-    args = parser.parse_args()
+def _machine():
+    info = {"cpu_count": os.cpu_count(), "platform": platform.platform()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            info["cpu"] = next(
+                (ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), None
+            )
+        with open("/proc/meminfo") as fh:
+            info["mem_total_gb"] = int(fh.readline().split()[1]) / 1024**2
+    except OSError:
+        pass
+    return info
+
+
+def run(args):
+    """All three parts; returns the results (printing progress)."""
     load_start = os.getloadavg()
     t_start = time.perf_counter()
+    worker = Worker()
+    warm_log = []
+    timeout = args.timeout
+    try:
+        info = worker.call("info_job", timeout=120)
+        paper = run_paper(worker, args.seeds, args.repeats, timeout, warm_log)
+        if paper["compile"]:
+            print(
+                f"skglm numba compile (first tiny path minus second): "
+                f"{paper['compile']['compile_seconds']:.1f} s",
+                flush=True,
+            )
+        check = paper["check"]
+        if "max_rel_objective_difference" in check:
+            print(
+                f"same objective at lam=0.1: max relative difference "
+                f"{check['max_rel_objective_difference']:.1e}, max |coef - FISTA| "
+                f"{max(check['max_coef_difference_vs_fista'].values()):.1e}",
+                flush=True,
+            )
+        before = None
+        if args.before:
+            res = worker.call("before_job", 0, timeout=timeout)
+            ref = paper["results"][0]
+            if res["status"] == "ok":
+                seconds, path = res["value"]
+                data = make_group_regression(random_state=0)
+                summary = summarize_path(data, *path, np.array(ref["reference_objective"]))
+                before = {
+                    "seed": 0,
+                    "D=2 seconds": seconds,
+                    "after seconds": ref["seconds"]["D=2"],
+                    "ratio_to_skglm": seconds / ref["seconds"]["skglm"],
+                    "max_abs_rel_objective_gap": float(
+                        np.max(np.abs(summary["rel_objective_gap"]))
+                    ),
+                }
+            else:
+                before = res
 
-    compile_info = warm_up()
-    print(
-        f"skglm numba compile (first fit minus second): {compile_info['compile_seconds']:.1f} s",
-        flush=True,
-    )
-    check = same_objective_check(make_group_regression(random_state=0), lam=0.1)
-    print(
-        f"same objective at lam=0.1: max relative difference "
-        f"{check['max_rel_objective_difference']:.1e}, max |coef - FISTA| "
-        f"{max(check['max_coef_difference_vs_fista'].values()):.1e}",
-        flush=True,
-    )
-
-    results, oracle = [], []
-    for seed in range(args.seeds):
-        data = make_group_regression(random_state=seed)
-        X, y, labels = data.X, data.y, data.groups
-        times = {name: [] for name in METHODS}
-        paths = {}
-        for _ in range(args.repeats):  # interleaved, keep the fastest
-            for name in METHODS:
-                seconds, paths[name] = _timed(run_method, name, X, y, LAMS, labels)
-                times[name].append(seconds)
-        ref_seconds, ref = _timed(
-            skglm_path, X, y, LAMS, tol=TIGHT_TOL, max_iter=1000, max_epochs=100_000
-        )
-        ref_obj = _objective(X, y, *ref, LAMS, labels)
-        seconds = {name: min(v) for name, v in times.items()}
-        record = {
-            "seed": seed,
-            "seconds": seconds,
-            "all_seconds": times,
-            "ratio_to_skglm": {k: v / seconds["skglm"] for k, v in seconds.items()},
-            "reference_seconds": ref_seconds,
-            "reference_objective": ref_obj.tolist(),
-            "paths": {name: summarize_path(data, *paths[name], ref_obj) for name in METHODS},
-            "load_average": os.getloadavg(),
-        }
-        oracle.append(oracle_rmse(data))
-        record["oracle_rmse"] = oracle[-1]
-        results.append(record)
-        print(
-            f"seed {seed}: "
-            + ", ".join(f"{k} {v:.2f}s" for k, v in seconds.items())
-            + f" (tight skglm reference {ref_seconds:.1f}s, load {record['load_average'][0]:.1f})",
-            flush=True,
-        )
-
-    before = None
-    if args.before:
-        data = make_group_regression(random_state=0)
-        ref = results[0]
-        seconds, path = _timed(
-            lambda: gated_path(data.X, data.y, LAMS, data.groups, 2, _BeforeBlockSteps)
-        )
-        summary = summarize_path(data, *path, np.array(ref["reference_objective"]))
-        before = {
-            "seed": 0,
-            "D=2 seconds": seconds,
-            "after seconds": ref["seconds"]["D=2"],
-            "ratio_to_skglm": seconds / ref["seconds"]["skglm"],
-            "max_abs_rel_objective_gap": float(np.max(np.abs(summary["rel_objective_gap"]))),
-        }
-        print(
-            f"before (seed 0, D=2): {seconds:.1f} s vs {ref['seconds']['D=2']:.2f} s now",
-            flush=True,
-        )
-
-    # ---------------------------------------------------------------- table
-    def col(name, fn):
-        return [fn(r, name) for r in results]
-
-    header = (
-        f"{'method':30s} {'time s':>11s} {'x skglm':>11s} {'max |gap|':>9s} "
-        f"{'best RMSE':>11s} {'groups':>7s} {'RMSE<=10g':>11s} {'groups':>7s} "
-        f"{'RMSE@true7':>11s}"
-    )
-    print("\n" + header)
-    print("-" * len(header))
-    table = {}
-    for name in METHODS:
-        gaps = col(name, lambda r, n: float(np.max(np.abs(r["paths"][n]["rel_objective_gap"]))))
-        row = {
-            "seconds": col(name, lambda r, n: r["seconds"][n]),
-            "ratio_to_skglm": col(name, lambda r, n: r["ratio_to_skglm"][n]),
-            "max_abs_rel_objective_gap": max(gaps),
-            "best_rmse": col(name, lambda r, n: r["paths"][n]["best_rmse"]),
-            "groups_at_best": col(name, lambda r, n: r["paths"][n]["groups_at_best"]),
-            "best_rmse_le10": col(
-                name, lambda r, n: r["paths"][n]["best_rmse_with_at_most_10_groups"]
-            ),
-            "groups_le10": col(name, lambda r, n: r["paths"][n]["groups_at_that"]),
-            "rmse_at_true_support": col(name, lambda r, n: r["paths"][n]["rmse_at_true_support"]),
-        }
-        table[name] = row
-        gap = "n/a" if name in ("D=3", "D=4") else f"{row['max_abs_rel_objective_gap']:.1e}"
-        print(
-            f"{LABELS[name]:30s} {_fmt_range(row['seconds'], '.2f'):>11s} "
-            f"{_fmt_range(row['ratio_to_skglm'], '.2f'):>11s} "
-            f"{gap:>9s} {_fmt_range(row['best_rmse'], '.3f'):>11s} "
-            f"{_fmt_range(row['groups_at_best'], 'd'):>7s} "
-            f"{_fmt_range(row['best_rmse_le10'], '.3f'):>11s} "
-            f"{_fmt_range(row['groups_le10'], 'd'):>7s} "
-            f"{_fmt_range(row['rmse_at_true_support'], '.3f'):>11s}"
-        )
-    print(
-        f"{'oracle (OLS on true features)':30s} {'':>11s} {'':>11s} {'':>9s} "
-        f"{_fmt_range(oracle, '.3f'):>11s} {'7':>7s}"
-    )
-    print(
-        f"tight skglm reference (tol {TIGHT_TOL:g}): "
-        f"{_fmt_range([r['reference_seconds'] for r in results], '.1f')} s per path"
-    )
-    print(
-        "gap: max over lams and seeds of |F - F_ref| / F_ref of the group-lasso objective "
-        "(D=3, 4 minimize other objectives)"
-    )
-
-    # ---------------------------------------------------------------- targets
-    gl_best = table["fista"]["best_rmse"]
-    deep_ok = [
-        any(
-            (r["paths"][d]["best_rmse_with_at_most_10_groups"] or np.inf) <= gl_best[i]
-            for d in ("D=3", "D=4")
-        )
-        for i, r in enumerate(results)
-    ]
-    targets = {
-        "D=2 objective within 1e-4 of skglm (tight) at every lam": table["D=2"][
-            "max_abs_rel_objective_gap"
-        ]
-        <= 1e-4,
-        "FISTA path <= 2x skglm": max(table["fista"]["ratio_to_skglm"]) <= 2.0,
-        "D=2 path <= 5x skglm": max(table["D=2"]["ratio_to_skglm"]) <= 5.0,
-        "D=3 or 4: best RMSE <= group lasso's best with <= 10 groups (every seed)": all(deep_ok),
+        if args.quick:
+            reg_sizes = [(500, 250, 5), (200, 1000, 5)]
+            log_n, log_p, n_lams = 300, 60, 10
+        else:
+            reg_sizes = [(2000, 1000, 5), (500, 5000, 5)]
+            if not args.skip_large:
+                reg_sizes.append((20000, 5000, 10))
+            log_n, log_p, n_lams = 2000, 500, 20
+        scaling = []
+        for n, p, gs in reg_sizes:
+            spec = {"kind": "reg", "n": n, "p": p, "group_size": gs, "n_informative": 10,
+                    "seed": 0, "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
+            large = n * p > 5e7
+            methods = SCALING_METHODS + ["skglm tight"]
+            scaling.append(
+                run_problem(worker, spec, methods, set(), timeout, warm_log, tight=not large)
+            )
+        logistic = []
+        for k, gs in ((2, 1), (2, 5), (3, 1)):
+            spec = {"kind": "logistic", "n": log_n, "p": log_p, "group_size": gs,
+                    "n_informative": max(1, 10 // gs), "n_classes": k, "seed": 0,
+                    "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
+            methods, other = logistic_methods(spec)
+            logistic.append(run_problem(worker, spec, list(methods), other, timeout, warm_log))
+    finally:
+        worker.close()
+    return {
+        "args": vars(args),
+        "info": info.get("value", info),
+        "paper": paper,
+        "before": before,
+        "scaling": scaling,
+        "logistic": logistic,
+        "warm_ups": warm_log,
+        "worker_restarts": worker.restarts,
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
+        "total_seconds": time.perf_counter() - t_start,
     }
-    print()
-    for k, v in targets.items():
-        print(f"[{'met' if v else 'NOT met'}] {k}")
 
-    load_end = os.getloadavg()
-    total = time.perf_counter() - t_start
+
+def report(out):
+    """Print the tables, write the JSON and the figure."""
+    args = out["args"]
+    table, targets = paper_table(out["paper"], out["before"])
+    for prob in out["scaling"]:
+        problem_table(prob, REG_LABELS, args["timeout"])
+    for prob in out["logistic"]:
+        problem_table(prob, logistic_methods(prob["spec"])[0], args["timeout"])
     print(
-        f"\nload average (1, 5, 15 min) at start {load_start}, at end {load_end}; "
-        f"{os.cpu_count()} CPUs; benchmark took {total:.0f} s"
+        "\ngap: max over lams of (F - F_best) / F_best, F_best the smallest objective any "
+        "solver of the same objective reached at that lam; KKT: relative KKT violation "
+        "(divided by lam_max), our formula for every method; peak MB: rise of the worker's "
+        "peak RSS (VmHWM) during the path above its RSS before it"
+    )
+    compile_s = {
+        w["method"] + " " + "/".join(w["family"][:2]): round(w["value"]["compile_seconds"], 1)
+        for w in out["warm_ups"]
+        if w["status"] == "ok" and w["value"]["compile_seconds"] > 1.0
+    }
+    print(f"warm-up (compile) seconds, excluded from the timings: {compile_s}")
+    start = tuple(round(x, 2) for x in out["load_average_start"])
+    end = tuple(round(x, 2) for x in out["load_average_end"])
+    print(
+        f"\nload average (1, 5, 15 min) at start {start}, at end {end}; {os.cpu_count()} CPUs; "
+        f"worker threads {out['info']}; benchmark took {out['total_seconds']:.0f} s"
     )
 
+    paper = out["paper"]
     RESULTS.mkdir(exist_ok=True)
-    plot(results, oracle, RESULTS / "linear_path.png")
-    out = {
+    plot(paper, out["scaling"], out["logistic"], RESULTS / "linear_path.png", args["timeout"])
+    per_seed = []
+    for r in paper["results"]:
+        per_seed.append({k: v for k, v in r.items()})
+    result = {
         "config": {
-            "data": "make_group_regression defaults: n=200, n_test=2000, 40 groups of 5, "
-            "7 informative",
-            "seeds": args.seeds,
-            "repeats": args.repeats,
+            "data": "part 1: make_group_regression defaults: n=200, n_test=2000, 40 groups of "
+            "5, 7 informative; parts 2-3: see scaling/logistic specs",
+            "seeds": args["seeds"],
+            "repeats": args["repeats"],
+            "quick": args["quick"],
             "lams": LAMS.tolist(),
             "tight_reference": f"skglm GroupLasso tol={TIGHT_TOL}, warm starts",
+            "peer_tol_parts_2_3": PEER_TOL,
+            "timeout_seconds": args["timeout"],
+            "threads": "1 (torch.set_num_threads, threadpoolctl, OMP/BLAS/numba env vars)",
+            "timing": "worker subprocess, warm-up path on tiny data first (numba compile "
+            "excluded); peak memory = VmHWM rise above VmRSS before the path",
         },
         "versions": _versions(),
         "machine": {
-            "cpu_count": os.cpu_count(),
-            "load_average_start": load_start,
-            "load_average_end": load_end,
-            "platform": platform.platform(),
+            **_machine(),
+            "load_average_start": out["load_average_start"],
+            "load_average_end": out["load_average_end"],
+            "worker": out["info"],
         },
-        "skglm_compile": compile_info,
-        "same_objective_check": check,
+        "skglm_compile": paper["compile"],
+        "same_objective_check": paper["check"],
         "table": table,
         "targets": targets,
-        "oracle_rmse": oracle,
-        "before_block_steps": before,
-        "per_seed": results,
-        "total_seconds": total,
+        "oracle_rmse": paper["oracle"],
+        "before_block_steps": out["before"],
+        "per_seed": per_seed,
+        "scaling": out["scaling"],
+        "logistic": out["logistic"],
+        "warm_ups": out["warm_ups"],
+        "worker_restarts": out["worker_restarts"],
+        "total_seconds": out["total_seconds"],
     }
-    (RESULTS / "linear_path.json").write_text(json.dumps(out, indent=1, default=_jsonable))
+    (RESULTS / "linear_path.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--before", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
+    parser.add_argument("--skip-large", action="store_true", help="no n=20000, p=5000 problem")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per path")
+    parser.add_argument(
+        "--replot", action="store_true", help="only redraw the figure from the saved JSON"
+    )
+    args = parser.parse_args()
+    if args.replot:
+        saved = json.loads((RESULTS / "linear_path.json").read_text())
+        paper = {"results": saved["per_seed"], "oracle": saved["oracle_rmse"]}
+        timeout = saved["config"].get("timeout_seconds", DEFAULT_TIMEOUT)
+        plot(paper, saved["scaling"], saved["logistic"], RESULTS / "linear_path.png", timeout)
+        return
+    if args.seeds is None:
+        args.seeds = 1 if args.quick else 3
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 2
+    if args.timeout is None:
+        args.timeout = 120.0 if args.quick else DEFAULT_TIMEOUT
+    report(run(args))
 
 
 def _jsonable(obj):
@@ -511,8 +1430,11 @@ def _jsonable(obj):
 def _versions():
     import importlib.metadata as md
 
-    out = {}
-    for pkg in ("torch", "skorch", "scikit-learn", "numpy", "scipy", "skglm", "celer", "numba"):
+    out = {"python": platform.python_version()}
+    for pkg in (
+        "torch", "skorch", "scikit-learn", "numpy", "scipy", "skglm", "celer", "numba",
+        "threadpoolctl",
+    ):  # fmt: skip
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
