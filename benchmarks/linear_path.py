@@ -78,7 +78,7 @@ Usage::
 fastest. ``--before`` also times the D=2 path of the first seed with the linear
 estimator's pre-block-step training (L-BFGS from the ridge start only, about 3 minutes).
 ``--quick`` is a smoke run (one seed, small scaling and logistic problems, about a
-minute plus numba compilation).
+minute and a half, half of it numba compilation).
 
 Prints a table per problem and writes benchmarks/results/linear_path.json and
 linear_path.png (Figure 4 of the paper, path time against problem size, logistic times).
@@ -1281,8 +1281,8 @@ def run(args):
                 before = res
 
         if args.quick:
-            reg_sizes = [(500, 250, 5), (200, 1000, 5)]
-            log_n, log_p, n_lams = 300, 60, 10
+            reg_sizes = [(400, 200, 5), (100, 500, 5)]
+            log_n, log_p, n_lams = 200, 40, 8
         else:
             reg_sizes = [(2000, 1000, 5), (500, 5000, 5)]
             if not args.skip_large:

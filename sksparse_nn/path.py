@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -395,16 +396,39 @@ def _fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_wa
     }
 
 
-def _fold_task(index, flag, estimator, X, y, train, test, lams, scorer, threads):
+def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads):
     """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
     this worker itself (a terminal signals the whole process group) raises it for all."""
     # a worker process runs tasks in its main thread; a thread-based backend does not
-    alone = threading.current_thread() is threading.main_thread()
-    with interrupt_on(flag):
+    alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
+    received = []
+    with interrupt_on(flag), _sigint_raises(flag, received, alone):
         out = _fold_scores(estimator, X, y, train, test, lams, scorer, threads, alone)
-    if out["interrupted"] == "here":
+    if received or out["interrupted"] == "here":
+        out["interrupted"] = "here"
         _raise_flag(flag)
     return index, out
+
+
+@contextmanager
+def _sigint_raises(flag, received, active):
+    """In a worker process, a SIGINT raises ``flag`` (and is noted in ``received``) instead
+    of raising KeyboardInterrupt at whatever line runs: every fit then stops at its next
+    batch boundary, and a fold that is scoring its last point when the terminal's Ctrl-C
+    arrives finishes and is kept, exactly as when only the parent was signalled."""
+    if not active:
+        yield
+        return
+
+    def handler(signum, frame):
+        received.append(signum)
+        _raise_flag(flag)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _raise_flag(flag):
@@ -443,7 +467,7 @@ def _parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwar
     flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
     flag = os.path.join(flag_dir, "interrupt")
     tasks = [
-        delayed(_fold_task)(k, flag, base, X, y, train, test, lams, scorer, threads)
+        delayed(_fold_task)(k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads)
         for k, (train, test) in enumerate(splits)
     ]
     results, errors, done = {}, [], threading.Event()
