@@ -376,28 +376,61 @@ def _top_eigenvalue(matvec, dim):
     return float(val) * (1.0 + 10 * tol)
 
 
-class _Design:
-    """Centered least-squares data and everything the iterations need, computed once.
+def _check_sample_weight_ls(sample_weight, n):
+    """Sample weights rescaled to sum to ``n`` (None: all ones, returned as None)."""
+    if sample_weight is None:
+        return None
+    from sklearn.utils.validation import _check_sample_weight
 
-    ``grad(w)`` is the gradient ``X_c^T (X_c w - y_c) / n`` of the smooth part, ``c`` is
-    ``X_c^T y_c / n`` (``-grad(0)``) and ``L`` the Lipschitz constant of ``grad``.
-    Sparse ``X`` is never densified nor explicitly centered: ``X_c w = X w - x_mean @ w``
-    and ``X_c^T r = X^T r - x_mean * sum(r)``.
+    s = _check_sample_weight(
+        sample_weight, np.empty((n, 0)), dtype=np.float64, ensure_non_negative=True
+    )
+    total = float(s.sum())
+    if not total > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    return s * (n / total)
+
+
+class _Design:
+    """Centered (weighted) least-squares data and everything the iterations need.
+
+    With sample weights ``s`` (rescaled to sum to ``n``) the loss is
+    ``sum_i s_i (y_i - x_i w - b)^2 / (2n)``; writing ``X_c = S^{1/2} (X - 1 m^T)`` and
+    ``y_c = S^{1/2} (y - ybar)`` with the weighted means ``m``, ``ybar`` it is the
+    unweighted loss ``||y_c - X_c w||^2 / (2n)`` after the intercept is profiled out
+    (``b = ybar - m^T w``). ``grad(w)`` is the gradient ``X_c^T (X_c w - y_c) / n``,
+    ``c = X_c^T y_c / n`` (``-grad(0)``) and ``L`` the Lipschitz constant of ``grad``.
+    Sparse ``X`` is never densified nor explicitly centered: ``X_c w = S^{1/2} (X w -
+    m^T w)`` and ``X_c^T r = X^T S^{1/2} r - m (1^T S^{1/2} r)``. ``gram_block(idx)`` is
+    the Gram matrix ``X_c^T X_c / n`` restricted to the features ``idx``, taken from the
+    precomputed Gram matrix or from a cache of the blocks computed so far.
     """
 
-    def __init__(self, X, y, fit_intercept=True, precompute="auto", lipschitz=None):
+    def __init__(
+        self, X, y, fit_intercept=True, precompute="auto", lipschitz=None, sample_weight=None
+    ):
         X, y = _as_float_data(X, y)
         n, p = X.shape
         self.n_samples, self.n_features = n, p
         self.fit_intercept = bool(fit_intercept)
+        s = _check_sample_weight_ls(sample_weight, n)
+        sw = None if s is None else np.sqrt(s)
+        self.sw = sw
         if self.fit_intercept:
-            self.x_mean = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1)
-            self.y_mean = float(y.mean())
+            if s is None:
+                self.x_mean = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1)
+                self.y_mean = float(y.mean())
+            else:
+                self.x_mean = np.asarray(safe_sparse_dot(s, X), dtype=np.float64).reshape(-1) / n
+                self.y_mean = float(s @ y) / n
         else:
             self.x_mean = np.zeros(p)
             self.y_mean = 0.0
         yc = y - self.y_mean
+        if sw is not None:
+            yc = sw * yc
         sparse = sp.issparse(X)
+        self.sparse = sparse
         if precompute == "auto":
             use_gram = p <= n and p <= _GRAM_MAX_FEATURES
         elif isinstance(precompute, (bool, np.bool_)):
@@ -407,15 +440,26 @@ class _Design:
         self.gram = None
         m = self.x_mean
         if sparse:
-            Xt = X.T
+            Xs = X if sw is None else sp.diags(sw) @ X  # S^{1/2} X, same sparsity
+            Xs = Xs.tocsc()
+            Xt = Xs.T
+            self._cols = Xs
+            if sw is None:
+                ones = np.ones(n)
+            else:
+                ones = sw
 
             def xc_dot(w):
-                return X @ w - m @ w
+                return Xs @ w - (m @ w) * ones
 
             def xct_dot(r):
-                return Xt @ r - m * r.sum()
+                return Xt @ r - m * (ones @ r)
+
         else:
             Xc = X - m if self.fit_intercept else X
+            if sw is not None:
+                Xc = Xc * sw[:, None]
+            self._cols = Xc
 
             def xc_dot(w):
                 return Xc @ w
@@ -423,10 +467,12 @@ class _Design:
             def xct_dot(r):
                 return Xc.T @ r
 
+        self.xc_dot, self.xct_dot = xc_dot, xct_dot
         self.c = xct_dot(yc) / n
+        self.yc = yc
         if use_gram:
             if sparse:
-                G = Xt @ X
+                G = Xt @ Xs
                 G = G.toarray() if sp.issparse(G) else np.array(G, dtype=np.float64)
                 G /= n
                 if self.fit_intercept:
@@ -450,9 +496,7 @@ class _Design:
             L = 0.0  # the smooth part does not depend on w
         self.L = L
         c = self.c
-        # forward(w) = w - grad(w) / L, the gradient step of every iteration, written with
-        # as few array operations as possible (the iterations are overhead-bound for small
-        # problems).
+        # forward(w) = w - grad(w) / L, the gradient step of the plain iterations
         if use_gram:
             Gs = G / L if L > 0 else G
             cs = c / L if L > 0 else c
@@ -462,6 +506,7 @@ class _Design:
 
             def forward(w):
                 return w - Gs @ w + cs
+
         else:
             inv_nl = 1.0 / (n * L) if L > 0 else 1.0 / n
             cs = c * (n * inv_nl)
@@ -475,6 +520,60 @@ class _Design:
         self.grad, self.forward = grad, forward
         # per-iteration work small enough for single-threaded BLAS to be fastest
         self.small = (p * p if use_gram else 2 * n * p) <= _SMALL_WORK
+        # cache of Gram blocks (when the Gram matrix is not precomputed)
+        self._cache_pos = np.full(p, -1, dtype=np.intp)
+        self._cache_idx = np.zeros(0, dtype=np.intp)
+        self._cache = np.zeros((0, 0))
+
+    def full_grad(self, w, nz=None):
+        """Gradient at ``w``, using only the columns ``nz`` where ``w`` is non-zero."""
+        if self.gram is not None:
+            if nz is not None and 4 * nz.size < self.n_features:
+                return self.gram[:, nz] @ w[nz] - self.c
+            return self.gram @ w - self.c
+        if nz is not None and 4 * nz.size < self.n_features and not self.sparse:
+            z = self._cols[:, nz] @ w[nz]
+        else:
+            z = self.xc_dot(w)
+        return self.xct_dot(z) / self.n_samples - self.c
+
+    def cacheable(self, size):
+        return self.gram is not None or size <= _GRAM_MAX_FEATURES
+
+    def gram_block(self, idx):
+        """``X_c^T X_c / n`` restricted to the (sorted) features ``idx``."""
+        if self.gram is not None:
+            return self.gram[np.ix_(idx, idx)]
+        pos = self._cache_pos
+        new = idx[pos[idx] < 0]
+        if new.size:
+            n = self.n_samples
+            old = self._cache_idx
+            cols = self._cols
+            Xn = cols[:, new]
+            if self.sparse:
+                m = self.x_mean
+                Xo = cols[:, old]
+                B = np.asarray((Xo.T @ Xn).todense()) / n
+                C = np.asarray((Xn.T @ Xn).todense()) / n
+                if self.fit_intercept:
+                    B -= np.outer(m[old], m[new])
+                    C -= np.outer(m[new], m[new])
+            else:
+                Xn = np.asarray(Xn)
+                B = cols[:, old].T @ Xn / n if old.size else np.zeros((0, new.size))
+                C = Xn.T @ Xn / n
+            k = old.size
+            G = np.empty((k + new.size, k + new.size))
+            G[:k, :k] = self._cache
+            G[:k, k:] = B
+            G[k:, :k] = B.T
+            G[k:, k:] = 0.5 * (C + C.T)
+            self._cache = G
+            self._cache_idx = np.concatenate((old, new))
+            pos[new] = k + np.arange(new.size)
+        q = pos[idx]
+        return self._cache[np.ix_(q, q)]
 
     def intercept(self, w):
         return self.y_mean - float(self.x_mean @ w) if self.fit_intercept else 0.0
@@ -507,19 +606,42 @@ class GroupLassoResult(NamedTuple):
     converged: bool
 
 
-def _kkt_violation(w, g, ext, lam_rho, n_ext):
-    """Largest distance of ``-g`` to the subdifferential of the penalty, over groups."""
+def _group_violations(w, g, ext, lam_rho, n_ext, positive=False):
+    """Distance of ``-g`` to the subdifferential of the penalty (and, with ``positive``,
+    plus the normal cone of ``w >= 0``), per group; also returns the live-group mask.
+
+    For a live group ``j`` the distance is the norm of ``g_j + lam rho_j w_j / ||w_j||``,
+    where with ``positive`` a coordinate at zero contributes only ``min(g_i, 0)`` (the
+    normal cone of ``w_i >= 0`` at ``w_i = 0`` absorbs any ``g_i >= 0``). For a zero
+    group it is ``max(0, ||g_j|| - lam rho_j)``, with ``min(g_j, 0)`` in place of ``g_j``
+    under ``positive`` (only the positive part of ``-g_j`` pulls the group away from 0).
+    """
     nw = np.sqrt(np.bincount(ext, weights=w * w, minlength=n_ext))
     live = nw > 0
     coef = np.zeros(n_ext)
     np.divide(lam_rho, nw, out=coef, where=live)
     d = g + coef[ext] * w  # for live groups: g_j + lam rho_j w_j / ||w_j||; else g_j
+    if positive:
+        d = np.where(w > 0, d, np.minimum(d, 0.0))
     nd = np.sqrt(np.bincount(ext, weights=d * d, minlength=n_ext))
-    viol = np.where(live, nd, np.maximum(nd - lam_rho, 0.0))
+    return np.where(live, nd, np.maximum(nd - lam_rho, 0.0)), live
+
+
+def _kkt_violation(w, g, ext, lam_rho, n_ext, positive=False):
+    """Largest distance of ``-g`` to the subdifferential of the penalty, over groups."""
+    viol, _ = _group_violations(w, g, ext, lam_rho, n_ext, positive)
     return float(viol.max()) if viol.size else 0.0
 
 
-def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10):
+def _kkt_scale(c, ext, n_ext):
+    """KKT scale: largest group norm of ``c = -grad(0)`` (1 if it is zero)."""
+    scale = 0.0
+    if c.size:
+        scale = float(np.sqrt(np.bincount(ext, weights=c * c, minlength=n_ext)).max())
+    return scale if scale > 0 else 1.0
+
+
+def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10, positive=False):
     """FISTA with gradient-based adaptive restart (O'Donoghue & Candes, 2015).
 
     The KKT violation is evaluated at the start and every ``check_every`` iterations (it
@@ -528,22 +650,19 @@ def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10):
     p = design.n_features
     n_ext = rho_ext.shape[0]
     lam_rho = lam * rho_ext
-    # KKT scale: largest group norm of X_c^T y_c / n over all (extended) groups.
-    scale = 0.0
-    if p:
-        scale = float(np.sqrt(np.bincount(ext, weights=design.c**2, minlength=n_ext)).max())
-    if not scale > 0:
-        scale = 1.0
+    scale = _kkt_scale(design.c, ext, n_ext)
     abs_tol = tol * scale
     x = np.zeros(p) if w0 is None else np.array(w0, dtype=np.float64).reshape(-1)
     if x.shape != (p,):
         raise ValueError(f"w0 must have shape ({p},), got {x.shape}.")
+    if positive:
+        x = np.maximum(x, 0.0)
     grad = design.grad
     if design.L == 0.0:
         # The loss is constant in w: zero every penalized group, keep the others.
         x = np.where(rho_ext[ext] > 0, 0.0, x)
-        return x, 0, _kkt_violation(x, grad(x), ext, lam_rho, n_ext) / scale
-    kkt = _kkt_violation(x, grad(x), ext, lam_rho, n_ext)
+        return x, 0, _kkt_violation(x, grad(x), ext, lam_rho, n_ext, positive) / scale
+    kkt = _kkt_violation(x, grad(x), ext, lam_rho, n_ext, positive)
     if kkt <= abs_tol:
         return x, 0, kkt / scale
     forward = design.forward
@@ -560,6 +679,8 @@ def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10):
     with limit:
         for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is used after the loop)
             v = forward(y)
+            if positive:
+                v = maximum(v, 0.0)
             if singletons:
                 x_new = v - clip(v, -thr_feat, thr_feat)
             elif has_thr:  # block soft-thresholding, vectorized over groups
@@ -579,10 +700,276 @@ def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10):
                 t = t_new
             x = x_new
             if n_iter % check_every == 0 or n_iter == max_iter:
-                kkt = _kkt_violation(x, grad(x), ext, lam_rho, n_ext)
+                kkt = _kkt_violation(x, grad(x), ext, lam_rho, n_ext, positive)
                 if kkt <= abs_tol:
                     break
     return x + 0.0, n_iter, kkt / scale  # + 0.0 turns -0.0 into 0.0
+
+
+# Smallest working set, in groups, and the number of power iterations that estimate the
+# Lipschitz constant of a working set's Gram block (see _restricted_lipschitz).
+_WS_MIN_GROUPS = 10
+_POWER_STEPS = 30
+
+
+def _restricted_lipschitz(G, v0, cap):
+    """Largest eigenvalue of the PSD block ``G``, and its eigenvector estimate.
+
+    Exact (LAPACK) for small blocks. Larger blocks use power iterations from ``v0`` and
+    a 5% margin; the value is a lower bound in theory, so the iterations that use it
+    check it (the curvature of each step must not exceed it, see :func:`_ws_fista`).
+    Capped by ``cap`` (the Lipschitz constant of the whole problem, an upper bound for
+    every principal block).
+    """
+    k = G.shape[0]
+    if k <= _DENSE_EIG_MAX:
+        vals, vecs = scipy.linalg.eigh(G, check_finite=False)
+        return min(float(vals[-1]) * (1.0 + 1e-12) + 1e-300, cap), vecs[:, -1]
+    v = v0 if v0 is not None and v0.shape == (k,) and np.any(v0) else np.ones(k)
+    v = v / np.linalg.norm(v)
+    theta = 0.0
+    for _ in range(_POWER_STEPS):
+        z = G @ v
+        theta = float(v @ z)
+        nz = np.linalg.norm(z)
+        if not nz > 0:
+            break
+        v = z / nz
+    return min(1.05 * theta + 1e-300, cap), v
+
+
+def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_steps):
+    """Newton steps on the smooth problem of the current support (restricted block).
+
+    On its live groups the objective ``w^T G w / 2 - c^T w + sum lam rho_j ||w_j||`` is
+    smooth, with gradient ``G w - c + lam rho_j w_j / ||w_j||`` and Hessian ``G +
+    blockdiag(lam rho_j (I - u_j u_j^T) / ||w_j||)`` (``u_j = w_j / ||w_j||``). Under
+    ``positive`` the support is the positive coordinates. A step is kept only if every
+    support coordinate keeps its group's direction (no group crosses zero, positive
+    coordinates stay positive) and the KKT violation of the block decreases.
+
+    Returns ``(x, kkt, n_steps, viol)`` (``viol`` the per-group violations at ``x``, or
+    None if no step was taken).
+    """
+    viol = None
+    steps = 0
+    for steps in range(1, max_steps + 1):  # noqa: B007
+        nw = np.sqrt(np.bincount(ext, weights=x * x, minlength=n_ext))
+        S = np.flatnonzero(x > 0) if positive else np.flatnonzero(nw[ext] > 0)
+        if S.size == 0:
+            return x, kkt, steps - 1, viol
+        eS = ext[S]
+        xS = x[S]
+        nS = nw[eS]
+        a = lam_rho[eS] / nS
+        u = xS / nS
+        GS = G[S]
+        F = GS @ x - c[S] + a * xS
+        H = GS[:, S]
+        au = a * u
+        H -= (eS[:, None] == eS[None, :]) * np.multiply.outer(au, u)
+        H.flat[:: S.size + 1] += a
+        try:
+            d = scipy.linalg.solve(H, F, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return x, kkt, steps - 1, viol
+        if not np.all(np.isfinite(d)):
+            return x, kkt, steps - 1, viol
+        xn_S = xS - d
+        if positive:
+            if np.any(xn_S <= 0):
+                return x, kkt, steps - 1, viol
+        elif np.any(np.bincount(eS, weights=xS * xn_S, minlength=n_ext)[eS] <= 0):
+            return x, kkt, steps - 1, viol  # a group would cross zero
+        xn = x.copy()
+        xn[S] = xn_S
+        vn, _ = _group_violations(xn, G @ xn - c, ext, lam_rho, n_ext, positive)
+        kn = float(vn.max())
+        if not kn < kkt:
+            return x, kkt, steps - 1, viol
+        x, kkt, viol = xn, kn, vn
+        if kkt <= tol_in:
+            break
+    return x, kkt, steps, viol
+
+
+def _ws_fista(G, c, lam_rho, ext, n_ext, x, L, tol_in, max_iter, positive, check_every=10):
+    """FISTA with restart on a restricted block (Gram form), with Newton acceleration.
+
+    Every ``check_every`` iterations the KKT violation of the block is evaluated; when the
+    support has not changed since the previous check, Newton steps on it are tried
+    (:func:`_newton_support`). The curvature of the iterates' displacement between two
+    checks is compared with ``L``; a larger one raises ``L`` (``L`` from power iterations
+    may be slightly low). Returns ``(x, n_iter, kkt, L)``.
+    """
+    k = x.shape[0]
+    singletons = n_ext == k
+    sqrt, bincount, maximum, divide, dot = np.sqrt, np.bincount, np.maximum, np.divide, np.dot
+    clip = np.clip
+    viol, live = _group_violations(x, G @ x - c, ext, lam_rho, n_ext, positive)
+    kkt = float(viol.max())
+    n_iter = 0
+    if kkt <= tol_in:
+        return x, n_iter, kkt, L
+    x_chk, g_chk = x, None
+    Gs, cs = G / L, c / L
+    thr = lam_rho / L
+    thr_feat = thr[ext]
+    has_thr = bool(np.any(thr > 0))
+    y, t = x, 1.0
+    prev_live = live
+    newton_ok = True
+    while n_iter < max_iter:
+        for _ in range(min(check_every, max_iter - n_iter)):
+            v = y - Gs @ y + cs
+            if positive:
+                v = maximum(v, 0.0)
+            if singletons:
+                x_new = v - clip(v, -thr_feat, thr_feat)
+            elif has_thr:
+                nv = sqrt(bincount(ext, weights=v * v, minlength=n_ext))
+                s = maximum(nv - thr, 0.0)
+                divide(s, nv, out=s, where=nv > 0)
+                x_new = v * s[ext]
+            else:
+                x_new = v
+            dx = x_new - x
+            if dot(y - x_new, dx) > 0.0:
+                t = 1.0
+                y = x_new
+            else:
+                t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+                y = x_new + ((t - 1.0) / t_new) * dx
+                t = t_new
+            x = x_new
+            n_iter += 1
+        g = G @ x - c
+        viol, live = _group_violations(x, g, ext, lam_rho, n_ext, positive)
+        kkt = float(viol.max())
+        if kkt <= tol_in:
+            break
+        # curvature check of L between two checks: (dx^T G dx) / ||dx||^2 <= L
+        if g_chk is not None:
+            dxc = x - x_chk
+            den = float(dxc @ dxc)
+            if den > 0:
+                curv = float(dxc @ (g - g_chk)) / den
+                if curv > L:
+                    L = 1.5 * curv
+                    Gs, cs = G / L, c / L
+                    thr = lam_rho / L
+                    thr_feat = thr[ext]
+                    y, t = x, 1.0
+        x_chk, g_chk = x, g
+        if newton_ok and np.array_equal(live, prev_live) and live.any():
+            x_n, kkt_n, steps, viol_n = _newton_support(
+                G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, 20
+            )
+            n_iter += steps
+            if steps:
+                x, kkt = x_n, kkt_n
+                y, t = x, 1.0
+                x_chk, g_chk = x, None
+                if kkt <= tol_in:
+                    break
+            else:
+                newton_ok = False  # no progress on this support: wait for it to change
+        if not np.array_equal(live, prev_live):
+            newton_ok = True
+        prev_live = live
+    return x, n_iter, kkt, L
+
+
+def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, state=None):
+    """Group lasso by working sets (restricted FISTA + Newton), certified on all groups.
+
+    Outer loop: the full gradient gives every group's KKT violation; if the largest is
+    at most ``tol`` times the scale the solution is certified. Otherwise the working
+    set is the live groups (and the unpenalized ones) plus the worst violators (as many
+    as live groups, at least ``_WS_MIN_GROUPS``), and the problem restricted to it is
+    solved by :func:`_ws_fista` on its Gram block to a tolerance below the violation
+    left outside the set. Returns ``(w, n_iter, relative kkt)``.
+    """
+    p = design.n_features
+    n_ext = rho_ext.shape[0]
+    lam_rho = lam * rho_ext
+    scale = _kkt_scale(design.c, ext, n_ext)
+    abs_tol = tol * scale
+    w = np.zeros(p) if w0 is None else np.array(w0, dtype=np.float64).reshape(-1)
+    if w.shape != (p,):
+        raise ValueError(f"w0 must have shape ({p},), got {w.shape}.")
+    if positive:
+        w = np.maximum(w, 0.0)
+    if design.L == 0.0 or p == 0:
+        return _fista(design, lam, ext, rho_ext, w, tol, max_iter, positive=positive)
+    if state is None:
+        state = {}
+    free = rho_ext == 0
+    n_iter = stalled = 0
+    kkt = np.inf
+    limit = threadpool_limits(limits=1, user_api="blas") if design.small else nullcontext()
+    with limit:
+        while True:
+            nz = np.flatnonzero(w)
+            g = design.full_grad(w, nz)
+            viol, live = _group_violations(w, g, ext, lam_rho, n_ext, positive)
+            kkt = float(viol.max())
+            if kkt <= abs_tol or n_iter >= max_iter:
+                break
+            keep = live | free
+            n_live = int(np.count_nonzero(live & ~free))
+            out = np.where(keep, -1.0, viol)
+            n_add = max(_WS_MIN_GROUPS, n_live)
+            if n_add < n_ext:
+                top = np.argpartition(out, n_ext - n_add - 1)
+                add = top[n_ext - n_add :]
+                rest = out[top[: n_ext - n_add]]
+                outside = float(rest.max()) if rest.size else 0.0
+            else:
+                add = np.arange(n_ext)
+                outside = 0.0
+            add = add[out[add] > abs_tol]
+            in_ws = keep.copy()
+            in_ws[add] = True
+            idx = np.flatnonzero(in_ws[ext])
+            if not design.cacheable(idx.size):  # too large for Gram blocks: plain FISTA
+                w, it, rel = _fista(
+                    design, lam, ext, rho_ext, w, tol, max_iter - n_iter, positive=positive
+                )
+                return w, n_iter + it, rel
+            groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
+            G = design.gram_block(idx)
+            key = idx.tobytes()
+            if state.get("key") == key:
+                L = state["L"]
+            else:
+                L, vec = _restricted_lipschitz(G, state.get("vec"), design.L)
+                if state.get("vec") is None or state["vec"].shape != vec.shape:
+                    state["vec"] = vec
+                state.update(key=key, L=L)
+            tol_in = max(0.5 * abs_tol, 0.3 * outside)
+            if stalled >= 2:  # no inner iteration twice in a row: ask for the full tol
+                tol_in = 0.5 * abs_tol
+            if stalled >= 4:
+                break
+            x, it, _, L = _ws_fista(
+                G,
+                design.c[idx],
+                lam_rho[groups_ws],
+                ext_ws,
+                groups_ws.size,
+                w[idx],
+                L,
+                tol_in,
+                max_iter - n_iter,
+                positive,
+            )
+            state["L"] = L
+            n_iter += it
+            stalled = stalled + 1 if it == 0 else 0
+            w = np.zeros(p)
+            w[idx] = x
+    return w + 0.0, n_iter, kkt / scale
 
 
 def _check_solver_args(lam, tol, max_iter):
@@ -607,12 +994,21 @@ def solve_group_lasso(
     *,
     precompute="auto",
     lipschitz=None,
+    positive=False,
+    sample_weight=None,
 ):
-    r"""Solve one group-lasso problem by accelerated proximal gradient.
+    r"""Solve one group-lasso problem by working sets and accelerated proximal gradient.
 
-    Minimizes :math:`\frac{1}{2n}\|y - Xw - b\|_2^2 + \lambda \sum_j \rho_j \|w_{G_j}\|_2`
-    with FISTA, gradient-based adaptive restart, constant step ``1/L``
-    (``L`` = largest eigenvalue of :math:`X_c^T X_c / n`) and block soft-thresholding.
+    Minimizes :math:`\frac{1}{2n}\sum_i s_i (y_i - x_i w - b)^2 + \lambda \sum_j \rho_j
+    \|w_{G_j}\|_2` (``s_i = 1`` without sample weights), optionally subject to
+    ``w >= 0``. Outer loop: the full gradient gives the KKT violation of every group;
+    the working set is the live groups plus the worst violators (growing with the
+    support). Inner loop: FISTA with gradient-based adaptive restart and block
+    soft-thresholding on the Gram block of the working set (step ``1/L_W``, ``L_W`` its
+    largest eigenvalue), with Newton steps on the support once it stops changing (the
+    objective is smooth on the live groups). The stopping rule is checked on *all*
+    groups at the end (see the module docstring), so the result is certified whatever
+    the working set did.
 
     Parameters
     ----------
@@ -639,19 +1035,40 @@ def solve_group_lasso(
         Iterate with the Gram matrix ``X_c^T X_c / n``. "auto" uses it when
         ``n_features <= n_samples`` (and ``n_features <= 4096``).
     lipschitz : float, default=None
-        Known Lipschitz constant ``L`` (e.g. from a previous call on the same data).
+        Known Lipschitz constant ``L`` of the whole problem (e.g. from a previous call on
+        the same data); an upper bound for the working sets' constants.
+    positive : bool, default=False
+        Constrain every coefficient to be ``>= 0`` (as ``Lasso(positive=True)``). The
+        proximal step is then block soft-thresholding of the positive part, and the KKT
+        violation uses the constrained optimality conditions (see
+        :func:`_group_violations`).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights, rescaled to sum to ``n_samples`` (the convention of
+        :class:`sklearn.linear_model.Lasso`): the loss is ``sum_i s_i (y_i - x_i w -
+        b)^2 / (2 n)`` and the intercept comes from weighted means. Sparse ``X`` stays
+        sparse (implicit weighted centering).
 
     Returns
     -------
     result : GroupLassoResult
-        Named tuple ``(coef, intercept, n_iter, kkt, converged)``.
+        Named tuple ``(coef, intercept, n_iter, kkt, converged)``; ``n_iter`` counts
+        proximal-gradient iterations and Newton steps.
     """
     _check_solver_args(lam, tol, max_iter)
-    design = _Design(X, y, fit_intercept, precompute=precompute, lipschitz=lipschitz)
+    design = _Design(
+        X,
+        y,
+        fit_intercept,
+        precompute=precompute,
+        lipschitz=lipschitz,
+        sample_weight=sample_weight,
+    )
     ext, rho_ext = _extended_groups(groups_index, rho)
     if ext.shape != (design.n_features,):
         raise ValueError(f"groups_index must have shape ({design.n_features},), got {ext.shape}.")
-    w, n_iter, kkt = _fista(design, float(lam), ext, rho_ext, w0, tol, max_iter)
+    w, n_iter, kkt = _solve_ls(
+        design, float(lam), ext, rho_ext, w0, tol, max_iter, positive=bool(positive)
+    )
     return GroupLassoResult(w, design.intercept(w), n_iter, kkt, bool(kkt <= tol))
 
 
@@ -667,12 +1084,15 @@ def group_lasso_path(
     max_iter=10000,
     fit_intercept=True,
     precompute="auto",
+    positive=False,
+    sample_weight=None,
 ):
     """Solve the group lasso for a sequence of penalties with warm starts.
 
-    The centering, the Gram matrix and the Lipschitz constant are computed once; each
-    problem starts from the solution of the previous one (so give ``lams`` in decreasing
-    order). Parameters are those of :func:`solve_group_lasso`.
+    The centering, the Gram matrix (or the Gram blocks of the working sets) and the
+    Lipschitz constants are computed once and shared; each problem starts from the
+    solution of the previous one (so give ``lams`` in decreasing order). Parameters are
+    those of :func:`solve_group_lasso` (``positive`` and ``sample_weight`` included).
 
     Returns
     -------
@@ -685,7 +1105,7 @@ def group_lasso_path(
     lams = np.asarray(lams, dtype=np.float64).reshape(-1)
     for lam in lams:
         _check_solver_args(float(lam), tol, max_iter)
-    design = _Design(X, y, fit_intercept, precompute=precompute)
+    design = _Design(X, y, fit_intercept, precompute=precompute, sample_weight=sample_weight)
     ext, rho_ext = _extended_groups(groups_index, rho)
     if ext.shape != (design.n_features,):
         raise ValueError(f"groups_index must have shape ({design.n_features},), got {ext.shape}.")
@@ -694,8 +1114,11 @@ def group_lasso_path(
     n_iters = np.zeros(lams.size, dtype=int)
     kkts = np.zeros(lams.size)
     w = w0
+    state = {}  # the working set's Lipschitz constant, shared along the path
     for k, lam in enumerate(lams):
-        w, n_iters[k], kkts[k] = _fista(design, float(lam), ext, rho_ext, w, tol, max_iter)
+        w, n_iters[k], kkts[k] = _solve_ls(
+            design, float(lam), ext, rho_ext, w, tol, max_iter, bool(positive), state
+        )
         coefs[k] = w
         intercepts[k] = design.intercept(w)
     return coefs, intercepts, n_iters, kkts
