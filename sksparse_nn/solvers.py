@@ -82,7 +82,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._validation import check_range, check_warm_start_targets, value_limit
 
@@ -103,6 +103,18 @@ _GRAM_MAX_FEATURES = 4096
 _SMALL_WORK = 2**20
 # Largest dimension for which the Lipschitz constant is computed by a dense eigensolver.
 _DENSE_EIG_MAX = 64
+
+
+_CONTROLLER = []
+
+
+def _single_blas_thread():
+    """Context limiting BLAS to one thread, with a controller built once per process
+    (``threadpool_limits`` rescans the loaded libraries on every call, which costs
+    milliseconds in a process with many of them, e.g. with torch imported)."""
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 # --------------------------------------------------------------------------------------
@@ -481,49 +493,89 @@ class _Design:
                 G = Xc.T @ Xc / n
             G = 0.5 * (G + G.T)
             self.gram = G
-        if lipschitz is not None:
-            L = float(lipschitz)
-        elif use_gram:
-            L = _top_eigenvalue(lambda v: G @ v, p)
-        elif n < p:  # the nonzero spectrum of X_c X_c^T / n, in the smaller dimension
-            L = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
+        # Diagonal of X_c^T X_c / n (column variances), O(nnz): its sum bounds L above,
+        # and it tells whether X_c = 0 up to rounding (e.g. constant columns).
+        if sparse:
+            diag = np.asarray(Xs.multiply(Xs).sum(axis=0)).reshape(-1) / n - m * m
         else:
-            L = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
-        # Treat X_c = 0 up to rounding (e.g. constant columns) as exactly 0.
+            diag = np.einsum("ij,ij->j", Xc, Xc) / n
+        self.diag = np.maximum(diag, 0.0)
         sq = np.asarray(X.multiply(X).sum(axis=0)) if sparse else np.einsum("ij,ij->j", X, X)
-        ref = float(sq.max()) / n if n and p else 0.0
-        if not np.isfinite(L) or L <= 1e-24 * ref or L <= 0:
-            L = 0.0  # the smooth part does not depend on w
-        self.L = L
+        self._ref = float(sq.max()) / n if n and p else 0.0
+        self._L = None if lipschitz is None else float(lipschitz)
+        self._use_gram = use_gram
         c = self.c
-        # forward(w) = w - grad(w) / L, the gradient step of the plain iterations
         if use_gram:
-            Gs = G / L if L > 0 else G
-            cs = c / L if L > 0 else c
 
             def grad(w):
                 return G @ w - c
 
-            def forward(w):
-                return w - Gs @ w + cs
-
         else:
-            inv_nl = 1.0 / (n * L) if L > 0 else 1.0 / n
-            cs = c * (n * inv_nl)
 
             def grad(w):
                 return xct_dot(xc_dot(w)) / n - c
 
-            def forward(w):
-                return w - xct_dot(xc_dot(w)) * inv_nl + cs
-
-        self.grad, self.forward = grad, forward
+        self.grad = grad
         # per-iteration work small enough for single-threaded BLAS to be fastest
         self.small = (p * p if use_gram else 2 * n * p) <= _SMALL_WORK
         # cache of Gram blocks (when the Gram matrix is not precomputed)
         self._cache_pos = np.full(p, -1, dtype=np.intp)
         self._cache_idx = np.zeros(0, dtype=np.intp)
         self._cache = np.zeros((0, 0))
+
+    @property
+    def degenerate(self):
+        """Whether ``X_c = 0`` up to rounding (the loss does not depend on ``w``)."""
+        if self.n_features == 0 or self.n_samples == 0:
+            return True
+        if float(self.diag.max()) > 1e-12 * self._ref:
+            return False
+        return self.L == 0.0
+
+    @property
+    def L(self):
+        """Lipschitz constant of ``grad`` (largest eigenvalue of ``X_c^T X_c / n``).
+
+        Computed on first use: the working-set iterations only need the constants of
+        their blocks.
+        """
+        if self._L is None:
+            n, p = self.n_samples, self.n_features
+            xc_dot, xct_dot = self.xc_dot, self.xct_dot
+            if self._use_gram:
+                G = self.gram
+                L = _top_eigenvalue(lambda v: G @ v, p)
+            elif n < p:  # the nonzero spectrum of X_c X_c^T / n, in the smaller dimension
+                L = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
+            else:
+                L = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
+            # Treat X_c = 0 up to rounding (e.g. constant columns) as exactly 0.
+            if not np.isfinite(L) or L <= 1e-24 * self._ref or L <= 0:
+                L = 0.0  # the smooth part does not depend on w
+            self._L = L
+        return self._L
+
+    @property
+    def forward(self):
+        """``w -> w - grad(w) / L``, the gradient step of the plain iterations."""
+        L, c, n = self.L, self.c, self.n_samples
+        if self._use_gram:
+            G = self.gram
+            Gs = G / L if L > 0 else G
+            cs = c / L if L > 0 else c
+
+            def forward(w):
+                return w - Gs @ w + cs
+
+        else:
+            xc_dot, xct_dot = self.xc_dot, self.xct_dot
+            inv_nl = 1.0 / (n * L) if L > 0 else 1.0 / n
+            cs = c * (n * inv_nl)
+
+            def forward(w):
+                return w - xct_dot(xc_dot(w)) * inv_nl + cs
+
+        return forward
 
     def full_grad(self, w, nz=None):
         """Gradient at ``w``, using only the columns ``nz`` where ``w`` is non-zero."""
@@ -675,7 +727,7 @@ def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10, positiv
     clip = np.clip
     n_iter = 0
     # Small problems are overhead-bound: extra BLAS threads only add synchronization.
-    limit = threadpool_limits(limits=1, user_api="blas") if design.small else nullcontext()
+    limit = _single_blas_thread() if design.small else nullcontext()
     with limit:
         for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is used after the loop)
             v = forward(y)
@@ -715,11 +767,11 @@ _POWER_STEPS = 30
 def _restricted_lipschitz(G, v0, cap):
     """Largest eigenvalue of the PSD block ``G``, and its eigenvector estimate.
 
-    Exact (LAPACK) for small blocks. Larger blocks use power iterations from ``v0`` and
-    a 5% margin; the value is a lower bound in theory, so the iterations that use it
-    check it (the curvature of each step must not exceed it, see :func:`_ws_fista`).
-    Capped by ``cap`` (the Lipschitz constant of the whole problem, an upper bound for
-    every principal block).
+    Exact (LAPACK) for small blocks. Larger blocks use power iterations from ``v0`` (the
+    previous block's eigenvector, so few are needed along a path) and a 5% margin; the
+    value is a lower bound in theory, so the iterations that use it check it (the
+    curvature of each step must not exceed it, see :func:`_ws_fista`). Capped by
+    ``cap``, an upper bound (the whole problem's constant, or the trace of ``G``).
     """
     k = G.shape[0]
     if k <= _DENSE_EIG_MAX:
@@ -730,11 +782,15 @@ def _restricted_lipschitz(G, v0, cap):
     theta = 0.0
     for _ in range(_POWER_STEPS):
         z = G @ v
-        theta = float(v @ z)
+        theta_new = float(v @ z)
         nz = np.linalg.norm(z)
         if not nz > 0:
             break
         v = z / nz
+        done = theta_new - theta <= 1e-3 * theta_new
+        theta = theta_new
+        if done:
+            break
     return min(1.05 * theta + 1e-300, cap), v
 
 
@@ -900,14 +956,14 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
         raise ValueError(f"w0 must have shape ({p},), got {w.shape}.")
     if positive:
         w = np.maximum(w, 0.0)
-    if design.L == 0.0 or p == 0:
+    if design.degenerate:
         return _fista(design, lam, ext, rho_ext, w, tol, max_iter, positive=positive)
     if state is None:
         state = {}
     free = rho_ext == 0
     n_iter = stalled = 0
     kkt = np.inf
-    limit = threadpool_limits(limits=1, user_api="blas") if design.small else nullcontext()
+    limit = _single_blas_thread() if design.small else nullcontext()
     with limit:
         while True:
             nz = np.flatnonzero(w)
@@ -943,10 +999,14 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
             if state.get("key") == key:
                 L = state["L"]
             else:
-                L, vec = _restricted_lipschitz(G, state.get("vec"), design.L)
-                if state.get("vec") is None or state["vec"].shape != vec.shape:
-                    state["vec"] = vec
-                state.update(key=key, L=L)
+                vec = state.get("vec")
+                cap = float(design.diag[idx].sum())  # trace: an upper bound
+                if design._L is not None:
+                    cap = min(cap, design._L)
+                L, v = _restricted_lipschitz(G, None if vec is None else vec[idx], cap)
+                vec = np.zeros(p)
+                vec[idx] = v
+                state.update(key=key, L=L, vec=vec)
             tol_in = max(0.5 * abs_tol, 0.3 * outside)
             if stalled >= 2:  # no inner iteration twice in a row: ask for the full tol
                 tol_in = 0.5 * abs_tol
