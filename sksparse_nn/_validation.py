@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import _check_sample_weight
 
-__all__ = ["check_range", "check_warm_start_targets", "value_limit"]
+__all__ = ["check_range", "check_sample_weight", "check_warm_start_targets", "value_limit"]
 
 
 def value_limit(dtype, n_samples):
@@ -57,3 +58,18 @@ def check_warm_start_targets(estimator, y, classifier):
             f"warm_start: y has {new} output(s), but {name} was fitted with {old}. Set "
             "warm_start=False to fit from scratch."
         )
+
+
+def check_sample_weight(sample_weight, X):
+    """Validated sample weights rescaled to mean 1 (so that ``lam`` keeps its meaning,
+    as scikit-learn's Lasso does), or None when not given.
+
+    Weights must be finite, non-negative and not all zero; ``X`` gives the length.
+    """
+    if sample_weight is None:
+        return None
+    weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    total = float(weight.sum())
+    if not total > 0:
+        raise ValueError("sample_weight must have a positive sum: every weight is zero.")
+    return weight * (weight.shape[0] / total)

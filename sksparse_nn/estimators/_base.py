@@ -43,6 +43,7 @@ from ._training import (
     as_numpy,
     make_callbacks,
     resolve_optimizer,
+    weighted_mean,
 )
 
 __all__ = ["BaseDGated", "ClassifierTaskMixin", "RegressorTaskMixin"]
@@ -57,7 +58,8 @@ class BaseDGated(BaseEstimator):
     Subclasses define ``__init__`` (storing parameters only) and the hooks
     ``_build_module(n_features, n_outputs)``, ``_gate_module(module, init)`` and
     ``_criterion()``; they may override ``_input_weight(module)`` and
-    ``_after_fit(X, y)``.
+    ``_after_fit(X, y, sample_weight)``. Families whose ``fit`` takes ``sample_weight``
+    pass it on to ``_fit``; their criterion then receives it (mean 1) as a third argument.
     """
 
     #: dtype of training. Linear models train in float64 (they are checked against exact
@@ -122,7 +124,7 @@ class BaseDGated(BaseEstimator):
         warm = getattr(self, "module_", None) if self.warm_start else None
         return self._fit(X, y, warm_module=warm)
 
-    def _fit(self, X, y, warm_module=None):
+    def _fit(self, X, y, warm_module=None, sample_weight=None):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
         self._validate_params()
         X, y = validate_data(
@@ -140,6 +142,7 @@ class BaseDGated(BaseEstimator):
             check_range(y, limit, "y", dtype_name)
         if warm_module is not None:
             check_warm_start_targets(self, y, is_classifier(self))
+        sample_weight = check_sample_weight(sample_weight, X)
         targets, n_outputs = self._encode_targets(y)
         self.n_outputs_ = n_outputs
         scaling = self._fit_scaling(X, targets)
@@ -153,7 +156,13 @@ class BaseDGated(BaseEstimator):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 dataset = ArrayDataset(
-                    X, targets, dtype, self.device, shift=scaling.x_shift, scale=scaling.x_scale
+                    X,
+                    targets,
+                    dtype,
+                    self.device,
+                    shift=scaling.x_shift,
+                    scale=scaling.x_scale,
+                    weight=sample_weight,
                 )
                 if warm_module is not None:
                     module, init = copy.deepcopy(warm_module), "balanced"
@@ -178,10 +187,10 @@ class BaseDGated(BaseEstimator):
                     raise TrainingDivergedError(
                         f"{message} ({exc})", lam=self.lam, epoch=epoch
                     ) from exc
-            self._finish_fit(net, X, y, scaling)
+            self._finish_fit(net, X, y, scaling, sample_weight)
         return self
 
-    def _finish_fit(self, net, X, y, scaling):
+    def _finish_fit(self, net, X, y, scaling, sample_weight=None):
         """Fitted attributes from the trained net: exact zeros, gap, importances."""
         self.history_ = net.history
         self.n_iter_ = len(net.history)
@@ -201,7 +210,7 @@ class BaseDGated(BaseEstimator):
         self.feature_importances_ = self._feature_importances(self.module_)
         self.selected_features_ = np.flatnonzero(self.feature_importances_)
         scaling.fold(self, self.module_)  # the fitted module takes the user's units
-        self._after_fit(X, y)
+        self._after_fit(X, y, sample_weight)
         monitor = dict(net.callbacks_).get("convergence")
         if monitor is not None and self.n_iter_ >= monitor.max_epochs:
             losses = net.history[:, "train_loss"]
@@ -442,8 +451,9 @@ class BaseDGated(BaseEstimator):
             data = float(self._criterion()(constant, targets))
             return data + self.lam * float(penalty(module))
 
-    def _after_fit(self, X, y):
-        """Set family-specific fitted attributes (e.g. ``coef_``)."""
+    def _after_fit(self, X, y, sample_weight=None):
+        """Set family-specific fitted attributes (e.g. ``coef_``); ``sample_weight`` is the
+        normalized weights of the fit (mean 1) or None."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -532,8 +542,8 @@ class _RandomSplit:
 class _HalfSquaredError(torch.nn.Module):
     """``1/(2n) sum_i ||y_i - f(x_i)||^2``: the convention of scikit-learn's Lasso."""
 
-    def forward(self, y_pred, y_true):
-        return 0.5 * (y_pred - y_true).pow(2).sum(dim=1).mean()
+    def forward(self, y_pred, y_true, sample_weight=None):
+        return weighted_mean(0.5 * (y_pred - y_true).pow(2).sum(dim=1), sample_weight)
 
 
 class RegressorTaskMixin(RegressorMixin):
@@ -567,12 +577,21 @@ class RegressorTaskMixin(RegressorMixin):
 
 
 class _BinaryLoss(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.loss = torch.nn.BCEWithLogitsLoss()
+    """Mean logistic loss of one logit per sample."""
 
-    def forward(self, y_pred, y_true):
-        return self.loss(y_pred[:, 0], y_true.to(y_pred.dtype))
+    def forward(self, y_pred, y_true, sample_weight=None):
+        per_sample = torch.nn.functional.binary_cross_entropy_with_logits(
+            y_pred[:, 0], y_true.to(y_pred.dtype), reduction="none"
+        )
+        return weighted_mean(per_sample, sample_weight)
+
+
+class _CrossEntropy(torch.nn.Module):
+    """Mean softmax cross-entropy of class codes."""
+
+    def forward(self, y_pred, y_true, sample_weight=None):
+        per_sample = torch.nn.functional.cross_entropy(y_pred, y_true, reduction="none")
+        return weighted_mean(per_sample, sample_weight)
 
 
 class ClassifierTaskMixin(ClassifierMixin):
@@ -593,7 +612,7 @@ class ClassifierTaskMixin(ClassifierMixin):
         return codes, (1 if len(self.classes_) == 2 else len(self.classes_))
 
     def _criterion(self):
-        return _BinaryLoss() if len(self.classes_) == 2 else torch.nn.CrossEntropyLoss()
+        return _BinaryLoss() if len(self.classes_) == 2 else _CrossEntropy()
 
     def _constant_output(self, targets, n_outputs):
         counts = torch.bincount(targets, minlength=len(self.classes_)).double()

@@ -83,10 +83,16 @@ class DenseCurvature:
 
 class DesignCurvature:
     """``G = X_c^T X_c / n`` through the design ``X`` and its column means (centring is
-    implicit, so sparse ``X`` stays sparse)."""
+    implicit, so sparse ``X`` stays sparse).
 
-    def __init__(self, X, x_mean, group):
+    With ``row_scale`` ``u`` the centred design is ``X_c = X - u m^T``: sample weights
+    ``s`` enter as ``X = diag(sqrt(s)) X_user``, ``u = sqrt(s)`` and ``m`` the weighted
+    means (``u^T u = n``), so ``G`` is the weighted centred Gram matrix.
+    """
+
+    def __init__(self, X, x_mean, group, row_scale=None):
         self.X, self.x_mean, self.group = X, np.asarray(x_mean, dtype=np.float64), group
+        self.u = None if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         self.n, self.n_features = X.shape
         self.penalized = group >= 0
         self.n_groups = int(group.max(initial=-1)) + 1
@@ -96,13 +102,21 @@ class DesignCurvature:
         self._rows = np.flatnonzero(self.penalized)
         self._X_rows = X[:, self._rows]  # the penalized columns, sliced once
 
+    def _shift(self, row):
+        """``u row^T`` (the centring of the design's rows), broadcastable against (n, k)."""
+        return row if self.u is None else np.outer(self.u, row)
+
+    def _u_dot(self, R):
+        """``u^T R`` (column sums when ``u`` is all ones)."""
+        return R.sum(axis=0) if self.u is None else self.u @ R
+
     def _xc(self, W):
         """``X_c W``, shape (n, k)."""
-        return np.asarray(self.X @ W) - self.x_mean @ W
+        return np.asarray(self.X @ W) - self._shift(self.x_mean @ W)
 
     def _xct(self, R):
         """``X_c^T R``, shape (p, k)."""
-        return np.asarray(self.X.T @ R) - np.outer(self.x_mean, R.sum(axis=0))
+        return np.asarray(self.X.T @ R) - np.outer(self.x_mean, self._u_dot(R))
 
     def dot(self, W):
         return self._xct(self._xc(W)) / self.n
@@ -119,15 +133,16 @@ class DesignCurvature:
             M = sp.csr_matrix((W[rows, j], (rows, groups)), shape=shape)
             XM = self.X @ M
             XM = XM.toarray() if sp.issparse(XM) else np.asarray(XM)
-            Zf = (XM - M.T @ self.x_mean)[:, groups]  # (n, |rows|)
+            Zf = (XM - self._shift(M.T @ self.x_mean))[:, groups]  # (n, |rows|)
             cross = Xr.multiply(Zf).sum(axis=0) if sp.issparse(Xr) else (Xr * Zf).sum(axis=0)
-            out[rows, j] = (np.asarray(cross).ravel() - self.x_mean[rows] * Zf.sum(axis=0)) / self.n
+            centring = self.x_mean[rows] * self._u_dot(Zf)
+            out[rows, j] = (np.asarray(cross).ravel() - centring) / self.n
         return out
 
     def submatrix(self, idx):
         """``G[idx][:, idx] = X_c[:, idx]^T X_c[:, idx] / n`` as a dense matrix."""
         Xs = self.X[:, idx]
-        Xs = (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self.x_mean[idx]
+        Xs = (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self._shift(self.x_mean[idx])
         return Xs.T @ Xs / self.n
 
     def scaled_solve(self, support, s, B, diag):
@@ -136,7 +151,7 @@ class DesignCurvature:
         idx = np.flatnonzero(support)
         Xs = self.X[:, idx]
         Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
-        F = (Xs - self.x_mean[idx]) * (s / np.sqrt(self.n))  # X_c S / sqrt(n), (n, m)
+        F = (Xs - self._shift(self.x_mean[idx])) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
         m = idx.size
         if m <= self.n or np.any(diag < 1e-6 * max(self.mean_diagonal, 1e-300)):
             A = F.T @ F

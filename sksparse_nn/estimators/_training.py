@@ -30,7 +30,16 @@ __all__ = [
     "interrupt_requested",
     "make_callbacks",
     "resolve_optimizer",
+    "weighted_mean",
 ]
+
+
+def weighted_mean(per_sample, sample_weight=None):
+    """Mean of per-sample losses, weighted when ``sample_weight`` (a tensor whose mean over
+    the training set is 1) is given: the loss convention of every criterion here."""
+    if sample_weight is None:
+        return per_sample.mean()
+    return (per_sample * sample_weight.to(per_sample.dtype)).mean()
 
 
 class ArrayDataset(torch.utils.data.Dataset):
@@ -40,10 +49,12 @@ class ArrayDataset(torch.utils.data.Dataset):
     converted to one tensor once, so a batch is a cheap index operation. With ``shift``
     and ``scale`` the rows are standardized, ``(x - shift) / scale`` in float64 before the
     cast to ``dtype``: at construction for dense features, per batch for sparse ones
-    (same arithmetic, so sparse and dense inputs give the same batches).
+    (same arithmetic, so sparse and dense inputs give the same batches). ``weight`` holds
+    per-sample weights (mean 1); batches then carry ``(y, weight)`` as their targets,
+    which :meth:`PenalizedNet.get_loss` hands to the criterion.
     """
 
-    def __init__(self, X, y, dtype, device="cpu", shift=None, scale=None):
+    def __init__(self, X, y, dtype, device="cpu", shift=None, scale=None, weight=None):
         self.sparse = sp.issparse(X)
         self.dtype, self.device = dtype, device
         self.shift, self.scale = shift, scale
@@ -55,6 +66,7 @@ class ArrayDataset(torch.utils.data.Dataset):
                 X = np.array(X)  # torch tensors cannot share read-only memory
             self.X = torch.as_tensor(X, dtype=dtype, device=device)
         self.y = None if y is None else torch.as_tensor(y, device=device)
+        self.weight = None if weight is None else torch.as_tensor(weight, device=device)
 
     def _standardize(self, dense):
         return (dense - self.shift) / self.scale
@@ -79,10 +91,18 @@ class ArrayDataset(torch.utils.data.Dataset):
         out.__dict__.update(self.__dict__)
         out.X = self.X[index] if self.sparse else self.X[torch.as_tensor(index)]
         out.y = None if self.y is None else self.y[torch.as_tensor(index)]
+        if self.weight is not None:
+            out.weight = self.weight[torch.as_tensor(index)]
         return out
 
+    def targets(self, index):
+        """The targets of the given rows: ``y``, or ``(y, weight)`` with sample weights."""
+        if self.weight is None:
+            return self.y[index]
+        return self.y[index], self.weight[index]
+
     def __getitem__(self, i):  # for generic torch tooling; training uses BatchIterator
-        return self.rows(slice(i, i + 1))[0], None if self.y is None else self.y[i]
+        return self.rows(slice(i, i + 1))[0], None if self.y is None else self.targets(i)
 
 
 class BatchIterator:
@@ -101,21 +121,22 @@ class BatchIterator:
     def __iter__(self):
         n, ds = len(self.dataset), self.dataset
         if self.batch_size >= n and not self.shuffle:
-            yield ds.rows(slice(None)), ds.y
+            yield ds.rows(slice(None)), ds.targets(slice(None))
             return
-        X, y = (ds.X, ds.y) if not ds.sparse else (None, ds.y)
+        X, y, w = (ds.X if not ds.sparse else None), ds.y, ds.weight
         order = None
         if self.shuffle:
             order = torch.randperm(n, generator=self.generator).to(ds.y.device)
             if X is not None:  # one gather per epoch; batches are then views
                 X, y = X[order], y[order]
+                w = None if w is None else w[order]
         for start in range(0, n, self.batch_size):
             index = slice(start, start + self.batch_size)
             if X is not None:
-                yield X[index], y[index]
+                yield X[index], (y[index] if w is None else (y[index], w[index]))
             else:
                 rows = index if order is None else order[index]
-                yield ds.rows(rows), ds.y[rows]
+                yield ds.rows(rows), ds.targets(rows)
 
 
 class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
@@ -213,7 +234,10 @@ class PenalizedNet(NeuralNet):
         return self
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        loss = self.criterion_(y_pred, y_true)
+        if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
+            loss = self.criterion_(y_pred, *y_true)
+        else:
+            loss = self.criterion_(y_pred, y_true)
         if training and self.lam:
             loss = loss + self.lam * self.penalty_()
         return loss

@@ -61,23 +61,50 @@ def _is_wide(X):
     return p > n or p > _DENSE_GRAM_MAX_FEATURES
 
 
-def _centered_moments(X, Y, fit_intercept, with_gram=True):
+def _weights(dataset):
+    """The dataset's sample weights (mean 1) as float64 numpy, or None."""
+    return None if dataset.weight is None else as_numpy(dataset.weight)
+
+
+def _row_scaled(X, sample_weight):
+    """``(diag(sqrt(s)) X, sqrt(s))``: weighted least squares as plain least squares on
+    scaled rows (``X`` itself without weights; sparse stays sparse)."""
+    if sample_weight is None:
+        return X, None
+    root = np.sqrt(sample_weight)
+    return (sp.diags(root) @ X if sp.issparse(X) else X * root[:, None]), root
+
+
+def _centered_moments(X, Y, fit_intercept, with_gram=True, sample_weight=None):
     """``(gram, rhs, x_mean, y_mean, const)`` of the centered least-squares problem.
 
-    ``gram = X_c^T X_c / n``, ``rhs = X_c^T Y_c / n`` and ``const = ||Y_c||^2 / (2n)``, so
-    that ``1/(2n) ||Y - X W - b||^2`` at the best intercept equals
+    ``gram = X_c^T S X_c / n``, ``rhs = X_c^T S Y_c / n`` and
+    ``const = ||S^(1/2) Y_c||^2 / (2n)``, with ``S`` the sample weights (mean 1; identity
+    when None) and ``X_c``, ``Y_c`` centred at the weighted means, so that
+    ``1/(2n) sum_i s_i ||y_i - W^T x_i - b||^2`` at the best intercept equals
     ``const - <rhs, W> + <W, gram W> / 2``.
     """
     n, p = X.shape
-    x_mean = np.asarray(X.mean(axis=0)).ravel() if fit_intercept else np.zeros(p)
-    y_mean = Y.mean(axis=0) if fit_intercept else np.zeros(Y.shape[1])
+    s = np.ones(n) if sample_weight is None else sample_weight
+    x_mean = np.asarray(X.T @ s).ravel() / n if fit_intercept else np.zeros(p)
+    y_mean = s @ Y / n if fit_intercept else np.zeros(Y.shape[1])
+    Xs, _ = _row_scaled(X, sample_weight)
     gram = None
     if with_gram:
-        gram = np.asarray((X.T @ X).todense() if sp.issparse(X) else X.T @ X) / n
+        gram = np.asarray((Xs.T @ Xs).todense() if sp.issparse(Xs) else Xs.T @ Xs) / n
         gram -= np.outer(x_mean, x_mean)
-    rhs = np.asarray(X.T @ Y) / n - np.outer(x_mean, y_mean)
-    const = 0.5 * float(((Y - y_mean) ** 2).sum()) / n
+    rhs = np.asarray(X.T @ (s[:, None] * Y)) / n - np.outer(x_mean, y_mean)
+    const = 0.5 * float((s @ (Y - y_mean) ** 2).sum()) / n
     return gram, rhs, x_mean, y_mean, const
+
+
+def _curvature(X, x_mean, group, wide, gram, sample_weight):
+    """The curvature operator of the (weighted) centred design: the Gram matrix, or the
+    design itself when it is wide."""
+    if not wide:
+        return DenseCurvature(gram, group)
+    Xs, root = _row_scaled(X, sample_weight)
+    return DesignCurvature(Xs, x_mean, group, row_scale=root)
 
 
 class _GatedLeastSquares:
@@ -385,13 +412,16 @@ class _GatedLogistic:
     ``X^T X / (2n)`` for every column and the loss has no flat direction.
     """
 
-    def __init__(self, X, codes, n_outputs, labels, rho, lam, D, fit_intercept):
+    def __init__(
+        self, X, codes, n_outputs, labels, rho, lam, D, fit_intercept, sample_weight=None
+    ):
         n = X.shape[0]
+        self.s = sample_weight  # mean 1, or None
         # dense inputs are centred (the intercept absorbs the means): a column far from
         # zero is otherwise nearly parallel to the intercept's column of ones
         self.x_mean = None
         if fit_intercept and not sp.issparse(X):
-            self.x_mean = X.mean(axis=0)
+            self.x_mean = X.mean(axis=0) if self.s is None else self.s @ X / n
             X = X - self.x_mean
         if fit_intercept:
             ones = np.ones((n, 1))
@@ -420,6 +450,9 @@ class _GatedLogistic:
         return V @ self.Q.T
 
     def _weighted_gram(self, weights):
+        """``X^T diag(weights * s) X / n`` (``s``: the sample weights)."""
+        if self.s is not None:
+            weights = self.s if weights is None else weights * self.s
         X = self.X
         if sp.issparse(X):
             Xw = X if weights is None else sp.diags(weights) @ X
@@ -432,13 +465,17 @@ class _GatedLogistic:
         Z = np.asarray(self.X @ self.to_full(V))
         if self.k == 1:
             z = Z[:, 0]
-            loss = float(np.mean(np.logaddexp(0.0, z) - self.C[:, 0] * z))
+            per_sample = np.logaddexp(0.0, z) - self.C[:, 0] * z
             P = expit(z)[:, None]
         else:
             lse = logsumexp(Z, axis=1)
-            loss = float(np.mean(lse - (self.C * Z).sum(axis=1)))
+            per_sample = lse - (self.C * Z).sum(axis=1)
             P = np.exp(Z - lse[:, None])
-        return loss, np.asarray(self.X.T @ (P - self.C)) @ self.Q / self.n, P
+        R = P - self.C
+        if self.s is not None:
+            per_sample, R = per_sample * self.s, R * self.s[:, None]
+        loss = float(np.mean(per_sample))
+        return loss, np.asarray(self.X.T @ R) @ self.Q / self.n, P
 
     def objective(self, W, loss=None):
         loss = self.loss_grad(W)[0] if loss is None else loss
@@ -464,6 +501,8 @@ class _GatedLogistic:
         R = np.einsum("ik,ka,kb->iab", P, self.Q, self.Q)  # Q^T diag(p_i) Q
         PQ = P @ self.Q
         R -= PQ[:, :, None] * PQ[:, None, :]
+        if self.s is not None:
+            R *= self.s[:, None, None]
         H = np.einsum("ij,il,iab->jalb", X, X, R, optimize=True) / self.n
         size = X.shape[1] * width
         return H.reshape(size, size)
@@ -569,6 +608,36 @@ class _SparseLinearModel(BaseDGated):
         self.n_threads = n_threads
         self.verbose = verbose
 
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model at ``lam``; groups the data do not need end exactly at zero.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data (sparse input is never densified as a whole).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets (class labels for the classifier).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the samples, rescaled to sum to ``n_samples`` as in
+            scikit-learn's Lasso: the loss becomes ``sum_i s_i loss_i / n``, so an
+            integer weight equals repeating the row and a zero weight equals dropping it,
+            and ``lam`` keeps its scale.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        TrainingDivergedError
+            When the training loss becomes non-finite or explodes.
+        KeyboardInterrupt
+            On Ctrl-C, once training has stopped; the estimator is then not fitted.
+        """
+        warm = getattr(self, "module_", None) if self.warm_start else None
+        return self._fit(X, y, warm_module=warm, sample_weight=sample_weight)
+
     def _build_module(self, n_features, n_outputs):
         return torch.nn.Linear(n_features, n_outputs, bias=self.fit_intercept)
 
@@ -592,15 +661,11 @@ class _SparseLinearModel(BaseDGated):
             codes = targets.numpy()
             Y = np.eye(module.out_features + (module.out_features == 1))[codes]
             Y = Y[:, 1:] if module.out_features == 1 else Y
-        wide = _is_wide(X)
+        wide, weight = _is_wide(X), _weights(dataset)
         gram, rhs, x_mean, y_mean, _ = _centered_moments(
-            X, Y, self.fit_intercept, with_gram=not wide
+            X, Y, self.fit_intercept, with_gram=not wide, sample_weight=weight
         )
-        curv = (
-            DesignCurvature(X, x_mean, np.full(p, -1))
-            if wide
-            else DenseCurvature(gram, np.full(p, -1))
-        )
+        curv = _curvature(X, x_mean, np.full(p, -1), wide, gram, weight)
         size = self._weight_scale(X, Y if is_regressor(self) else np.zeros(0))
         alpha = self.lam * size ** (2.0 / self.D - 2.0) + 1e-6 * curv.mean_diagonal
         alpha = max(alpha, np.finfo(np.float64).tiny)
@@ -645,7 +710,7 @@ class _SparseLinearModel(BaseDGated):
         weight = as_numpy(module.weight).T
         bias = as_numpy(module.bias) if self.fit_intercept else None
         W, b, objective, gradient, norms = self._block_solve(
-            X, dataset.y, labels, rho, weight, bias
+            X, dataset.y, labels, rho, weight, bias, _weights(dataset)
         )
         revive = None
         if self.D == 2:
@@ -699,7 +764,7 @@ class _SparseLinearModel(BaseDGated):
     def _path_group_norms(self):
         return self.group_norms_
 
-    def _after_fit(self, X, y):
+    def _after_fit(self, X, y, sample_weight=None):
         labels, rho = self._penalty_groups(X.shape[1])
         self.group_labels_ = labels
         weight = as_numpy(self.module_.weight)
@@ -711,7 +776,7 @@ class _SparseLinearModel(BaseDGated):
         self.selected_groups_ = np.flatnonzero(self.group_norms_)
         self.coef_, self.intercept_ = self._coef_shape(weight, bias)
         penalty = float(rho @ self.group_norms_ ** (2.0 / self.D))
-        self.objective_ = self._data_loss(X, y) + self.lam * penalty
+        self.objective_ = self._data_loss(X, y, sample_weight) + self.lam * penalty
 
 
 class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
@@ -818,16 +883,16 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
 
     _block_steps = True
 
-    def _block_solve(self, X, targets, labels, rho, weight, bias):
+    def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated least squares: ``(W, intercept, objective, gradient, group norms)``."""
         Y = targets.cpu().double().numpy()
         wide = _is_wide(X)
         gram, rhs, x_mean, y_mean, const = _centered_moments(
-            X, Y, self.fit_intercept, with_gram=not wide
+            X, Y, self.fit_intercept, with_gram=not wide, sample_weight=sample_weight
         )
         if wide:  # never form the p x p Gram matrix: Woodbury solves on the design
             group = _GatedLeastSquares.penalized_groups(labels, rho, self.lam)
-            gram = DesignCurvature(X, x_mean, group)
+            gram = _curvature(X, x_mean, group, True, None, sample_weight)
         problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
         W, objective, self._n_block_steps = problem.minimize(
             weight, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL, kkt_tol=_KKT_TOL
@@ -840,9 +905,9 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
             return weight[0], float(bias[0])
         return weight, bias
 
-    def _data_loss(self, X, y):
+    def _data_loss(self, X, y, sample_weight=None):
         resid = y.reshape(len(y), -1) - self._module_output(X)
-        return 0.5 * float((resid**2).sum(axis=1).mean())
+        return 0.5 * float(np.average((resid**2).sum(axis=1), weights=sample_weight))
 
 
 class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
@@ -875,11 +940,13 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
 
     _block_steps = True
 
-    def _block_solve(self, X, targets, labels, rho, weight, bias):
+    def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated logistic regression: ``(W, intercept, objective, gradient, norms)``."""
         codes = targets.cpu().numpy()
         k = weight.shape[1]
-        problem = _GatedLogistic(X, codes, k, labels, rho, self.lam, self.D, self.fit_intercept)
+        problem = _GatedLogistic(
+            X, codes, k, labels, rho, self.lam, self.D, self.fit_intercept, sample_weight
+        )
         if bias is not None and problem.x_mean is not None:
             bias = bias + problem.x_mean @ weight  # the intercept of the centred columns
         start = weight if bias is None else np.vstack([weight, bias[None, :]])
@@ -896,11 +963,13 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     def _coef_shape(self, weight, bias):
         return weight, bias
 
-    def _data_loss(self, X, y):
+    def _data_loss(self, X, y, sample_weight=None):
         logits = self._module_output(X)
         index = np.searchsorted(self.classes_, y)
         if logits.shape[1] == 1:  # binary: log(1 + exp(-s * z)) with s = +-1
             sign = np.where(index == 1, 1.0, -1.0)
-            return float(np.mean(np.logaddexp(0.0, -sign * logits[:, 0])))
-        log_norm = np.logaddexp.reduce(logits, axis=1)
-        return float(np.mean(log_norm - logits[np.arange(len(y)), index]))
+            per_sample = np.logaddexp(0.0, -sign * logits[:, 0])
+        else:
+            log_norm = np.logaddexp.reduce(logits, axis=1)
+            per_sample = log_norm - logits[np.arange(len(y)), index]
+        return float(np.average(per_sample, weights=sample_weight))

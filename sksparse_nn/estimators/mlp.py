@@ -105,7 +105,7 @@ class _DGatedMLP(BaseDGated):
         layer.weight.copy_(layer.weight.double() * scale[:, None])
         layer.bias.copy_(layer.bias.double() * scale + torch.as_tensor(shift))
 
-    def _after_fit(self, X, y):
+    def _after_fit(self, X, y, sample_weight=None):
         self.n_neurons_ = np.array(
             [int((layer.weight.abs().sum(dim=0) > 0).sum()) for layer in self.module_.linears[1:]]
         )

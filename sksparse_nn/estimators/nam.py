@@ -190,7 +190,7 @@ class _DGatedNAM(BaseDGated):
         # Group norms decide selection; _after_fit replaces them by contribution spreads.
         return np.linalg.norm(as_numpy(self._input_weight(module)), axis=0)
 
-    def _after_fit(self, X, y):
+    def _after_fit(self, X, y, sample_weight=None):
         module = self.module_
         # Centre every shape function on the training data (mean over all rows, batched);
         # removed features average exact zeros, so their centre stays exactly 0.

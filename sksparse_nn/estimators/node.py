@@ -28,7 +28,7 @@ from ..gating import ZERO_TOL, dgate
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
-from ._training import ArrayDataset, as_numpy
+from ._training import ArrayDataset, as_numpy, weighted_mean
 
 __all__ = ["NODEClassifier", "NODERegressor"]
 
@@ -299,7 +299,7 @@ class _NODEFamily(BaseDGated):
         mass = total.sum()
         return total / mass if mass > 0 else total
 
-    def _after_fit(self, X, y):
+    def _after_fit(self, X, y, sample_weight=None):
         self.tree_norms_ = self._tree_norms(self.module_)
         self.active_trees_ = np.flatnonzero(self.tree_norms_)
         self.n_active_trees_ = int(self.active_trees_.size)
@@ -457,9 +457,9 @@ class _StandardizedHalfSquaredError(torch.nn.Module):
         super().__init__()
         self.register_buffer("inv_std", 1.0 / std)
 
-    def forward(self, y_pred, y_true):
+    def forward(self, y_pred, y_true, sample_weight=None):
         scaled = (y_pred - y_true) * self.inv_std.to(y_pred.dtype)
-        return 0.5 * scaled.pow(2).sum(dim=1).mean()
+        return weighted_mean(0.5 * scaled.pow(2).sum(dim=1), sample_weight)
 
 
 class NODEClassifier(ClassifierTaskMixin, _NODEFamily):
