@@ -57,7 +57,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sksparse_nn import DGatedMLPClassifier
 from sksparse_nn.datasets import load_benchmark
-from sksparse_nn.path import lambda_max
+from sksparse_nn.solvers import lambda_max
 
 DATASETS = ("digits", "isolet", "coil20_20x20", "madelon", "mnist_t10k")
 REAL = ("isolet", "coil20_20x20", "madelon", "mnist_t10k")

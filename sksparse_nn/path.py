@@ -42,37 +42,7 @@ from sklearn.utils import _safe_indexing, indexable
 from .estimators._training import InterruptRequested, interrupt_on, interrupt_requested
 from .exceptions import TrainingDivergedError
 
-__all__ = ["RegularizationPath", "lambda_grid", "lambda_max", "regularization_path"]
-
-
-def lambda_max(X, targets, labels, rho, fit_intercept=True):
-    """Smallest lam at which the D=2 (group-lasso) solution is all zero.
-
-    ``max_j ||X_j^T R||_F / (n rho_j)`` over penalized groups, with ``R`` the centered
-    targets (one column per output or class) and ``X`` centered when ``fit_intercept``.
-    Unpenalized features are ignored (exact when there are none).
-
-    Parameters
-    ----------
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-    targets : ndarray of shape (n_samples, n_columns)
-    labels : ndarray of int of shape (n_features,)
-        Group of each feature, -1 for none.
-    rho : ndarray of shape (n_groups,)
-    fit_intercept : bool, default=True
-
-    Returns
-    -------
-    lam_max : float
-    """
-    R = np.asarray(targets, dtype=np.float64)
-    if fit_intercept:
-        R = R - R.mean(axis=0)  # centering R also centers X^T R
-    grad = np.asarray(X.T @ R) / X.shape[0]  # (n_features, n_columns)
-    grouped = labels >= 0
-    sq = np.bincount(labels[grouped], weights=(grad[grouped] ** 2).sum(axis=1), minlength=rho.size)
-    ok = rho > 0
-    return float(np.max(np.sqrt(sq[ok]) / rho[ok])) if ok.any() else 0.0
+__all__ = ["RegularizationPath", "lambda_grid", "regularization_path"]
 
 
 def lambda_grid(lam_max, n_lams=30, lam_min_ratio=1e-3):

@@ -73,6 +73,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
 import scipy.sparse as sp
 import scipy.special
 from scipy.sparse.linalg import LinearOperator, eigsh
@@ -1184,7 +1185,17 @@ def group_lasso_path(
     return coefs, intercepts, n_iters, kkts
 
 
-def lambda_max(X, y, labels, rho, fit_intercept=True, *, loss="squared_error"):
+def lambda_max(
+    X,
+    y,
+    labels,
+    rho,
+    fit_intercept=True,
+    *,
+    loss="squared_error",
+    positive=False,
+    sample_weight=None,
+):
     """Smallest penalty at which every penalized group of the solution is zero.
 
     It is ``max_j ||G_j|| / rho_j`` over the groups with ``rho_j > 0``, where ``G`` is
@@ -1194,10 +1205,16 @@ def lambda_max(X, y, labels, rho, fit_intercept=True, *, loss="squared_error"):
     ``lam rho_j >= ||G_j||`` for every group.
 
     * ``loss="squared_error"`` (:func:`solve_group_lasso`): without unpenalized features
-      ``G = X_c^T y_c / n``. Unpenalized features (label ``-1`` or weight ``0``) are first
-      fitted by least squares (on their centered columns, densified: there are usually
-      few) and their residual ``r`` replaces ``y_c``; this is exact, because ``r`` is the
-      residual at every solution whose penalized groups are all zero.
+      ``G = -X_c^T y_c / n`` (weighted centering and ``S^{1/2}`` scaling with
+      ``sample_weight``). Unpenalized features (label ``-1`` or weight ``0``) are first
+      fitted by least squares (non-negative least squares under ``positive``; on their
+      centered columns, densified: there are usually few) and their residual ``r``
+      replaces ``y_c``; this is exact, because ``r`` is the residual at every solution
+      whose penalized groups are all zero. A 2-d ``y`` (several targets sharing the
+      groups, as the multi-output estimators of the package) gives one column of ``G``
+      per target and Frobenius group norms over the group's features and columns. With
+      ``positive`` only the positive part of ``-G`` counts (a zero group with ``-G_j <=
+      0`` is optimal under ``w >= 0`` whatever ``lam``).
     * ``loss="log_loss"`` (:func:`solve_group_logistic`): ``G = X_c^T (P - Y) / n`` with
       ``P`` the predicted probabilities of the intercept-only model (the class
       frequencies; ``1/2`` or ``1/K`` without intercept). Unpenalized features are first
@@ -1206,19 +1223,28 @@ def lambda_max(X, y, labels, rho, fit_intercept=True, *, loss="squared_error"):
       tolerance, and fails to converge (ConvergenceWarning) if the classes are separable
       on the unpenalized features alone, where that fit has no finite solution.
 
+    This is the package's one ``lambda_max``: the estimators' default grids use it too
+    (the squared-error form on their targets).
+
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        Targets: real values for ``"squared_error"``; for ``"log_loss"`` labels in
-        ``{0, 1}`` (binary) or one-hot rows (multinomial), as for
-        :func:`solve_group_logistic`.
+    y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Targets: real values for ``"squared_error"`` (one column per target when 2-d);
+        for ``"log_loss"`` labels in ``{0, 1}`` (binary) or one-hot rows (multinomial),
+        as for :func:`solve_group_logistic`.
     labels : ndarray of int of shape (n_features,)
         Output of :func:`_check_groups`.
     rho : ndarray of shape (J,)
         Group weights.
     fit_intercept : bool, default=True
     loss : {"squared_error", "log_loss"}, default="squared_error"
+    positive : bool, default=False
+        For non-negative coefficients (``solve_group_lasso(..., positive=True)``);
+        squared error only.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights, rescaled to sum to ``n_samples`` (as in
+        :func:`solve_group_lasso`); squared error only.
 
     Returns
     -------
@@ -1228,10 +1254,22 @@ def lambda_max(X, y, labels, rho, fit_intercept=True, *, loss="squared_error"):
     if loss not in ("squared_error", "log_loss"):
         raise ValueError(f'loss must be "squared_error" or "log_loss", got {loss!r}.')
     if loss == "log_loss":
+        if positive or sample_weight is not None:
+            raise ValueError(
+                'positive and sample_weight are supported with loss="squared_error" only.'
+            )
         X = _as_float_matrix(X)
         y, _ = _as_logistic_targets(y, X.shape[0], fit_intercept)
     else:
-        X, y = _as_float_data(X, y)
+        X = _as_float_matrix(X)
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim == 1:
+            y = y[:, None]
+        if y.ndim != 2 or y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"y must have shape ({X.shape[0]},) or ({X.shape[0]}, n_targets), "
+                f"got {np.shape(y)}."
+            )
     n, p = X.shape
     labels = np.asarray(labels, dtype=np.intp)
     if labels.shape != (p,):
@@ -1240,22 +1278,40 @@ def lambda_max(X, y, labels, rho, fit_intercept=True, *, loss="squared_error"):
     penalized = rho_ext[ext] > 0
     if not penalized.any():
         return 0.0
-    x_mean = np.asarray(X.mean(axis=0)).reshape(-1) if fit_intercept else np.zeros(p)
     free = np.flatnonzero(~penalized)
     if loss == "log_loss":
+        x_mean = np.asarray(X.mean(axis=0)).reshape(-1) if fit_intercept else np.zeros(p)
         r = _logistic_null_residual(X, y, free, fit_intercept)  # (n, K): P - Y
         z = (safe_sparse_dot(X.T, r) - np.outer(x_mean, r.sum(axis=0))) / n
-        z2 = np.einsum("ij,ij->i", z, z)
     else:
-        r = y - y.mean() if fit_intercept else y.copy()
-        if free.size:
+        s = _check_sample_weight_ls(sample_weight, n)
+        sw = np.ones(n) if s is None else np.sqrt(s)
+        if not fit_intercept:
+            x_mean = np.zeros(p)
+            r = y * sw[:, None]
+        elif s is None:
+            x_mean = np.asarray(X.mean(axis=0)).reshape(-1)
+            r = y - y.mean(axis=0)
+        else:
+            x_mean = np.asarray(safe_sparse_dot(s, X)).reshape(-1) / n
+            r = (y - s @ y / n) * sw[:, None]
+        if free.size:  # residual of the unpenalized features' (weighted) fit
             XU = X[:, free]
             XU = XU.toarray() if sp.issparse(XU) else np.array(XU)
-            XU -= x_mean[free]
-            beta = np.linalg.lstsq(XU, r, rcond=None)[0]
+            XU = (XU - x_mean[free]) * sw[:, None]
+            if positive:
+                beta = np.column_stack(
+                    [scipy.optimize.nnls(XU, r[:, k])[0] for k in range(r.shape[1])]
+                )
+            else:
+                beta = np.linalg.lstsq(XU, r, rcond=None)[0]
             r = r - XU @ beta
-        z = (safe_sparse_dot(X.T, r) - x_mean * r.sum()) / n
-        z2 = z * z
+        # minus the gradient: X_c^T r / n with X_c = S^{1/2} (X - 1 m^T)
+        rw = r * sw[:, None]
+        z = (safe_sparse_dot(X.T, rw) - np.outer(x_mean, sw @ r)) / n
+        if positive:
+            z = np.maximum(z, 0.0)
+    z2 = np.einsum("ij,ij->i", z, z)
     norms = np.sqrt(np.bincount(ext, weights=np.where(penalized, z2, 0.0)))
     pos = rho_ext > 0
     return float(np.max(norms[pos] / rho_ext[pos]))
@@ -1697,6 +1753,8 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         Maximum number of iterations.
     warm_start : bool, default=False
         Start from the previous ``coef_`` when refitting.
+    positive : bool, default=False
+        Constrain every coefficient to be ``>= 0`` (as ``Lasso(positive=True)``).
 
     Attributes
     ----------
@@ -1740,6 +1798,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "warm_start": ["boolean"],
+        "positive": ["boolean"],
     }
 
     def __init__(
@@ -1751,6 +1810,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         tol=1e-8,
         max_iter=10000,
         warm_start=False,
+        positive=False,
     ):
         self.lam = lam
         self.groups = groups
@@ -1759,6 +1819,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.warm_start = warm_start
+        self.positive = positive
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1766,7 +1827,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
         Parameters
@@ -1775,6 +1836,11 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
             Training data (CSR/CSC sparse input is used without densifying).
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights, rescaled to sum to ``n_samples`` (the objective
+            of :class:`sklearn.linear_model.Lasso` with ``sample_weight``): the loss is
+            ``sum_i s_i (y_i - x_i w - b)^2 / (2 n)`` and the intercept comes from
+            weighted means. Integer weights are the same as repeating rows.
 
         Returns
         -------
@@ -1807,6 +1873,8 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
             tol=self.tol,
             max_iter=self.max_iter,
             fit_intercept=self.fit_intercept,
+            positive=self.positive,
+            sample_weight=sample_weight,
         )
         if not result.converged:
             warnings.warn(
@@ -1943,7 +2011,9 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
            [0.162, 0.838]])
     """
 
-    _parameter_constraints: dict = {**GroupLassoRegressor._parameter_constraints}
+    _parameter_constraints: dict = {
+        k: v for k, v in GroupLassoRegressor._parameter_constraints.items() if k != "positive"
+    }
 
     def __init__(
         self,

@@ -27,7 +27,8 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._validation import check_range, check_warm_start_targets, value_limit
 from ..exceptions import TrainingDivergedError
 from ..gating import collapse, gate_factors, group_norms, penalty
-from ..path import lambda_max, regularization_path
+from ..path import regularization_path
+from ..solvers import lambda_max
 from ._guards import (
     ConvergenceMonitor,
     DivergenceGuard,
@@ -398,6 +399,9 @@ class BaseDGated(BaseEstimator):
         if is_classifier(self) and not fit_intercept:
             # the log-loss gradient at zero logits: probabilities 1/2 (one logit) or 1/K
             targets = targets - (0.5 if targets.shape[1] == 1 else 1.0 / targets.shape[1])
+        # the squared-error form on the (centered) targets; for classifiers it equals
+        # lambda_max(..., loss="log_loss") on the class labels when no feature is
+        # unpenalized
         return lambda_max(X, targets, labels, rho, fit_intercept=fit_intercept)
 
     def _path_group_norms(self):
