@@ -72,13 +72,15 @@ outside the timing), every other method the C-ordered array.
 Usage::
 
     python benchmarks/linear_path.py [--seeds 3] [--repeats 2] [--before] [--quick]
-                                     [--skip-large] [--timeout 600]
+                                     [--skip-large] [--solvers-only] [--timeout 600]
 
 ``--repeats`` times every path of part 1 that many times (interleaved) and keeps the
 fastest. ``--before`` also times the D=2 path of the first seed with the linear
 estimator's pre-block-step training (L-BFGS from the ridge start only, about 3 minutes).
 ``--quick`` is a smoke run (one seed, small scaling and logistic problems, about a
-minute and a half, half of it numba compilation).
+minute and a half, half of it numba compilation). ``--solvers-only`` leaves the D-Gating
+estimators out of parts 2 and 3 (they take most of a full run: minutes per path) and
+writes benchmarks/results/linear_path_solvers.json instead (no figure).
 
 Prints a table per problem and writes benchmarks/results/linear_path.json and
 linear_path.png (Figure 4 of the paper, path time against problem size, logistic times).
@@ -1294,6 +1296,8 @@ def run(args):
                     "seed": 0, "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
             large = n * p > 5e7
             methods = SCALING_METHODS + ["skglm tight"]
+            if args.solvers_only:
+                methods = [m for m in methods if not m.startswith("D=")]
             scaling.append(
                 run_problem(worker, spec, methods, set(), timeout, warm_log, tight=not large)
             )
@@ -1303,7 +1307,8 @@ def run(args):
                     "n_informative": max(1, 10 // gs), "n_classes": k, "seed": 0,
                     "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
             methods, other = logistic_methods(spec)
-            logistic.append(run_problem(worker, spec, list(methods), other, timeout, warm_log))
+            methods = [m for m in methods if not (args.solvers_only and m.startswith("D="))]
+            logistic.append(run_problem(worker, spec, methods, other, timeout, warm_log))
     finally:
         worker.close()
     return {
@@ -1350,7 +1355,9 @@ def report(out):
 
     paper = out["paper"]
     RESULTS.mkdir(exist_ok=True)
-    plot(paper, out["scaling"], out["logistic"], RESULTS / "linear_path.png", args["timeout"])
+    stem = "linear_path_solvers" if args.get("solvers_only") else "linear_path"
+    if not args.get("solvers_only"):
+        plot(paper, out["scaling"], out["logistic"], RESULTS / "linear_path.png", args["timeout"])
     per_seed = []
     for r in paper["results"]:
         per_seed.append({k: v for k, v in r.items()})
@@ -1361,6 +1368,7 @@ def report(out):
             "seeds": args["seeds"],
             "repeats": args["repeats"],
             "quick": args["quick"],
+            "solvers_only": bool(args.get("solvers_only")),
             "lams": LAMS.tolist(),
             "tight_reference": f"skglm GroupLasso tol={TIGHT_TOL}, warm starts",
             "peer_tol_parts_2_3": PEER_TOL,
@@ -1389,7 +1397,7 @@ def report(out):
         "worker_restarts": out["worker_restarts"],
         "total_seconds": out["total_seconds"],
     }
-    (RESULTS / "linear_path.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
 
 
 def main():
@@ -1399,6 +1407,12 @@ def main():
     parser.add_argument("--before", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
     parser.add_argument("--skip-large", action="store_true", help="no n=20000, p=5000 problem")
+    parser.add_argument(
+        "--solvers-only",
+        action="store_true",
+        help="parts 2-3 without the D-Gating estimators; writes linear_path_solvers.json, "
+        "no figure",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="seconds per path")
     parser.add_argument(
         "--replot", action="store_true", help="only redraw the figure from the saved JSON"
