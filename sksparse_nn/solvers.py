@@ -73,6 +73,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import scipy.optimize
 import scipy.sparse as sp
 import scipy.special
@@ -759,6 +760,9 @@ def _fista(design, lam, ext, rho_ext, w0, tol, max_iter, check_every=10, positiv
     return x + 0.0, n_iter, kkt / scale  # + 0.0 turns -0.0 into 0.0
 
 
+_EPS = float(np.finfo(np.float64).eps)
+# Zero groups with ||g_j|| >= this fraction of lam rho_j join the logistic working sets.
+_NEAR_VIOLATION = 0.8
 # Smallest working set, in groups, and the number of power iterations that estimate the
 # Lipschitz constant of a working set's Gram block (see _restricted_lipschitz).
 _WS_MIN_GROUPS = 10
@@ -1030,7 +1034,7 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
             stalled = stalled + 1 if it == 0 else 0
             w = np.zeros(p)
             w[idx] = x
-    return w + 0.0, n_iter, kkt / scale
+    return w + 0.0, min(n_iter, max_iter), kkt / scale
 
 
 def _check_solver_args(lam, tol, max_iter):
@@ -1475,6 +1479,7 @@ class _LogisticDesign:
         self.n_features = p * K + (K if self.fit_intercept else 0)
         m = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1) if fit_intercept else None
         self.x_mean = m if fit_intercept else np.zeros(p)
+        self._Xc = None  # the centered dense design (dense X only)
         sparse = sp.issparse(X)
         if sparse:
             Xt = X.T
@@ -1497,6 +1502,7 @@ class _LogisticDesign:
 
         else:
             Xc = X - m if fit_intercept else X
+            self._Xc = Xc
 
             def xc_dot(W):
                 return Xc @ W
@@ -1505,22 +1511,28 @@ class _LogisticDesign:
                 return Xc.T @ R
 
         self.xc_dot = xc_dot
-        # mu = largest eigenvalue of X_c^T X_c / n, in the smaller dimension
-        if n < p:
-            mu = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
-        else:
-            mu = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
         sq = np.asarray(X.multiply(X).sum(axis=0)) if sparse else np.einsum("ij,ij->j", X, X)
         ref = float(sq.max()) / n if p else 0.0
-        if not np.isfinite(mu) or mu <= 1e-24 * ref or mu <= 0:
-            mu = 0.0  # X_c = 0 up to rounding (e.g. constant columns)
-        curvature = 0.25 if binary else 0.5
-        s = math.sqrt(mu) if mu > 0 else 1.0
+
+        def compute_mu():
+            """Largest eigenvalue of X_c^T X_c / n (in the smaller dimension)."""
+            if n < p:
+                mu = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
+            else:
+                mu = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
+            if not np.isfinite(mu) or mu <= 1e-24 * ref or mu <= 0:
+                mu = 0.0  # X_c = 0 up to rounding (e.g. constant columns)
+            return mu
+
+        # mu is needed at once for the intercept's column (s = sqrt(mu)); otherwise only
+        # by the plain iterations (L), so it is computed on first use.
+        self._compute_mu = compute_mu
+        self._mu = compute_mu() if self.fit_intercept else None
+        self._col_ref = (sq, ref)
+        self._curvature = 0.25 if binary else 0.5
+        s = math.sqrt(self._mu) if self.fit_intercept and self._mu > 0 else 1.0
         self.s = s if self.fit_intercept else 0.0
-        # Without intercept and with X = 0 the loss does not depend on x: L = 0.
-        self.L = curvature * (s * s if self.fit_intercept else mu)
         pK, inv_n = self.n_coef, 1.0 / n
-        inv_L = 1.0 / self.L if self.L > 0 else inv_n
         fit_b = self.fit_intercept
         probabilities = scipy.special.expit if binary else None
         softmax = scipy.special.softmax
@@ -1541,16 +1553,52 @@ class _LogisticDesign:
                 return concatenate((gW.ravel(), (s * inv_n) * R.sum(axis=0)))
             return gW.ravel()
 
-        def forward(x):
-            return x - grad(x) * inv_L
-
-        self.grad, self.forward = grad, forward
+        self.grad = grad
         # c = -grad at the null model: probabilities = class frequencies with an intercept,
         # uniform without.
         R0 = (Y.mean(axis=0) if fit_b else np.full(K, 0.5 if binary else 1.0 / K)) - Y
         c = -(xct_dot(R0) * inv_n).ravel()
         self.c = concatenate((c, np.zeros(K))) if fit_b else c
         self.small = 2 * n * p * K <= _SMALL_WORK
+
+    @property
+    def mu(self):
+        """Largest eigenvalue of ``X_c^T X_c / n`` (computed on first use)."""
+        if self._mu is None:
+            self._mu = self._compute_mu()
+        return self._mu
+
+    @property
+    def L(self):
+        """Lipschitz constant of ``grad``; 0 if the loss does not depend on ``x``."""
+        if self.fit_intercept:
+            return self._curvature * self.s * self.s
+        return self._curvature * self.mu
+
+    @property
+    def degenerate(self):
+        """Whether ``X_c = 0`` up to rounding (cheap unless the columns are tiny)."""
+        sq, ref = self._col_ref
+        if self.n_columns == 0:
+            return True
+        if (
+            self._mu is None
+            and not self.fit_intercept
+            and float(sq.max()) / self.n_samples > 1e-12 * ref
+        ):
+            return False
+        return self.mu == 0.0
+
+    @property
+    def forward(self):
+        """``x -> x - grad(x) / L``, the step of the plain iterations."""
+        L, grad = self.L, self.grad
+        inv_L = 1.0 / L if L > 0 else 1.0 / self.n_samples
+
+        def forward(x):
+            return x - grad(x) * inv_L
+
+        return forward
 
     def scores(self, x):
         """Scores ``Z`` of shape (n, K) at ``x``."""
@@ -1595,6 +1643,155 @@ def _logistic_objective(design, x, lam, ext, rho_ext):
     norms = np.sqrt(np.bincount(ext, weights=np.einsum("ij,ij->i", W, W), minlength=rho_ext.size))
     penalty = float(lam * (rho_ext @ norms)) if lam > 0 else 0.0
     return _mean_log_loss(design.scores(x), design.Y, design.binary) + penalty
+
+
+def _weighted_gram(A, d, n):
+    """``A^T diag(d) A / n`` for ``d >= 0``, by a symmetric rank-k update (half a GEMM)."""
+    B = A * np.sqrt(d)[:, None]
+    if B.flags.c_contiguous and B.shape[1] > 1:
+        U = scipy.linalg.blas.dsyrk(1.0 / n, B.T, trans=0)  # B.T is Fortran-ordered
+        return np.triu(U) + np.triu(U, 1).T
+    return B.T @ B / n
+
+
+def _logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
+    """Binary logistic group lasso by working sets and proximal Newton steps (dense X).
+
+    Outer loop as in :func:`_solve_ls` (full gradient, violations of all groups, working
+    set = live and unpenalized groups plus the worst violators). Inner loop on the
+    working set's columns ``A`` (with the rescaled constant column of the intercept): the
+    quadratic model ``g^T d + d^T H d / 2`` with ``H = A^T diag(p (1 - p)) A / n`` plus the
+    penalty is minimized by :func:`_ws_fista` (its Newton steps included), and the step
+    to that minimizer is damped by backtracking until the objective decreases by a
+    fraction of the model's decrease (proximal Newton, as in *Proximal Newton-type
+    methods for minimizing composite functions*). Returns ``(x, n_iter, relative kkt)``
+    with the stopping rule of :func:`_fista`, checked on all groups.
+    """
+    n_ext = rho_ext.shape[0]
+    lam_rho = lam * rho_ext
+    scale = _kkt_scale(design.c, ext, n_ext)
+    abs_tol = tol * scale
+    Xc, y = design._Xc, design.Y[:, 0]
+    n, p = Xc.shape
+    s = design.s
+    free = rho_ext == 0
+    state = {}
+    n_iter = stalled = 0
+    expit, logaddexp = scipy.special.expit, np.logaddexp
+
+    def columns(idx):
+        cols = idx[idx < p]
+        A = Xc[:, cols]
+        if cols.size < idx.size:  # the intercept column
+            A = np.column_stack((A, np.full(n, s)))
+        return A
+
+    while True:
+        g = design.grad(x)
+        viol, live = _group_violations(x, g, ext, lam_rho, n_ext)
+        kkt = float(viol.max())
+        if kkt <= abs_tol or n_iter >= max_iter:
+            break
+        keep = live | free
+        n_live = int(np.count_nonzero(live & ~free))
+        # zero groups by ||g_j|| / (lam rho_j): the violators, and next the groups close
+        # to violating (the support moves as the working set is solved; taking the near
+        # ones at once saves the outer rounds, and Hessians, that would add them later)
+        gn = np.sqrt(np.bincount(ext, weights=g * g, minlength=n_ext))
+        ratio = np.full(n_ext, -1.0)
+        np.divide(gn, lam_rho, out=ratio, where=~keep & (lam_rho > 0))
+        n_add = max(_WS_MIN_GROUPS, n_live)
+        out = np.where(keep, -1.0, viol)
+        if n_add < n_ext:
+            top = np.argpartition(ratio, n_ext - n_add - 1)
+            add = top[n_ext - n_add :]
+            rest = out[top[: n_ext - n_add]]
+            outside = float(rest.max()) if rest.size else 0.0
+        else:
+            add = np.arange(n_ext)
+            outside = 0.0
+        add = add[(out[add] > abs_tol) | (ratio[add] >= _NEAR_VIOLATION)]
+        in_ws = keep.copy()
+        in_ws[add] = True
+        idx = np.flatnonzero(in_ws[ext])
+        groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
+        lr = lam_rho[groups_ws]
+        tol_in = max(0.5 * abs_tol, 0.3 * outside)
+        if stalled >= 2:
+            tol_in = 0.5 * abs_tol
+        if stalled >= 4:
+            break
+        A = columns(idx)
+        xw = x[idx]
+        z = A @ xw
+        it_ws = 0
+        ext_nw = groups_ws.size
+
+        def penalty(v, lr=lr, ext_ws=ext_ws, ext_nw=ext_nw):
+            return float(lr @ np.sqrt(np.bincount(ext_ws, weights=v * v, minlength=ext_nw)))
+
+        f = float(np.mean(logaddexp(0.0, z) - y * z)) + penalty(xw)
+        blind = None  # the point before a step the objective was too flat to check
+        while n_iter + it_ws < max_iter:
+            P = expit(z)
+            gw = A.T @ (P - y) / n
+            vw, _ = _group_violations(xw, gw, ext_ws, lr, ext_nw)
+            kkt_w = float(vw.max())
+            if blind is not None and not kkt_w < blind[3]:
+                xw, z, f = blind[:3]  # the unchecked step did not help: undo it, stop
+                break
+            blind = None
+            if kkt_w <= tol_in:
+                break
+            H = _weighted_gram(A, P * (1.0 - P), n)
+            L, vec = _restricted_lipschitz(
+                H, state.get("vec") if state.get("k") == idx.size else None, np.inf
+            )
+            state.update(vec=vec, k=idx.size)
+            v, it, _, _ = _ws_fista(
+                H,
+                H @ xw - gw,
+                lr,
+                ext_ws,
+                ext_nw,
+                xw,
+                L,
+                max(kkt_w * min(0.1, kkt_w / scale), 0.25 * tol_in),
+                max(1, max_iter - n_iter - it_ws),
+                False,
+            )
+            it_ws += it + 1
+            d = v - xw
+            if not np.any(d):
+                break
+            pen0 = penalty(xw)
+            delta = float(gw @ d) + penalty(v) - pen0  # the model's predicted decrease
+            Ad = A @ d
+            t = 1.0
+            accepted = False
+            for _ in range(30):
+                zt = z + t * Ad
+                xt = xw + t * d
+                ft = float(np.mean(logaddexp(0.0, zt) - y * zt)) + penalty(xt)
+                if ft <= f + 0.25 * t * delta or ft <= f and t < 1e-6:
+                    accepted = True
+                    break
+                if t == 1.0 and -delta <= 64 * _EPS * max(abs(f), 1.0):
+                    # the predicted decrease is below the rounding of the objective: take
+                    # the full step and judge it by the KKT violation instead
+                    blind = (xw, z, f, kkt_w)
+                    zt, xt, accepted = z + Ad, xw + d, True
+                    ft = float(np.mean(logaddexp(0.0, zt) - y * zt)) + penalty(xt)
+                    break
+                t *= 0.5
+            if not accepted:
+                break
+            xw, z, f = xt, zt, ft
+        n_iter += it_ws
+        stalled = stalled + 1 if it_ws == 0 else 0
+        x = np.zeros_like(x)
+        x[idx] = xw
+    return x + 0.0, min(n_iter, max_iter), kkt / scale
 
 
 def solve_group_logistic(
@@ -1674,7 +1871,10 @@ def solve_group_logistic(
         ext_x = np.concatenate((ext_x, np.full(K, n_ext, dtype=np.intp)))
         rho_x = np.concatenate((rho_ext, [0.0]))
     x0 = design.start(w0)
-    x, n_iter, kkt = _fista(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
+    if design.binary and design._Xc is not None and not design.degenerate:
+        x, n_iter, kkt = _logistic_ws_newton(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
+    else:
+        x, n_iter, kkt = _fista(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
     W, b = design.unpack(x)
     objective = _logistic_objective(design, x, float(lam), ext, rho_ext)
     if design.binary:
