@@ -24,7 +24,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._validation import check_range, check_warm_start_targets, value_limit
+from .._validation import (
+    check_range,
+    check_sample_weight,
+    check_warm_start_targets,
+    value_limit,
+)
 from ..exceptions import TrainingDivergedError
 from ..gating import collapse, gate_factors, group_norms, penalty
 from ..path import regularization_path

@@ -20,9 +20,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from scipy.special import expit, logsumexp
-from sklearn.base import is_regressor
+from sklearn.base import is_classifier, is_regressor
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.sparsefuncs import mean_variance_axis
+from skorch.callbacks import Callback
 
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
@@ -126,9 +127,11 @@ class _GatedLeastSquares:
     (see ``_centered_moments``): objective values include the best intercept.
     """
 
-    def __init__(self, gram, rhs, const, labels, rho, lam, D):
+    def __init__(self, gram, rhs, const, labels, rho, lam, D, nonnegative=None):
         self.rhs, self.const = rhs, const
         self.rho, self.lam, self.D = rho, lam, D
+        # features whose coefficients are constrained to be >= 0 (bool (p,)), or None
+        self.nonneg = None if nonnegative is None or not np.any(nonnegative) else nonnegative
         in_group = self.penalized_groups(labels, rho, lam)
         self.penalized = in_group >= 0
         self.index = in_group[self.penalized]
@@ -160,6 +163,55 @@ class _GatedLeastSquares:
         out[self.penalized] = per_group[self.index]
         return out
 
+    def _ascent(self, G):
+        """The part of ``-gradient`` ``G`` that can move the coefficients: all of it, or
+        its positive part under ``positive`` (a zero coefficient cannot decrease)."""
+        if self.nonneg is None:
+            return G
+        return np.where(self.nonneg[:, None], np.maximum(G, 0.0), G)
+
+    def _nonnegative_solve(self, support, ss, B, diag, V, bounded):
+        """Minimize ``v^T A v / 2 - b^T v`` over ``v_i >= 0`` (``i`` in ``bounded``) for
+        every column, with ``A = S G S + diag(diag)`` on the support: the constrained
+        omega-step, from the unconstrained solution ``V``.
+
+        Lawson and Hanson's active-set method: solve on the passive set (the free and
+        the positive variables), step back to the boundary when the solution leaves the
+        feasible set, and release the bound variable with the most negative gradient
+        until none is left. It ends after finitely many solves at the exact minimizer
+        (``A`` is positive definite), so the step keeps its majorize-minimize guarantee.
+        """
+        idx = np.flatnonzero(support)
+        A = ss[:, None] * self.curv.submatrix(idx) * ss[None, :]
+        A[np.diag_indices_from(A)] += diag
+        scale = max(float(np.abs(B).max(initial=0.0)), 1e-300)
+        out = np.zeros_like(V)
+        for col in range(V.shape[1]):
+            b = B[:, col]
+            x = np.where(bounded, np.maximum(V[:, col], 0.0), V[:, col])
+            passive = (x > 0) | ~bounded
+            for _ in range(10 * idx.size + 10):
+                z = np.zeros_like(x)
+                if passive.any():
+                    z[passive] = solve_pos(A[np.ix_(passive, passive)], b[passive])
+                bad = passive & bounded & (z <= 0)
+                if bad.any():  # back to the boundary along x -> z, and bind what hit it
+                    alpha = np.min(x[bad] / (x[bad] - z[bad]))
+                    x = x + alpha * (z - x)
+                    hit = bounded & (x <= 1e-15 * scale)
+                    passive &= ~hit
+                    x[hit] = 0.0
+                    continue
+                x = z
+                descent = b - A @ x  # minus the gradient
+                candidates = np.where(passive, -np.inf, descent)
+                j = int(np.argmax(candidates))
+                if not candidates[j] > 1e-13 * scale:
+                    break
+                passive[j] = True
+            out[:, col] = x
+        return out
+
     def _doomed(self, W, norms):
         """Live groups to set to zero: their block minimizer (others fixed) is, or tends to, 0.
 
@@ -177,7 +229,7 @@ class _GatedLeastSquares:
             return live
         block = self.curv.block_dot(W)
         partial = self.rhs - self.curv.dot(W) + block  # X_j^T r_{-j} / n
-        corr = self.norms(partial)
+        corr = self.norms(self._ascent(partial))
         if D == 2:
             return live & (corr <= lam * rho)
         shrink = np.full(rho.size, np.inf)
@@ -201,7 +253,12 @@ class _GatedLeastSquares:
         if support.any():
             ss = s[support]
             diag = np.where(self.penalized[support], 1.0, self.free_ridge)
-            V = self.curv.scaled_solve(support, ss, ss[:, None] * self.rhs[support], diag)
+            B = ss[:, None] * self.rhs[support]
+            V = self.curv.scaled_solve(support, ss, B, diag)
+            if self.nonneg is not None:
+                bounded = self.nonneg[support]
+                if np.any(V[bounded] < 0):
+                    V = self._nonnegative_solve(support, ss, B, diag, V, bounded)
             W_new[support] = ss[:, None] * V
         f_new, norms_new = self.objective(W_new)
         dead = self._doomed(W_new, norms_new)
@@ -222,7 +279,7 @@ class _GatedLeastSquares:
         steps above keep zero groups at zero, so without this they could never return).
         """
         lam, rho = self.lam, self.rho
-        grad = self.rhs - self.curv.dot(W)  # X^T r / n, (p, k)
+        grad = self._ascent(self.rhs - self.curv.dot(W))  # X^T r / n, (p, k)
         corr = self.norms(grad)
         excess = np.where((norms == 0) & (rho > 0), corr - lam * rho, 0.0)
         if not np.any(excess > 0):
@@ -261,6 +318,9 @@ class _GatedLeastSquares:
         np.divide(lam_rho, norms, out=unit, where=norms > 0)
         D = np.array(G, dtype=np.float64)
         D[self.penalized] += unit[self.index][:, None] * W[self.penalized]
+        if self.nonneg is not None:  # at w = 0 the constraint absorbs any G >= 0
+            held = self.nonneg[:, None] & (W <= 0)
+            D = np.where(held, np.minimum(D, 0.0), D)
         dist = self.norms(D)
         viol = np.where(norms > 0, dist, np.maximum(dist - lam_rho, 0.0))
         free = np.abs(D[~self.penalized])
@@ -281,11 +341,14 @@ class _GatedLeastSquares:
         Away from zero the penalty ``lam rho_j ||w_j||^q`` (``q = 2/D``) is smooth, so on
         a fixed support the objective is smooth and Newton's method converges
         quadratically where the block steps (a majorize-minimize scheme) slow down near
-        the solution. A step that does not lower the objective, or would shrink a live
-        group by half or more (the support is changing), ends the polishing.
+        the solution. A step that does not lower the objective, or would turn a live
+        group through zero (the support is changing), ends the polishing; under the
+        non-negativity constraint a step that crosses it is projected and ends it.
         """
         norms = self.norms(W)
         live_feature = self._per_feature(norms > 0, True) | ~self.penalized
+        if self.nonneg is not None:  # entries held at zero by the constraint stay out
+            live_feature &= np.all(W > 0, axis=1) | ~self.nonneg
         idx = np.flatnonzero(live_feature)
         if not idx.size or idx.size * W.shape[1] > _NEWTON_MAX_SIZE:
             return W
@@ -322,7 +385,15 @@ class _GatedLeastSquares:
             # changes it by ~g^2): there a smaller gradient decides
             flat = f_try <= f + 1e-14 * abs(f)
             better = f_try < f or (flat and np.abs(grad_try).max() < np.abs(grad).max())
-            if not better or np.any(n_try[live] < 0.5 * n_g[live]):
+            crossed = self.nonneg is not None and np.any(W_try[idx][self.nonneg[idx]] < 0)
+            if crossed:  # the support shrinks: go as far as the constraint allows, stop
+                return self._step_to_boundary(W, W_try, f)
+            # a live group that turned through zero (its direction reversed) means the
+            # support is wrong: Newton's model no longer holds
+            turned = np.bincount(
+                self.index, weights=(W_try * W).sum(1)[self.penalized], minlength=self.rho.size
+            )
+            if not better or np.any(turned[live] <= 0):
                 break
             W, f, grad, coef, n_g = W_try, f_try, grad_try, coef_try, n_try
         return W
@@ -341,6 +412,7 @@ class _GatedLeastSquares:
         n_steps = slow = 0
         certify = kkt_tol is not None and self.D == 2
         polished = False  # a polish without block-step progress since ends the loop
+        last_support, same = None, 0  # steps in a row with the same nonzero pattern
         for n_steps in range(1, max_steps + 1):  # noqa: B007 (used after the loop)
             if certify and self.relative_kkt(W) <= kkt_tol:
                 break
@@ -354,9 +426,15 @@ class _GatedLeastSquares:
                         W_new, f_new, norms_new = W_acc, f_acc, norms_acc
             stalled = not f_new <= f  # rounding noise at convergence: keep the better point
             if not stalled:
+                support = self._support(W_new)
+                same = same + 1 if np.array_equal(support, last_support) else 0
+                last_support = support
                 decrease, W, f, norms = f - f_new, W_new, f_new, norms_new
                 slow = slow + 1 if decrease <= tol * abs(f) else 0
-            if stalled or slow >= patience:
+            # the support has settled while the steps still creep (ill-conditioned live
+            # block): Newton on it now rather than after many slow steps
+            settled = certify and not polished and same >= 2 * patience
+            if stalled or slow >= patience or settled:
                 if not certify or polished:
                     break
                 # slow or stalled short of the KKT tolerance: Newton on the current
@@ -366,10 +444,32 @@ class _GatedLeastSquares:
                 f_pol, norms_pol = self.objective(W_pol)
                 if not f_pol <= f:
                     break
-                W, f, norms, history, slow = W_pol, f_pol, norms_pol, [], 0
+                W, f, norms, history, slow, same = W_pol, f_pol, norms_pol, [], 0, 0
             else:
                 polished = False
         return W, f, n_steps
+
+    def _step_to_boundary(self, W, W_try, f):
+        """The point where the segment from ``W`` to ``W_try`` leaves ``w >= 0``, with the
+        coefficients that reach the boundary set to zero; ``W`` if that is not better.
+        On a fixed support the objective is convex along the Newton direction, so the
+        part of the step inside the constraint lowers it."""
+        bounded = self.nonneg[:, None] & np.ones_like(W, dtype=bool)
+        leaving = bounded & (W_try < 0)
+        t = float(np.min(W[leaving] / (W[leaving] - W_try[leaving])))
+        W_t = W + t * (W_try - W)
+        W_t[bounded & (W_t <= 1e-15 * max(float(np.abs(W).max()), 1e-300))] = 0.0
+        W_t[leaving & (W_t < 0)] = 0.0
+        f_t, _ = self.objective(W_t)
+        return W_t if f_t < f else W
+
+    def _support(self, W):
+        """The nonzero pattern that Newton's method holds fixed: live groups, and under
+        the constraint, the positive entries."""
+        live = self._per_feature(self.norms(W) > 0, True)
+        if self.nonneg is not None:
+            return live[:, None] & ((W > 0) | ~self.nonneg[:, None])
+        return live
 
     def _anderson(self, history, norms_new):
         """Extrapolated point from the last steps; zero groups of the last step stay zero."""
@@ -385,6 +485,8 @@ class _GatedLeastSquares:
             return None
         dead = self._per_feature((norms_new == 0) & (self.rho > 0), False)
         W_acc[dead] = 0.0
+        if self.nonneg is not None:
+            W_acc[self.nonneg] = np.maximum(W_acc[self.nonneg], 0.0)
         return W_acc
 
 
@@ -413,7 +515,17 @@ class _GatedLogistic:
     """
 
     def __init__(
-        self, X, codes, n_outputs, labels, rho, lam, D, fit_intercept, sample_weight=None
+        self,
+        X,
+        codes,
+        n_outputs,
+        labels,
+        rho,
+        lam,
+        D,
+        fit_intercept,
+        sample_weight=None,
+        positive=False,
     ):
         n = X.shape[0]
         self.s = sample_weight  # mean 1, or None
@@ -435,10 +547,14 @@ class _GatedLogistic:
             centred = np.eye(n_outputs) - 1.0 / n_outputs
             self.Q = np.linalg.qr(centred[:, :-1])[0]
         self.labels, self.rho, self.lam, self.D = labels, rho, lam, D
+        # binary only (the caller checks): V = W, the intercept's column stays free
+        self.nonneg = None
+        if positive:
+            self.nonneg = np.arange(X.shape[1]) < X.shape[1] - int(fit_intercept)
         gram = self._weighted_gram(None)
         self.bound = gram * (0.25 if n_outputs == 1 else 0.5)
         zero = np.zeros((X.shape[1], self.Q.shape[1]))
-        self.shape = _GatedLeastSquares(gram, zero, 0.0, labels, rho, lam, D)
+        self.shape = _GatedLeastSquares(gram, zero, 0.0, labels, rho, lam, D, self.nonneg)
         _, G0, _ = self.loss_grad(zero)
         self.kkt_scale = max(float(self.shape.norms(G0).max(initial=0.0)), 1e-300)
 
@@ -519,7 +635,9 @@ class _GatedLogistic:
             V, G = V.reshape(-1, 1), G.reshape(-1, 1)
             labels = np.repeat(labels, shape[1])
         const = loss - float((G * V).sum()) + 0.5 * float((V * (H @ V)).sum())
-        model = _GatedLeastSquares(H, H @ V - G, const, labels, self.rho, self.lam, self.D)
+        model = _GatedLeastSquares(
+            H, H @ V - G, const, labels, self.rho, self.lam, self.D, self.nonneg
+        )
         V_new, _, _ = model.minimize(V, inner_steps, _BLOCK_STEPS_TOL)
         return V_new.reshape(shape)
 
@@ -549,6 +667,24 @@ class _GatedLogistic:
         return W, f, n_steps
 
 
+class _ProjectNonNegative(Callback):
+    """``positive=True``: after every optimizer step, negative coefficients are set to
+    zero (a projected gradient step; the factors are re-balanced)."""
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        if not training:
+            return
+        module = net.module_
+        with torch.no_grad():
+            weight = module.weight
+            if not bool((weight < 0).any()):
+                return
+            if any(True for _ in gated_tensors(module)):
+                set_weight(module, "weight", weight.clamp(min=0.0))
+            else:
+                weight.clamp_(min=0.0)
+
+
 class _SparseLinearModel(BaseDGated):
     """The linear model family: one ``nn.Linear``, groups of input features gated."""
 
@@ -561,6 +697,7 @@ class _SparseLinearModel(BaseDGated):
         "groups": [None, Integral, "array-like"],
         "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "fit_intercept": ["boolean"],
+        "positive": ["boolean"],
     }
 
     def __init__(
@@ -571,6 +708,7 @@ class _SparseLinearModel(BaseDGated):
         groups=None,
         group_weights=None,
         fit_intercept=True,
+        positive=False,
         optimizer="lbfgs",
         lr=1.0,
         max_epochs=200,
@@ -592,6 +730,7 @@ class _SparseLinearModel(BaseDGated):
         self.groups = groups
         self.group_weights = group_weights
         self.fit_intercept = fit_intercept
+        self.positive = positive
         self.optimizer = optimizer
         self.lr = lr
         self.max_epochs = max_epochs
@@ -670,6 +809,8 @@ class _SparseLinearModel(BaseDGated):
         alpha = self.lam * size ** (2.0 / self.D - 2.0) + 1e-6 * curv.mean_diagonal
         alpha = max(alpha, np.finfo(np.float64).tiny)
         W = curv.scaled_solve(np.ones(p, dtype=bool), np.ones(p), rhs, np.full(p, alpha))
+        if self.positive:
+            W = np.maximum(W, 0.0)
         with torch.no_grad():
             module.weight.copy_(torch.as_tensor(W.T))
             if self.fit_intercept:
@@ -683,19 +824,33 @@ class _SparseLinearModel(BaseDGated):
         smooth D-gated problem. L-BFGS stops when one of its iterations lowers the
         objective by less than ``tol`` (relative), not only at the end of an epoch.
         """
-        objective = None
+        if self.positive and module.out_features > 1 and is_classifier(self):
+            raise ValueError(
+                "positive=True is supported for binary problems only: multinomial "
+                f"coefficients ({module.out_features} classes) are defined up to a "
+                "constant per feature and cannot all be made non-negative."
+            )
+        objective, certified = None, False
         if (
             self._block_steps
             and not self.early_stopping
             and dataset.X.shape[1] <= _BLOCK_STEPS_MAX_FEATURES
             and any(True for _ in gated_tensors(module))
         ):
-            objective = self._run_block_steps(module, dataset)
+            objective, certified = self._run_block_steps(module, dataset)
         net = super()._make_net(module, dataset, seed)
+        # Nothing left for gradient steps when the block steps certified the D = 2
+        # solution (relative KKT violation below _KKT_TOL), nor after the constrained
+        # block steps with L-BFGS, whose projected steps would only undo their work.
+        positive_done = self.positive and objective is not None and self.optimizer == "lbfgs"
+        if certified or positive_done:
+            net.set_params(max_epochs=0)
         # skorch's PrintLog formats a table row every epoch even when nothing is printed
         net.set_params(callbacks__print_log=None)
         if objective is not None and self.optimizer == "lbfgs" and self.tol is not None:
             net.set_params(optimizer__tolerance_change=self.tol * abs(objective))
+        if self.positive:
+            net.callbacks.append(("nonnegative", _ProjectNonNegative()))
         return net
 
     @torch.no_grad()
@@ -709,11 +864,13 @@ class _SparseLinearModel(BaseDGated):
         labels, rho = self._penalty_groups(X.shape[1])
         weight = as_numpy(module.weight).T
         bias = as_numpy(module.bias) if self.fit_intercept else None
-        W, b, objective, gradient, norms = self._block_solve(
+        W, b, objective, gradient, norms, certified = self._block_solve(
             X, dataset.y, labels, rho, weight, bias, _weights(dataset)
         )
         revive = None
         if self.D == 2:
+            if self.positive:  # only a positive gradient can grow a coefficient from 0
+                gradient = np.maximum(gradient, 0.0)
             grad_norms = np.sqrt(
                 np.bincount(
                     labels[labels >= 0],
@@ -728,7 +885,7 @@ class _SparseLinearModel(BaseDGated):
         set_weight(module, "weight", torch.as_tensor(W.T), revive=revive)
         if self.fit_intercept:
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
-        return objective
+        return objective, certified
 
     def _penalty_groups(self, n_features):
         labels = _check_groups(self.groups, n_features)
@@ -814,6 +971,12 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         ``rho_j``: ones, square root of group sizes, or explicit non-negative weights.
     fit_intercept : bool, default=True
         Fit an unpenalized intercept.
+    positive : bool, default=False
+        Constrain every coefficient to be ``>= 0`` (the intercept stays free), as
+        scikit-learn's ``Lasso(positive=True)``; at ``D = 2`` the model is then the
+        non-negative group lasso. The block steps solve the constrained problem exactly
+        (an active-set solve per step); gradient steps after them are projected onto
+        the constraint. The classifier accepts it for binary problems only.
     optimizer : {"lbfgs", "sgd", "adam", "adamw"} or torch optimizer class, default="lbfgs"
         Optimizer after the block steps; from their end L-BFGS usually needs a handful of
         closure evaluations.
@@ -884,7 +1047,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     _block_steps = True
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
-        """Gated least squares: ``(W, intercept, objective, gradient, group norms)``."""
+        """Gated least squares: ``(W, intercept, objective, gradient, norms, certified)``."""
         Y = targets.cpu().double().numpy()
         wide = _is_wide(X)
         gram, rhs, x_mean, y_mean, const = _centered_moments(
@@ -893,12 +1056,15 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         if wide:  # never form the p x p Gram matrix: Woodbury solves on the design
             group = _GatedLeastSquares.penalized_groups(labels, rho, self.lam)
             gram = _curvature(X, x_mean, group, True, None, sample_weight)
-        problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D)
+        nonneg = np.ones(X.shape[1], dtype=bool) if self.positive else None
+        problem = _GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D, nonneg)
         W, objective, self._n_block_steps = problem.minimize(
             weight, _BLOCK_STEPS_MAX, _BLOCK_STEPS_TOL, kkt_tol=_KKT_TOL
         )
         intercept = y_mean - x_mean @ W
-        return W, intercept, objective, rhs - problem.curv.dot(W), problem.norms(W)
+        certified = self.D == 2 and problem.relative_kkt(W) <= _KKT_TOL
+        gradient = rhs - problem.curv.dot(W)
+        return W, intercept, objective, gradient, problem.norms(W), certified
 
     def _coef_shape(self, weight, bias):
         if self._y_1d:
@@ -941,11 +1107,20 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     _block_steps = True
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
-        """Gated logistic regression: ``(W, intercept, objective, gradient, norms)``."""
+        """Gated logistic: ``(W, intercept, objective, gradient, norms, certified)``."""
         codes = targets.cpu().numpy()
         k = weight.shape[1]
         problem = _GatedLogistic(
-            X, codes, k, labels, rho, self.lam, self.D, self.fit_intercept, sample_weight
+            X,
+            codes,
+            k,
+            labels,
+            rho,
+            self.lam,
+            self.D,
+            self.fit_intercept,
+            sample_weight,
+            positive=self.positive,
         )
         if bias is not None and problem.x_mean is not None:
             bias = bias + problem.x_mean @ weight  # the intercept of the centred columns
@@ -958,7 +1133,8 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
         b = None
         if self.fit_intercept:
             b = W[p] if problem.x_mean is None else W[p] - problem.x_mean @ W[:p]
-        return W[:p], b, objective, gradient, problem.shape.norms(V)
+        certified = self.D == 2 and problem.kkt(V, problem.gradient) <= _KKT_TOL
+        return W[:p], b, objective, gradient, problem.shape.norms(V), certified
 
     def _coef_shape(self, weight, bias):
         return weight, bias
