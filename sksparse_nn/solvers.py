@@ -1248,7 +1248,7 @@ def lambda_max(
         squared error only.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights, rescaled to sum to ``n_samples`` (as in
-        :func:`solve_group_lasso`); squared error only.
+        :func:`solve_group_lasso` and :func:`solve_group_logistic`).
 
     Returns
     -------
@@ -1258,10 +1258,8 @@ def lambda_max(
     if loss not in ("squared_error", "log_loss"):
         raise ValueError(f'loss must be "squared_error" or "log_loss", got {loss!r}.')
     if loss == "log_loss":
-        if positive or sample_weight is not None:
-            raise ValueError(
-                'positive and sample_weight are supported with loss="squared_error" only.'
-            )
+        if positive:
+            raise ValueError('positive is supported with loss="squared_error" only.')
         X = _as_float_matrix(X)
         y, _ = _as_logistic_targets(y, X.shape[0], fit_intercept)
     else:
@@ -1284,8 +1282,16 @@ def lambda_max(
         return 0.0
     free = np.flatnonzero(~penalized)
     if loss == "log_loss":
-        x_mean = np.asarray(X.mean(axis=0)).reshape(-1) if fit_intercept else np.zeros(p)
-        r = _logistic_null_residual(X, y, free, fit_intercept)  # (n, K): P - Y
+        s = _check_sample_weight_ls(sample_weight, n)
+        r = _logistic_null_residual(X, y, free, fit_intercept, s)  # (n, K): P - Y
+        if not fit_intercept:
+            x_mean = np.zeros(p)
+        elif s is None:
+            x_mean = np.asarray(X.mean(axis=0)).reshape(-1)
+        else:
+            x_mean = np.asarray(safe_sparse_dot(s, X)).reshape(-1) / n
+        if s is not None:
+            r = r * s[:, None]
         z = (safe_sparse_dot(X.T, r) - np.outer(x_mean, r.sum(axis=0))) / n
     else:
         s = _check_sample_weight_ls(sample_weight, n)
@@ -1388,38 +1394,50 @@ def _probabilities(Z, binary):
     return scipy.special.expit(Z) if binary else scipy.special.softmax(Z, axis=1)
 
 
-def _mean_log_loss(Z, Y, binary):
-    """Mean log-loss, with ``log(1 + e^z)`` and log-sum-exp computed without overflow."""
+def _mean_log_loss(Z, Y, binary, weights=None):
+    """Mean log-loss (weighted by ``weights`` summing to n), with ``log(1 + e^z)`` and
+    log-sum-exp computed without overflow."""
     if binary:
-        return float(np.mean(np.logaddexp(0.0, Z) - Y * Z))
-    return float(np.mean(scipy.special.logsumexp(Z, axis=1) - np.einsum("ij,ij->i", Y, Z)))
+        losses = (np.logaddexp(0.0, Z) - Y * Z)[:, 0]
+    else:
+        losses = scipy.special.logsumexp(Z, axis=1) - np.einsum("ij,ij->i", Y, Z)
+    if weights is None:
+        return float(np.mean(losses))
+    return float(weights @ losses) / Z.shape[0]
 
 
-def _newton_intercept(Z0, Y, binary, max_steps=100):
+def _wmean(A, weights):
+    """Column means of ``A`` weighted by ``weights`` (summing to n; None: plain means)."""
+    return A.mean(axis=0) if weights is None else weights @ A / A.shape[0]
+
+
+def _newton_intercept(Z0, Y, binary, max_steps=100, weights=None):
     """Intercept ``c`` of shape (K,) minimizing the mean log-loss of ``Z0 + c``.
 
     Damped Newton (step halving on the loss) from the closed form for ``Z0 = 0`` (the
     logit / log of the class frequencies). Multinomial: the Hessian is singular along
     ``(1, ..., 1)`` (the softmax ignores a common shift), which is fixed by adding
     ``11^T / K``; steps then stay in the zero-sum subspace. Needs every class present.
+    ``weights`` (summing to n) weight the samples.
     """
     n, K = Y.shape
-    freq = Y.mean(axis=0)
+    freq = _wmean(Y, weights)
     if binary:
         c = np.log(freq) - np.log1p(-freq)
     else:
         c = np.log(freq)
         c -= c.mean()
-    f = _mean_log_loss(Z0 + c, Y, binary)
+    f = _mean_log_loss(Z0 + c, Y, binary, weights)
     for _ in range(max_steps):
         P = _probabilities(Z0 + c, binary)
-        g = P.mean(axis=0) - freq
+        g = _wmean(P, weights) - freq
         if not np.max(np.abs(g)) > 1e-15:
             break
         if binary:
-            step = g / max(float(np.mean(P * (1.0 - P))), 1e-300)
+            step = g / max(float(_wmean(P * (1.0 - P), weights)[0]), 1e-300)
         else:
-            H = np.diag(P.mean(axis=0)) - P.T @ P / n + 1.0 / K
+            PW = P if weights is None else P * weights[:, None]
+            H = np.diag(_wmean(P, weights)) - PW.T @ P / n + 1.0 / K
             try:
                 step = np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
@@ -1427,7 +1445,7 @@ def _newton_intercept(Z0, Y, binary, max_steps=100):
         t = 1.0
         while True:
             c_new = c - t * step
-            f_new = _mean_log_loss(Z0 + c_new, Y, binary)
+            f_new = _mean_log_loss(Z0 + c_new, Y, binary, weights)
             if f_new <= f:
                 break
             t *= 0.5
@@ -1465,7 +1483,7 @@ class _LogisticDesign:
     gradient at the null model (``W = 0``, intercept fitted), which sets the KKT scale.
     """
 
-    def __init__(self, X, Y, fit_intercept=True):
+    def __init__(self, X, Y, fit_intercept=True, sample_weight=None):
         X = _as_float_matrix(X)
         n, p = X.shape
         if n == 0:
@@ -1477,7 +1495,21 @@ class _LogisticDesign:
         self.fit_intercept = bool(fit_intercept)
         self.n_coef = p * K
         self.n_features = p * K + (K if self.fit_intercept else 0)
-        m = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1) if fit_intercept else None
+        sw = _check_sample_weight_ls(sample_weight, n)  # summing to n, or None
+        self.sample_weight = sw
+        if sw is not None and fit_intercept:
+            freq = _wmean(Y, sw)
+            if (freq[0] <= 0.0 or freq[0] >= 1.0) if binary else np.any(freq <= 0.0):
+                raise ValueError(
+                    "A class of Y has zero total sample weight; its intercept would be "
+                    "infinite. Give every class some weight or drop the class."
+                )
+        if not fit_intercept:
+            m = None
+        elif sw is None:
+            m = np.asarray(X.mean(axis=0), dtype=np.float64).reshape(-1)
+        else:  # weighted centering keeps X_c^T S 1 = 0 (block-diagonal curvature)
+            m = np.asarray(safe_sparse_dot(sw, X), dtype=np.float64).reshape(-1) / n
         self.x_mean = m if fit_intercept else np.zeros(p)
         self._Xc = None  # the centered dense design (dense X only)
         sparse = sp.issparse(X)
@@ -1517,9 +1549,15 @@ class _LogisticDesign:
         def compute_mu():
             """Largest eigenvalue of X_c^T X_c / n (in the smaller dimension)."""
             if n < p:
-                mu = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
-            else:
+                if sw is None:
+                    mu = _top_eigenvalue(lambda v: xc_dot(xct_dot(v)) / n, n)
+                else:
+                    r = np.sqrt(sw)
+                    mu = _top_eigenvalue(lambda v: r * xc_dot(xct_dot(r * v)) / n, n)
+            elif sw is None:
                 mu = _top_eigenvalue(lambda v: xct_dot(xc_dot(v)) / n, p)
+            else:
+                mu = _top_eigenvalue(lambda v: xct_dot(sw * xc_dot(v)) / n, p)
             if not np.isfinite(mu) or mu <= 1e-24 * ref or mu <= 0:
                 mu = 0.0  # X_c = 0 up to rounding (e.g. constant columns)
             return mu
@@ -1544,6 +1582,8 @@ class _LogisticDesign:
                 Z += s * x[pK:]
             P = probabilities(Z) if binary else softmax(Z, axis=1)
             P -= Y
+            if sw is not None:
+                P *= sw[:, None]
             return P
 
         def grad(x):
@@ -1556,7 +1596,9 @@ class _LogisticDesign:
         self.grad = grad
         # c = -grad at the null model: probabilities = class frequencies with an intercept,
         # uniform without.
-        R0 = (Y.mean(axis=0) if fit_b else np.full(K, 0.5 if binary else 1.0 / K)) - Y
+        R0 = (_wmean(Y, sw) if fit_b else np.full(K, 0.5 if binary else 1.0 / K)) - Y
+        if sw is not None:
+            R0 = R0 * sw[:, None]
         c = -(xct_dot(R0) * inv_n).ravel()
         self.c = concatenate((c, np.zeros(K))) if fit_b else c
         self.small = 2 * n * p * K <= _SMALL_WORK
@@ -1622,7 +1664,7 @@ class _LogisticDesign:
         if not self.fit_intercept:
             return W.ravel()
         Z0 = self.xc_dot(W) if np.any(W) else np.zeros((self.n_samples, K))
-        beta = _newton_intercept(Z0, self.Y, self.binary) / self.s
+        beta = _newton_intercept(Z0, self.Y, self.binary, weights=self.sample_weight) / self.s
         return np.concatenate((W.ravel(), beta))
 
     def unpack(self, x):
@@ -1642,7 +1684,8 @@ def _logistic_objective(design, x, lam, ext, rho_ext):
     W = x[: design.n_coef].reshape(design.n_columns, design.n_classes)
     norms = np.sqrt(np.bincount(ext, weights=np.einsum("ij,ij->i", W, W), minlength=rho_ext.size))
     penalty = float(lam * (rho_ext @ norms)) if lam > 0 else 0.0
-    return _mean_log_loss(design.scores(x), design.Y, design.binary) + penalty
+    loss = _mean_log_loss(design.scores(x), design.Y, design.binary, design.sample_weight)
+    return loss + penalty
 
 
 def _weighted_gram(A, d, n):
@@ -1673,6 +1716,8 @@ def _logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
     abs_tol = tol * scale
     Xc, y = design._Xc, design.Y[:, 0]
     n, p = Xc.shape
+    sw = design.sample_weight
+    wn = np.full(n, 1.0 / n) if sw is None else sw / n  # the weights of the mean
     s = design.s
     free = rho_ext == 0
     state = {}
@@ -1730,11 +1775,11 @@ def _logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
         def penalty(v, lr=lr, ext_ws=ext_ws, ext_nw=ext_nw):
             return float(lr @ np.sqrt(np.bincount(ext_ws, weights=v * v, minlength=ext_nw)))
 
-        f = float(np.mean(logaddexp(0.0, z) - y * z)) + penalty(xw)
+        f = float(wn @ (logaddexp(0.0, z) - y * z)) + penalty(xw)
         blind = None  # the point before a step the objective was too flat to check
         while n_iter + it_ws < max_iter:
             P = expit(z)
-            gw = A.T @ (P - y) / n
+            gw = A.T @ (wn * (P - y))
             vw, _ = _group_violations(xw, gw, ext_ws, lr, ext_nw)
             kkt_w = float(vw.max())
             if blind is not None and not kkt_w < blind[3]:
@@ -1743,7 +1788,7 @@ def _logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
             blind = None
             if kkt_w <= tol_in:
                 break
-            H = _weighted_gram(A, P * (1.0 - P), n)
+            H = _weighted_gram(A, wn * P * (1.0 - P), 1.0)
             L, vec = _restricted_lipschitz(
                 H, state.get("vec") if state.get("k") == idx.size else None, np.inf
             )
@@ -1772,7 +1817,7 @@ def _logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
             for _ in range(30):
                 zt = z + t * Ad
                 xt = xw + t * d
-                ft = float(np.mean(logaddexp(0.0, zt) - y * zt)) + penalty(xt)
+                ft = float(wn @ (logaddexp(0.0, zt) - y * zt)) + penalty(xt)
                 if ft <= f + 0.25 * t * delta or ft <= f and t < 1e-6:
                     accepted = True
                     break
@@ -1781,7 +1826,7 @@ def _logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
                     # the full step and judge it by the KKT violation instead
                     blind = (xw, z, f, kkt_w)
                     zt, xt, accepted = z + Ad, xw + d, True
-                    ft = float(np.mean(logaddexp(0.0, zt) - y * zt)) + penalty(xt)
+                    ft = float(wn @ (logaddexp(0.0, zt) - y * zt)) + penalty(xt)
                     break
                 t *= 0.5
             if not accepted:
@@ -1804,6 +1849,8 @@ def solve_group_logistic(
     tol=1e-8,
     max_iter=10000,
     fit_intercept=True,
+    *,
+    sample_weight=None,
 ):
     r"""Solve one group-lasso logistic (or multinomial) problem by proximal gradient.
 
@@ -1851,6 +1898,11 @@ def solve_group_logistic(
         Maximum number of proximal-gradient iterations.
     fit_intercept : bool, default=True
         Fit unpenalized intercepts.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights, rescaled to sum to ``n_samples``: the loss is the
+        weighted mean ``sum_i s_i l_i / n`` (with a penalty ``lam`` this is
+        :class:`sklearn.linear_model.LogisticRegression` with ``C = 1 / (lam sum_i s_i)``
+        for the raw weights). Integer weights are the same as repeating rows.
 
     Returns
     -------
@@ -1858,7 +1910,7 @@ def solve_group_logistic(
         Named tuple ``(coef, intercept, n_iter, kkt, converged, objective)``.
     """
     _check_solver_args(lam, tol, max_iter)
-    design = _LogisticDesign(X, Y, fit_intercept)
+    design = _LogisticDesign(X, Y, fit_intercept, sample_weight=sample_weight)
     ext, rho_ext = _extended_groups(groups_index, rho)
     if ext.shape != (design.n_columns,):
         raise ValueError(f"groups_index must have shape ({design.n_columns},), got {ext.shape}.")
@@ -1884,13 +1936,14 @@ def solve_group_logistic(
     return GroupLogisticResult(coef, intercept, n_iter, kkt, bool(kkt <= tol), objective)
 
 
-def _logistic_null_residual(X, Y, free, fit_intercept):
-    """``P - Y`` at the best model using only the intercept and the features ``free``."""
+def _logistic_null_residual(X, Y, free, fit_intercept, sample_weight=None):
+    """``P - Y`` at the best model using only the intercept and the features ``free``
+    (``sample_weight`` summing to n, or None)."""
     n, K = Y.shape
     binary = K == 1
     if free.size == 0:
         if fit_intercept:
-            return Y.mean(axis=0) - Y
+            return _wmean(Y, sample_weight) - Y
         return np.full(K, 0.5 if binary else 1.0 / K) - Y
     Xf = X[:, free]
     res = solve_group_logistic(
@@ -1902,6 +1955,7 @@ def _logistic_null_residual(X, Y, free, fit_intercept):
         tol=1e-12,
         max_iter=100000,
         fit_intercept=fit_intercept,
+        sample_weight=sample_weight,
     )
     if not res.converged:
         warnings.warn(
@@ -2239,7 +2293,7 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
         Parameters
@@ -2248,6 +2302,10 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
             Training data (CSR/CSC sparse input is used without densifying).
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights, rescaled to sum to ``n_samples``: the loss is
+            the weighted mean of the log-losses (integer weights are the same as
+            repeating rows).
 
         Returns
         -------
@@ -2289,6 +2347,7 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
             tol=self.tol,
             max_iter=self.max_iter,
             fit_intercept=self.fit_intercept,
+            sample_weight=sample_weight,
         )
         if not result.converged:
             warnings.warn(
