@@ -13,6 +13,8 @@ from sklearn.neural_network import MLPClassifier
 from sksparse_nn import datasets
 from sksparse_nn.datasets import (
     BENCHMARK_NAMES,
+    _fetch,
+    _loaders,
     load_benchmark,
     load_wine_quality,
     make_additive_regression,
@@ -42,11 +44,59 @@ def offline(monkeypatch):
         calls.append(("socket", args))
         raise AssertionError("no network connection allowed in the offline tests")
 
-    monkeypatch.setattr(datasets, "fetch_openml", no_openml)
-    monkeypatch.setattr(datasets, "_download", no_download)
+    monkeypatch.setattr(_fetch, "fetch_openml", no_openml)
+    monkeypatch.setattr(_fetch, "_download", no_download)
     monkeypatch.setattr(socket.socket, "connect", no_connect)
     monkeypatch.delenv(datasets.DATA_HOME_ENV, raising=False)
     return calls
+
+
+# ---------------------------------------------------------------------------------------
+# the package: public names and the description files
+# ---------------------------------------------------------------------------------------
+
+
+def test_public_names():
+    assert datasets.__all__ == [
+        "BENCHMARK_NAMES",
+        "DATA_HOME_ENV",
+        "load_benchmark",
+        "load_wine_quality",
+        "make_additive_regression",
+        "make_group_regression",
+        "make_sparse_classification",
+    ]
+    for name in datasets.__all__:
+        assert getattr(datasets, name) is not None
+    assert datasets.DATA_HOME_ENV == "SKSPARSE_NN_DATA"
+
+
+def test_every_benchmark_has_its_description_file():
+    from importlib import resources
+
+    files = resources.files("sksparse_nn.datasets").joinpath("descr")
+    stems = sorted(f.name[: -len(".rst")] for f in files.iterdir() if f.name.endswith(".rst"))
+    assert stems == sorted(BENCHMARK_NAMES)
+    heads = {
+        "isolet": "ISOLET",
+        "coil20": "COIL-20 (",
+        "coil20_20x20": "COIL-20 at 20x20",
+        "madelon": "MADELON",
+        "mnist_t10k": "MNIST",
+        "wine_red": "Wine Quality, red",
+        "wine_white": "Wine Quality, white",
+    }
+    for name in BENCHMARK_NAMES:
+        text = _loaders._descr(name)
+        assert text.startswith(heads[name]) and not text.endswith("\n")
+
+
+def test_description_reaches_the_bunch(tmp_path):
+    X, y = _fake_xy(6, 11)
+    _write(tmp_path, "wine_white", X=X, y=y.astype(np.float32))
+    d = load_wine_quality("white", data_home=tmp_path)
+    assert d.DESCR == _loaders._descr("wine_white")
+    assert "4898 white" in d.DESCR
 
 
 # ---------------------------------------------------------------------------------------
@@ -443,7 +493,7 @@ def test_openml_fallback_splits(
         requested.append((dataset_name, kwargs.get("version")))
         return raw
 
-    monkeypatch.setattr(datasets, "fetch_openml", fake_fetch_openml)
+    monkeypatch.setattr(_fetch, "fetch_openml", fake_fetch_openml)
     d = load_benchmark(name, data_home=tmp_path)
     assert requested == [(openml_name, 1)]
     assert d.X.shape == (n_train, n_features)
@@ -465,14 +515,14 @@ def test_openml_fallback_splits(
 
 def test_openml_fallback_unexpected_size_warns(tmp_path, monkeypatch):
     raw = _fake_openml(100, 3, ["1", "2"])
-    monkeypatch.setattr(datasets, "fetch_openml", lambda *a, **k: raw)
+    monkeypatch.setattr(_fetch, "fetch_openml", lambda *a, **k: raw)
     with pytest.warns(UserWarning, match="without the fixed train/test split"):
         d = load_benchmark("madelon", data_home=tmp_path)
     assert d.X.shape == (100, 3) and d.X_test is None
 
 
 def test_wine_download_parses_uci_csv(tmp_path, monkeypatch):
-    header = ";".join(f'"{c}"' for c in datasets._WINE_FEATURES + ("quality",))
+    header = ";".join(f'"{c}"' for c in _loaders._WINE_FEATURES + ("quality",))
     rows = [
         "7.4;0.7;0;1.9;0.076;11;34;0.9978;3.51;0.56;9.4;5",
         "7.8;0.88;0;2.6;0.098;25;67;0.9968;3.2;0.68;9.8;6",
@@ -484,12 +534,12 @@ def test_wine_download_parses_uci_csv(tmp_path, monkeypatch):
         urls.append(url)
         return csv
 
-    monkeypatch.setattr(datasets, "_download", fake_download)
+    monkeypatch.setattr(_fetch, "_download", fake_download)
     d = load_wine_quality("red", data_home=tmp_path)
-    assert urls == [datasets._WINE_URL.format(color="red")]
+    assert urls == [_fetch._WINE_URL.format(color="red")]
     assert d.X.shape == (2, 11) and d.X.dtype == np.float32
     np.testing.assert_array_equal(d.y, np.array([5, 6], dtype=np.float32))
-    assert list(d.feature_names) == list(datasets._WINE_FEATURES)
+    assert list(d.feature_names) == list(_loaders._WINE_FEATURES)
     assert d.X[1, 10] == np.float32(9.8)
 
 
@@ -505,13 +555,13 @@ def test_coil20_download_reads_mat_and_checks_blob(tmp_path, monkeypatch, name):
     buffer = io.BytesIO()
     savemat(buffer, {"X": X, "Y": Y})
     content = buffer.getvalue()
-    monkeypatch.setattr(datasets, "_download", lambda url, *a, **k: content)
+    monkeypatch.setattr(_fetch, "_download", lambda url, *a, **k: content)
 
     with pytest.raises(OSError, match="blob"):
         load_benchmark(name, data_home=tmp_path)
 
     blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
-    monkeypatch.setattr(datasets, "_COIL20_BLOB", blob)
+    monkeypatch.setattr(_fetch, "_COIL20_BLOB", blob)
     d = load_benchmark(name, data_home=tmp_path)
     np.testing.assert_array_equal(d.y, [0, 1, 2, 19])
     if name == "coil20":
@@ -523,7 +573,7 @@ def test_coil20_download_reads_mat_and_checks_blob(tmp_path, monkeypatch, name):
         small = d.X[0].reshape(20, 20, order="F")
         # d.X is stored in float32: each pixel rounded by eps32 / 2 = 6e-8 relative
         assert small.mean() == pytest.approx(img.mean(), rel=1e-5)
-        const = datasets._area_downsample(np.full((1, 1024), 0.25), 32, 20)
+        const = _fetch._area_downsample(np.full((1, 1024), 0.25), 32, 20)
         np.testing.assert_allclose(const, 0.25, rtol=1e-6)  # float64 weights summing to 1
         # block structure: the first output pixel averages pixel 0 fully and 0.6 of pixel 1
         w = np.array([1.0, 0.6]) / 1.6
@@ -566,5 +616,5 @@ def test_real_benchmark_files(name):
         assert d.y.dtype == np.int64
     if name == "coil20_20x20":
         big = load_benchmark("coil20", data_home=directory, download_if_missing=False)
-        np.testing.assert_allclose(datasets._area_downsample(big.X, 32, 20), d.X, atol=1e-6)
+        np.testing.assert_allclose(_fetch._area_downsample(big.X, 32, 20), d.X, atol=1e-6)
         np.testing.assert_array_equal(big.y, d.y)

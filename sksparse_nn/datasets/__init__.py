@@ -1,0 +1,40 @@
+"""Simulated data sets and loaders for real benchmark data.
+
+Simulations (no data files, fully determined by ``random_state``):
+
+* :func:`make_group_regression` -- sparse linear regression with grouped features, the
+  group-lasso set-up of the D-Gating paper (40 groups of 5 features, 7 informative).
+* :func:`make_additive_regression` -- a sparse non-linear additive model (5 shape functions
+  plus noise features), the set-up used for sparse neural additive models.
+* :func:`make_sparse_classification` -- a small non-linear classification problem in which
+  only the first few features carry signal.
+
+Real data:
+
+* :func:`load_benchmark` -- ISOLET, COIL-20, MADELON, MNIST (test part), Wine Quality.
+  Each set is read from ``<data_home>/<name>.npz`` when such a file exists (``data_home``
+  defaults to the environment variable ``SKSPARSE_NN_DATA``) and downloaded from its public
+  source otherwise.
+* :func:`load_wine_quality` -- a thin wrapper for the two Wine Quality regression sets.
+
+For a small data set that needs no download at all, use the ones bundled with
+scikit-learn (:func:`sklearn.datasets.load_diabetes`, :func:`~sklearn.datasets.load_digits`,
+:func:`~sklearn.datasets.load_breast_cancer`).
+"""
+
+from ._loaders import BENCHMARK_NAMES, DATA_HOME_ENV, load_benchmark, load_wine_quality
+from ._simulated import (
+    make_additive_regression,
+    make_group_regression,
+    make_sparse_classification,
+)
+
+__all__ = [
+    "BENCHMARK_NAMES",
+    "DATA_HOME_ENV",
+    "load_benchmark",
+    "load_wine_quality",
+    "make_additive_regression",
+    "make_group_regression",
+    "make_sparse_classification",
+]
