@@ -7,13 +7,16 @@ The problem solved is the (weighted) group lasso for least-squares regression
     \min_{w, b}\; \frac{1}{2n}\,\|y - Xw - b\mathbf{1}\|_2^2
         \;+\; \lambda \sum_{j=1}^{J} \rho_j \,\|w_{G_j}\|_2 ,
 
+optionally with sample weights (the loss ``sum_i s_i (y_i - x_i w - b)^2 / (2n)``, ``s``
+rescaled to sum to ``n``) and non-negative coefficients (``positive``),
 where ``G_1, ..., G_J`` are disjoint groups of features, ``rho_j >= 0`` are group weights
 (``rho_j = 1`` by default, like skglm and celer) and features in no group are not
 penalized. The intercept ``b`` is optional and never penalized.
 
 The same penalty with the logistic loss (binary) or the softmax cross-entropy
 (multinomial; a group is then its features' coefficients across all classes) is solved by
-:func:`solve_group_logistic` with the same iterations and the same stopping rule.
+:func:`solve_group_logistic` with the same stopping rule (proximal Newton steps on working
+sets for binary problems with dense ``X``, FISTA otherwise).
 
 It is meant as an exact, dependency-light reference for the D-Gating estimators of this
 package (which solve the same problem by smooth gradient descent): it reaches the optimum
@@ -22,7 +25,10 @@ to a certified KKT tolerance.
 Contents
 --------
 :func:`solve_group_lasso`
-    one problem, accelerated proximal gradient (FISTA with adaptive restart).
+    one problem: working sets (the live groups plus the worst violators of the KKT
+    conditions) solved on their Gram blocks by FISTA with adaptive restart and Newton
+    steps on the identified support; the stopping rule is checked on all groups.
+    Options: non-negative coefficients (``positive``) and ``sample_weight``.
 :func:`group_lasso_path`
     a sequence of penalties with warm starts, sharing the precomputations.
 :func:`lambda_max`
@@ -38,13 +44,17 @@ Contents
 Stopping rule
 -------------
 The solver stops when the *relative KKT violation* is at most ``tol``. With
-``g = X_c^T (y_c - X_c w) / n`` (``X_c``, ``y_c`` centered when ``fit_intercept``) the
-violation of group ``j`` is its distance to the subdifferential of the penalty,
+``g = X_c^T (y_c - X_c w) / n`` (``X_c``, ``y_c`` centered when ``fit_intercept``; with
+sample weights, weighted-centered and scaled by ``sqrt(s)``) the violation of group ``j``
+is its distance to the subdifferential of the penalty,
 
 * ``max(0, ||g_j|| - lam rho_j)`` if ``w_j = 0``,
 * ``||g_j - lam rho_j w_j / ||w_j||||`` if ``w_j != 0``,
 
-and unpenalized features (in no group, or in a group of weight 0) count as groups with
+(with ``positive``, the distance to the subdifferential plus the normal cone of
+``w >= 0``: a coordinate at zero only counts ``max(g_i, 0)``, and a zero group
+``max(0, ||max(g_j, 0)|| - lam rho_j)``), and unpenalized features (in no group, or in a
+group of weight 0) count as groups with
 ``rho = 0`` (violation ``|g_i|``, respectively ``||g_j||``). The maximum over groups is
 divided by the scale ``max_j ||X_{c,j}^T y_c|| / n`` (the same maximum at ``w = 0`` and
 ``lam = 0``, i.e. ``lambda_max`` for unit weights without unpenalized features; ``1`` if it
@@ -591,8 +601,13 @@ class _Design:
             z = self.xc_dot(w)
         return self.xct_dot(z) / self.n_samples - self.c
 
-    def cacheable(self, size):
-        return self.gram is not None or size <= _GRAM_MAX_FEATURES
+    def cacheable(self, idx):
+        """Whether the Gram block of ``idx`` is available without the cache of blocks
+        outgrowing ``_GRAM_MAX_FEATURES`` features (its memory bound)."""
+        if self.gram is not None:
+            return True
+        new = int(np.count_nonzero(self._cache_pos[idx] < 0))
+        return self._cache_idx.size + new <= _GRAM_MAX_FEATURES
 
     def gram_block(self, idx):
         """``X_c^T X_c / n`` restricted to the (sorted) features ``idx``."""
@@ -993,7 +1008,7 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
             in_ws = keep.copy()
             in_ws[add] = True
             idx = np.flatnonzero(in_ws[ext])
-            if not design.cacheable(idx.size):  # too large for Gram blocks: plain FISTA
+            if not design.cacheable(idx):  # too large for Gram blocks: plain FISTA
                 w, it, rel = _fista(
                     design, lam, ext, rho_ext, w, tol, max_iter - n_iter, positive=positive
                 )
@@ -1865,10 +1880,12 @@ def solve_group_logistic(
     (multinomial). A group is the rows of its features across all classes, so a feature is
     used for every class or for none. The intercepts ``b`` are not penalized.
 
-    The iterations are those of :func:`solve_group_lasso` (FISTA with gradient-based
-    adaptive restart, constant step ``1/L``, block soft-thresholding, the same stopping
-    rule) on the mean log-loss, with ``L = mu / 4`` (binary) or ``mu / 2`` (multinomial),
-    ``mu`` the largest eigenvalue of ``X_c^T X_c / n``. The intercepts are unpenalized
+    Binary problems with dense ``X`` are solved by working sets and proximal Newton steps
+    (see :func:`_logistic_ws_newton`). The others use FISTA with gradient-based adaptive
+    restart, constant step ``1/L`` and block soft-thresholding on the mean log-loss, with
+    ``L = mu / 4`` (binary) or ``mu / 2`` (multinomial), ``mu`` the largest eigenvalue of
+    ``X_c^T X_c / n``. Both stop by the rule of :func:`solve_group_lasso`, checked on all
+    groups. The intercepts are unpenalized
     variables of the same proximal-gradient step (through a rescaled constant column,
     see :class:`_LogisticDesign`); they start at their exact optimum for ``w0`` (a few
     Newton steps), so a warm start at a solution needs no iteration. Probabilities,
@@ -1983,8 +2000,10 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         \min_{w, b}\; \frac{1}{2n}\,\|y - Xw - b\mathbf{1}\|_2^2
             + \mathrm{lam} \sum_{j=1}^{J} \rho_j \|w_{G_j}\|_2
 
-    by FISTA with adaptive restart until the relative KKT violation is below ``tol``
-    (see :mod:`sksparse_nn.solvers`). Whole groups of coefficients are exactly zero.
+    (optionally with ``w >= 0``) by working sets, FISTA with adaptive restart and Newton
+    steps on the support until the relative KKT violation of every group is below
+    ``tol`` (see :mod:`sksparse_nn.solvers`). Whole groups of coefficients are exactly
+    zero.
     With singleton groups and unit weights this is :class:`sklearn.linear_model.Lasso`
     with ``alpha=lam``.
 
@@ -2184,8 +2203,9 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
             + \mathrm{lam} \sum_{j=1}^{J} \rho_j \|W_{G_j}\|_F
 
     with the logistic loss (two classes, one column of coefficients) or the softmax
-    cross-entropy (``K >= 3`` classes, one column per class) by FISTA with adaptive restart
-    until the relative KKT violation is below ``tol`` (see :mod:`sksparse_nn.solvers` and
+    cross-entropy (``K >= 3`` classes, one column per class) by proximal Newton steps on
+    working sets (two classes, dense ``X``) or FISTA with adaptive restart until the
+    relative KKT violation is below ``tol`` (see :mod:`sksparse_nn.solvers` and
     :func:`solve_group_logistic`). A group holds its features' coefficients for every
     class, so whole features (or groups of features) are exactly zero for all classes.
     With two classes, singleton groups and unit weights this is
