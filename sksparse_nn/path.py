@@ -64,7 +64,10 @@ class RegularizationPath:
     selected : list of ndarray
         ``selected_features_`` at each lam.
     group_norms : ndarray of shape (n_lams, n_groups)
-        Norm of every penalized group (features, or feature groups for linear models).
+        ``group_norms_`` at each lam: the norm of every penalized group (input features
+        for the networks, feature groups for linear models, trees for NODE).
+    importances : ndarray of shape (n_lams, n_features)
+        ``feature_importances_`` at each lam (exactly 0 for removed features).
     coefs : ndarray of shape (n_lams, ...) or None
         ``coef_`` at each lam for models that have one.
     intercepts : ndarray or None
@@ -123,6 +126,7 @@ class RegularizationPath:
     lam_1se_: float | None = None
     completed: bool = True
     failed: np.ndarray | None = None
+    importances: np.ndarray | None = None
 
     def __len__(self):
         return len(self.lams)
@@ -248,7 +252,8 @@ def _run_path(
     with others (thread-based joblib backends) must not use it.
     """
     est = clone(estimator)
-    points, lams, warm = [], list(lams), None
+    user_warm_start = est.get_params()["warm_start"]
+    points, lams, warm = [], list(lams), False
     out = {"completed": True, "interrupted": None, "diverged": None}
     progress = _progress(len(lams), desc) if verbose else None
     try:
@@ -264,10 +269,11 @@ def _run_path(
                     points.append(_failed_point(float(lam), X_val is not None))
                     out["diverged"] = (float(lam), str(exc))
                     break
-                if keep_estimators:
-                    point["estimator"] = copy.deepcopy(est)
+                if keep_estimators:  # as the user configured it
+                    kept = copy.deepcopy(est).set_params(warm_start=user_warm_start)
+                    point["estimator"] = kept
                 points.append(point)
-                warm = est.module_
+                warm = True
                 if progress is not None:
                     progress.update(1)
     except KeyboardInterrupt as exc:
@@ -283,14 +289,15 @@ def _run_path(
 
 
 def _fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True):
-    """Fit ``est`` at ``lam`` (warm-started) and return the point's record."""
-    est.set_params(lam=lam)
+    """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
+    record, read from the path protocol's public attributes."""
+    est.set_params(lam=lam, warm_start=warm)
     if collect_warnings:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            est._fit(X, y, warm_module=warm)
+            est.fit(X, y)
     else:
-        est._fit(X, y, warm_module=warm)
+        est.fit(X, y)
         caught = []
     not_converged = False
     for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
@@ -303,7 +310,8 @@ def _fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True
         "failed": False,
         "not_converged": not_converged,
         "selected": est.selected_features_.copy(),
-        "norms": est._path_group_norms(),
+        "norms": np.copy(est.group_norms_),
+        "importances": np.copy(est.feature_importances_),
         "coefs": np.copy(getattr(est, "coef_", np.nan)),
         "intercepts": np.copy(getattr(est, "intercept_", np.nan)),
         "obj": getattr(est, "objective_", np.nan),
@@ -322,6 +330,7 @@ def _failed_point(lam, has_val):
         "not_converged": False,
         "selected": np.zeros(0, dtype=int),
         "norms": None,  # NaN of the other points' width (see _assemble)
+        "importances": None,
         "coefs": np.nan,
         "intercepts": np.nan,
         "obj": np.nan,
@@ -573,7 +582,7 @@ def regularization_path(
     X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
     extend = lams is None and cv is None
     if lams is None:
-        lams = _check_lams(lambda_grid(base._default_lambda_max(X, y), n_lams, lam_min_ratio))
+        lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
     scorer = check_scoring(base, scoring) if scoring is not None else None
 
     splits = []
@@ -687,19 +696,27 @@ def _warn_not_converged(full, folds, estimator):
     )
 
 
+def _rows(points, key):
+    """The points' vectors under ``key`` as one (n_points, width) array; failed points
+    (None) become NaN rows."""
+    width = max((len(p[key]) for p in points if p[key] is not None), default=0)
+    rows = [np.full(width, np.nan) if p[key] is None else p[key] for p in points]
+    return np.vstack(rows) if rows else np.empty((0, 0))
+
+
 def _assemble(full, folds, splits, estimator, completed):
     points = full["points"]
     n = len(points)
     lams = np.array([p["lam"] for p in points], dtype=float)
     failed = np.array([p["failed"] for p in points], dtype=bool)
-    width = max((len(p["norms"]) for p in points if p["norms"] is not None), default=0)
-    norms = [np.full(width, np.nan) if p["norms"] is None else p["norms"] for p in points]
+    norms, importances = _rows(points, "norms"), _rows(points, "importances")
     has_coef = full["has_coef"] and n > 0
     path = RegularizationPath(
         lams=lams,
         n_selected=np.array([p["selected"].size for p in points], dtype=int),
         selected=[p["selected"] for p in points],
-        group_norms=np.vstack(norms) if n else np.empty((0, 0)),
+        group_norms=norms,
+        importances=importances,
         coefs=_stack([p["coefs"] for p in points]) if has_coef else None,
         intercepts=_stack([p["intercepts"] for p in points]) if has_coef else None,
         train_objective=np.array([p["obj"] for p in points], dtype=float),

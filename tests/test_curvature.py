@@ -51,7 +51,7 @@ def test_wide_group_lasso_matches_the_proximal_solver(sparse):
     w[:15] = rng.normal(size=15)
     y = X @ w + 0.5 * rng.normal(size=n)
     labels = np.arange(p) // 5
-    lam = 0.1 * SparseLinearRegressor(D=2, groups=labels)._default_lambda_max(X, y)
+    lam = 0.1 * SparseLinearRegressor(D=2, groups=labels).lambda_max(X, y)
     ref = GroupLassoRegressor(lam=lam, groups=labels, tol=1e-11, max_iter=10**6).fit(X, y)
     est = SparseLinearRegressor(lam=lam, D=2, groups=labels).fit(X, y)
     np.testing.assert_array_equal(est.selected_groups_, ref.selected_groups_)

@@ -121,10 +121,10 @@ def test_meta_estimator_in_pipeline_selectfrommodel_and_gridsearch(known_support
 class _Interrupting(SparseLinearRegressor):
     """Simulates Ctrl-C during the third fit of a path."""
 
-    def _fit(self, X, y, warm_module=None):
+    def _fit(self, X, y, warm_module=None, **kwargs):
         if self.lam > 0.1:
             raise KeyboardInterrupt
-        return super()._fit(X, y, warm_module=warm_module)
+        return super()._fit(X, y, warm_module=warm_module, **kwargs)
 
 
 def test_interrupted_path_keeps_the_points_computed(known_support):

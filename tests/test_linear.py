@@ -30,7 +30,7 @@ def _objective(X, y, coef, intercept, lam, labels, D):
 @pytest.mark.parametrize("lam_ratio", [0.05, 0.2, 0.5])
 def test_D2_matches_the_proximal_group_lasso(group_data, lam_ratio):
     X, y, labels = group_data.X, group_data.y, group_data.groups
-    lam_max = SparseLinearRegressor(D=2, groups=labels)._default_lambda_max(X, y)
+    lam_max = SparseLinearRegressor(D=2, groups=labels).lambda_max(X, y)
     lam = lam_ratio * lam_max
     ref = GroupLassoRegressor(lam=lam, groups=labels, tol=1e-10, max_iter=100000).fit(X, y)
     est = SparseLinearRegressor(lam=lam, D=2, groups=labels, random_state=0).fit(X, y)
@@ -121,7 +121,7 @@ def test_bad_groups_raise(groups, message):
 def test_lam_max_zeroes_everything_at_D2(group_data):
     X, y, labels = group_data.X, group_data.y, group_data.groups
     est = SparseLinearRegressor(D=2, groups=labels, random_state=0)
-    lam_max = est._default_lambda_max(X, y)
+    lam_max = est.lambda_max(X, y)
     # a 1% KKT margin on either side, far beyond the certified relative KKT 1e-9
     assert est.set_params(lam=1.01 * lam_max).fit(X, y).selected_groups_.size == 0
     assert est.set_params(lam=0.9 * lam_max).fit(X, y).selected_groups_.size > 0

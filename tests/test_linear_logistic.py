@@ -91,7 +91,7 @@ def test_D2_classifier_satisfies_the_kkt_conditions(n, p, k, grouped, intercept,
         labels, rho = np.arange(p), np.ones(p)
     probe = SparseLinearClassifier(lam=1.0, D=2, groups=labels, group_weights=rho,
                                    fit_intercept=intercept)  # fmt: skip
-    lam_max = probe._default_lambda_max(X, y)
+    lam_max = probe.lambda_max(X, y)
     lam = ratio * lam_max
     est = SparseLinearClassifier(lam=lam, D=2, groups=labels, group_weights=rho,
                                  fit_intercept=intercept, random_state=0).fit(X, y)  # fmt: skip
@@ -126,7 +126,7 @@ def test_D2_classifier_equals_the_proximal_group_logistic_solver(k):
 
     X, y = _problem(90, 24, k, seed=7)
     labels = np.arange(24) // 3
-    lam = 0.2 * SparseLinearClassifier(lam=1.0, D=2, groups=labels)._default_lambda_max(X, y)
+    lam = 0.2 * SparseLinearClassifier(lam=1.0, D=2, groups=labels).lambda_max(X, y)
     ref = GroupLassoClassifier(lam=lam, groups=labels, tol=1e-11, max_iter=10**6).fit(X, y)
     est = SparseLinearClassifier(lam=lam, D=2, groups=labels, random_state=0).fit(X, y)
     np.testing.assert_array_equal(est.selected_groups_, ref.selected_groups_)

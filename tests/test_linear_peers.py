@@ -98,7 +98,7 @@ def test_classifier_grid_starts_where_everything_is_zero(n_classes, fit_intercep
     rng = np.random.default_rng(4)
     X = rng.normal(loc=1.0, size=(60, 5))
     y = rng.integers(0, n_classes, size=60)
-    lam_max = SparseLinearClassifier(D=2, fit_intercept=fit_intercept)._default_lambda_max(X, y)
+    lam_max = SparseLinearClassifier(D=2, fit_intercept=fit_intercept).lambda_max(X, y)
     at = SparseLinearClassifier(lam=lam_max * (1 + 1e-9), D=2, fit_intercept=fit_intercept)
     below = SparseLinearClassifier(lam=0.98 * lam_max, D=2, fit_intercept=fit_intercept)
     assert at.fit(X, y).selected_features_.size == 0

@@ -233,7 +233,11 @@ def test_warm_started_path_goes_from_dense_to_no_tree(regression_problem):
     path = est.regularization_path(X, y, lams=[1e-3, 1e-2, 1.0], X_val=X, y_val=y)
     assert path.n_selected[-1] == 0
     assert path.val_score[0] > 0.5  # the warm starts train, they do not blow up
-    assert path.group_norms.shape == (3, X.shape[1])
+    # group norms are the trees' (NODE's penalized groups); importances the features'
+    n_trees = SMALL["num_trees"] * est.num_layers
+    assert path.importances.shape == (3, X.shape[1])
+    assert path.group_norms.shape == (3, n_trees)
+    assert np.all(path.group_norms[-1] == 0)  # no tree left: every group exactly zero
 
 
 @pytest.mark.numerics

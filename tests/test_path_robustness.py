@@ -21,14 +21,14 @@ class _DivergesAbove(SparseLinearRegressor):
     """A linear model whose training "diverges" at lam >= ``limit`` (a test double for
     the path's bookkeeping; real divergence is tested on the estimators)."""
 
-    def __init__(self, lam=1.0, *, limit=np.inf, D=2):
-        super().__init__(lam=lam, D=D)
+    def __init__(self, lam=1.0, *, limit=np.inf, D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
         self.limit = limit
 
-    def _fit(self, X, y, warm_module=None):
+    def fit(self, X, y, sample_weight=None):
         if self.lam >= self.limit:
             raise TrainingDivergedError(f"diverged at lam={self.lam}", lam=self.lam)
-        return super()._fit(X, y, warm_module=warm_module)
+        return super().fit(X, y, sample_weight=sample_weight)
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +100,9 @@ def test_bad_path_arguments_raise_clear_errors(data, kwargs, message):
 class _CountingMLP(DGatedMLPRegressor):
     fits = 0
 
-    def _fit(self, X, y, warm_module=None):
+    def _fit(self, X, y, warm_module=None, **kwargs):
         type(self).fits += 1
-        return super()._fit(X, y, warm_module=warm_module)
+        return super()._fit(X, y, warm_module=warm_module, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -124,14 +124,14 @@ def test_bad_estimator_parameters_raise_before_any_work(data, params):
 class _DivergesOnFolds(SparseLinearRegressor):
     """Diverges at lam >= ``limit`` on fewer than ``rows`` rows (the CV folds) only."""
 
-    def __init__(self, lam=1.0, *, limit=np.inf, rows=60, D=2):
-        super().__init__(lam=lam, D=D)
+    def __init__(self, lam=1.0, *, limit=np.inf, rows=60, D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
         self.limit, self.rows = limit, rows
 
-    def _fit(self, X, y, warm_module=None):
+    def _fit(self, X, y, warm_module=None, **kwargs):
         if self.lam >= self.limit and X.shape[0] < self.rows:
             raise TrainingDivergedError(f"fold diverged at lam={self.lam}", lam=self.lam)
-        return super()._fit(X, y, warm_module=warm_module)
+        return super()._fit(X, y, warm_module=warm_module, **kwargs)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
@@ -191,10 +191,10 @@ def test_an_interrupted_point_is_not_recorded_at_all(data):
 
 
 class _FoldError(SparseLinearRegressor):
-    def _fit(self, X, y, warm_module=None):
+    def _fit(self, X, y, warm_module=None, **kwargs):
         if X.shape[0] < 60:
             raise RuntimeError("a fold broke")
-        return super()._fit(X, y, warm_module=warm_module)
+        return super()._fit(X, y, warm_module=warm_module, **kwargs)
 
 
 def test_an_error_in_a_parallel_fold_is_raised(data):

@@ -212,7 +212,11 @@ class BaseDGated(BaseEstimator):
         dead = np.concatenate([v[v < zero_tol] for v in raw.values()] + [[0.0]])
         live = np.concatenate([v[v >= zero_tol] for v in raw.values()] + [[np.inf]])
         self.sparsity_gap_ = (float(dead.max()), float(live.min()))
-        # importances in the units the penalty saw (standardized inputs where used)
+        # norms and importances in the units the penalty saw (standardized inputs where
+        # used); the group norms of every gated tensor, in the module's order, with the
+        # groups that collapse removed at exactly zero
+        norms = [np.where(v < zero_tol, 0.0, v) for v in raw.values()]
+        self.group_norms_ = np.concatenate(norms) if norms else np.zeros(0)
         self.feature_importances_ = self._feature_importances(self.module_)
         self.selected_features_ = np.flatnonzero(self.feature_importances_)
         scaling.fold(self, self.module_)  # the fitted module takes the user's units
@@ -389,8 +393,22 @@ class BaseDGated(BaseEstimator):
             keep_estimators=keep_estimators,
         )
 
-    def _default_lambda_max(self, X, y):
-        """Top of the default lam grid: where the D=2 penalty zeroes every group."""
+    def lambda_max(self, X, y):
+        """Top of the default lam grid: where the D=2 penalty zeroes every group.
+
+        Part of the path protocol (see :func:`~sksparse_nn.regularization_path`): the
+        lam of the D = 2 (group-lasso) model of this family's penalized groups, in the
+        units the penalty sees, computed by :func:`sksparse_nn.solvers.lambda_max`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        lam_max : float
+        """
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
         targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
         scaling = _Scaling.fit(
@@ -408,10 +426,6 @@ class BaseDGated(BaseEstimator):
         # lambda_max(..., loss="log_loss") on the class labels when no feature is
         # unpenalized
         return lambda_max(X, targets, labels, rho, fit_intercept=fit_intercept)
-
-    def _path_group_norms(self):
-        """One norm per penalized group, recorded along paths."""
-        return self.feature_importances_
 
     # -------------------------------------------------------------- hooks
     def _penalty_groups(self, n_features):

@@ -930,9 +930,6 @@ class _SparseLinearModel(BaseDGated):
             y_std = float(np.median(np.std(np.asarray(y).reshape(len(y), -1), axis=0)))
         return (y_std if y_std > 0 else 1.0) / float(np.median(x_std))
 
-    def _path_group_norms(self):
-        return self.group_norms_
-
     def _after_fit(self, X, y, sample_weight=None):
         labels, rho = self._penalty_groups(X.shape[1])
         self.group_labels_ = labels

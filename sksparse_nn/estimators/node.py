@@ -248,7 +248,7 @@ class _NODEFamily(BaseDGated):
             ]
         return as_numpy(torch.cat(outs))
 
-    def _default_lambda_max(self, X, y):
+    def lambda_max(self, X, y):
         """Top of the default lam grid: the D=2 lam that keeps every tree at zero.
 
         With the tree internals fixed at their data-aware initialization, ``c_t = 0``
