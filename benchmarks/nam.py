@@ -251,7 +251,7 @@ def _plots(results, summary, lams, X, y, final, data):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sksparse_nn.plotting_nam import plot_shape_functions
+    from sksparse_nn.plotting import plot_shape_functions
 
     # 1. CV RMSE and number of selected features along lam
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))

@@ -15,7 +15,7 @@ from sksparse_nn.estimators.nam import DGatedNAMClassifier, DGatedNAMRegressor
 from sksparse_nn.gating import dgate
 from sksparse_nn.groups import AxisGroups
 from sksparse_nn.nn.nam import NAM, compact_nam
-from sksparse_nn.plotting_nam import plot_shape_functions
+from sksparse_nn.plotting import plot_shape_functions
 
 FAST = {"hidden_layer_sizes": (16,), "batch_size": 64, "max_epochs": 150, "random_state": 0}
 # Float32 modules: two evaluations of the same outputs that sum the same terms in another

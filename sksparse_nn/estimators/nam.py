@@ -381,7 +381,7 @@ _NAM_DOC = """
 
     See Also
     --------
-    sksparse_nn.plotting_nam.plot_shape_functions : One panel per selected feature.
+    sksparse_nn.plotting.plot_shape_functions : One panel per selected feature.
 """
 
 

@@ -1,16 +1,36 @@
-"""Shape-function figures of fitted sparse neural additive models (optional extra ``plot``)."""
+"""Shape-function panels of a fitted sparse neural additive model."""
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._matplotlib import pyplot
+
 __all__ = ["plot_shape_functions"]
 
 
-def _feature_name(est, j):
-    names = getattr(est, "feature_names_in_", None)
+def _feature_name(names, j):
     return str(names[j]) if names is not None else f"x{j}"
+
+
+def _feature_indices(est, features, names):
+    """Column indices of ``features`` (indices or names); ``selected_features_`` if None."""
+    if features is None:
+        return np.asarray(est.selected_features_, dtype=int)
+    features = np.atleast_1d(np.asarray(features))
+    if features.dtype.kind in "OUS":
+        if names is None:
+            raise ValueError("Feature names need an estimator fitted on a DataFrame.")
+        lookup = {str(n): i for i, n in enumerate(names)}
+        missing = [str(f) for f in features if str(f) not in lookup]
+        if missing:
+            raise ValueError(f"Unknown features {missing}.")
+        features = np.array([lookup[str(f)] for f in features], dtype=int)
+    features = features.astype(int)
+    if features.size and (features.min() < 0 or features.max() >= est.n_features_in_):
+        raise ValueError(f"features must be indices below {est.n_features_in_}.")
+    return features
 
 
 def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axes=None):
@@ -43,33 +63,14 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
     >>> matplotlib.use("Agg")
     >>> from sksparse_nn.datasets import make_additive_regression
     >>> from sksparse_nn.estimators.nam import DGatedNAMRegressor
-    >>> from sksparse_nn.plotting_nam import plot_shape_functions
+    >>> from sksparse_nn.plotting import plot_shape_functions
     >>> X, y = make_additive_regression(n_samples=200, n_noise=2, random_state=0)
     >>> est = DGatedNAMRegressor(lam=0.05, max_epochs=20, random_state=0).fit(X, y)
     >>> axes = plot_shape_functions(est, X)
     """
     check_is_fitted(est, "module_")
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("Plotting needs matplotlib: pip install 'sksparse-nn[plot]'.") from exc
-
     names = getattr(est, "feature_names_in_", None)
-    if features is None:
-        features = np.asarray(est.selected_features_, dtype=int)
-    else:
-        features = np.atleast_1d(np.asarray(features))
-        if features.dtype.kind in "OUS":
-            if names is None:
-                raise ValueError("Feature names need an estimator fitted on a DataFrame.")
-            lookup = {str(n): i for i, n in enumerate(names)}
-            missing = [str(f) for f in features if str(f) not in lookup]
-            if missing:
-                raise ValueError(f"Unknown features {missing}.")
-            features = np.array([lookup[str(f)] for f in features], dtype=int)
-        features = features.astype(int)
-        if features.size and (features.min() < 0 or features.max() >= est.n_features_in_):
-            raise ValueError(f"features must be indices below {est.n_features_in_}.")
+    features = _feature_indices(est, features, names)
 
     curves = est.shape_functions(grid=grid)
     data = None
@@ -83,7 +84,7 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
     if axes is None:
         cols = min(n_cols, n)
         rows = -(-n // cols)
-        fig, axes = plt.subplots(
+        fig, axes = pyplot().subplots(
             rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, layout="constrained"
         )
         for ax in axes.ravel()[len(features) :]:
@@ -112,7 +113,7 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
             ymin = ax.get_ylim()[0]
             ax.plot(col, np.full_like(col, ymin), "|", color="k", alpha=0.25, ms=8)
         importance = est.feature_importances_[j]
-        ax.set_title(_feature_name(est, j), fontsize="small")
+        ax.set_title(_feature_name(names, j), fontsize="small")
         ax.text(
             0.02,
             0.97,

@@ -1,20 +1,25 @@
-"""matplotlib figures (optional extra ``plot``): regularization paths and their scores."""
+"""Figures of a regularization path: group norms, scores, CV curve, sparsity-accuracy trade-off."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._matplotlib import axes_or_new
+
 __all__ = ["plot_cv_path", "plot_path", "plot_tradeoff"]
 
 
-def _axes(ax):
-    if ax is not None:
-        return ax
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("Plotting needs matplotlib: pip install 'sksparse-nn[plot]'.") from exc
-    return plt.figure(figsize=(6.4, 4.0)).gca()
+def _d_suffix(path):
+    """`` (D=3)`` for a title, or nothing when the path does not know its D."""
+    return f" (D={path.D})" if path.D is not None else ""
+
+
+def _selected_on_twin(ax, lams, n_selected):
+    """The number of selected features as a grey step line on a second y-axis."""
+    twin = ax.twinx()
+    twin.step(lams, n_selected, where="mid", color="0.4", lw=1)
+    twin.set_ylabel("selected features")
+    return twin
 
 
 def plot_path(path, ax=None, *, kind="norms"):
@@ -37,9 +42,9 @@ def plot_path(path, ax=None, *, kind="norms"):
     """
     if kind not in ("norms", "score"):
         raise ValueError(f"kind must be 'norms' or 'score', got {kind!r}.")
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     lams = np.asarray(path.lams)
-    D = f" (D={path.D})" if path.D is not None else ""
+    D = _d_suffix(path)
     if kind == "norms":
         norms = np.asarray(path.group_norms, dtype=float)
         live = norms[norms > 0]
@@ -55,9 +60,7 @@ def plot_path(path, ax=None, *, kind="norms"):
             ax.plot(lams, path.val_score, marker="o", ms=3, label="validation")
         ax.set_ylabel("score")
         ax.legend(loc="lower left")
-        twin = ax.twinx()
-        twin.step(lams, path.n_selected, where="mid", color="0.4", lw=1)
-        twin.set_ylabel("selected features")
+        _selected_on_twin(ax, lams, path.n_selected)
         ax.set_title(f"Score and sparsity along the path{D}")
     ax.set_xscale("log")
     ax.set_xlabel("lam")
@@ -82,7 +85,7 @@ def plot_cv_path(path, ax=None):
     """
     if path.cv_mean is None:
         raise ValueError("This path has no CV scores: compute it with cv=...")
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     lams = np.asarray(path.lams)[: len(path.cv_mean)]
     ax.plot(lams, path.cv_mean, color="C0", marker="o", ms=3, label="mean CV score")
     ax.fill_between(
@@ -99,11 +102,8 @@ def plot_cv_path(path, ax=None):
     ax.set_xlabel("lam")
     ax.set_ylabel("CV score")
     ax.legend(loc="lower left", fontsize="small")
-    twin = ax.twinx()
-    twin.step(lams, path.n_selected[: len(lams)], where="mid", color="0.4", lw=1)
-    twin.set_ylabel("selected features")
-    D = f" (D={path.D})" if path.D is not None else ""
-    ax.set_title(f"Cross-validated path{D}")
+    _selected_on_twin(ax, lams, path.n_selected[: len(lams)])
+    ax.set_title(f"Cross-validated path{_d_suffix(path)}")
     return ax
 
 
@@ -125,7 +125,7 @@ def plot_tradeoff(paths, ax=None, *, score="auto"):
     """
     if not isinstance(paths, dict):
         paths = {f"D={p.D}": p for p in paths}
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     for label, path in paths.items():
         values = _score_of(path, score)
         n = len(values)

@@ -1,0 +1,13 @@
+"""matplotlib figures (optional extra ``plot``: ``pip install 'sksparse-nn[plot]'``).
+
+* :func:`plot_path`, :func:`plot_cv_path`, :func:`plot_tradeoff` -- a regularization path:
+  group norms, scores, the CV curve, the sparsity-accuracy trade-off.
+* :func:`plot_shape_functions` -- the shape functions of a fitted sparse NAM.
+
+matplotlib is imported when a figure is drawn, not when this package is imported.
+"""
+
+from ._nam import plot_shape_functions
+from ._path import plot_cv_path, plot_path, plot_tradeoff
+
+__all__ = ["plot_cv_path", "plot_path", "plot_shape_functions", "plot_tradeoff"]
