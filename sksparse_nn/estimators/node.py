@@ -24,9 +24,10 @@ import torch
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ..gating import ZERO_TOL, dgate
+from ..gating import ZERO_TOL, dgate, gate_factors
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
+from ..optim import FactorSGD
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
 from ._training import ArrayDataset, as_numpy, weighted_mean
 
@@ -36,75 +37,6 @@ __all__ = ["NODEClassifier", "NODERegressor"]
 _INIT_ROWS = 2048
 #: Rows per forward pass at prediction time.
 _PREDICT_ROWS = 2048
-#: skorch name patterns of the D-Gating factors of the leaf responses: omega (one row per
-#: tree) and the gates (one column per tree).
-_RESPONSE_OMEGA = "*parametrizations.response.original"
-_RESPONSE_GATES = "*parametrizations.response.0.gates"
-#: Trust region of the response SGD: a tree's factors change by at most this fraction of
-#: their size (plus _TRUST_FLOOR) in one step.
-_TRUST = 0.25
-_TRUST_FLOOR = 1e-2
-
-
-class _ResponseSGD(torch.optim.Optimizer):
-    """SGD with Nesterov momentum on the parameter groups flagged ``sgd=True``, ``inner``
-    (e.g. Adam) on all others.
-
-    D-Gating removes a group because plain gradient steps shrink its factors
-    geometrically to exact zero; Adam's per-coordinate normalization keeps unused factors
-    jittering at the size of the step instead. NODE's tree internals (feature choices,
-    thresholds, temperatures), on the other hand, train far better with Adam. Both share
-    one ``param_groups`` list, so learning-rate schedules act on both.
-
-    The SGD step has a relative trust region: the factors of one tree (a row of omega
-    along ``trust_dim``, or one gate when ``trust_dim`` is None) change by at most
-    ``_TRUST * (size + _TRUST_FLOOR)`` per step. The effective step of a product of
-    factors grows with their size (a tree of norm ``r`` with balanced factors moves
-    ``r^(2(D-1)/D)`` times faster), and trained NODE trees span norms from 1 to ~1000;
-    unbounded, the largest ones diverge. Shrinking groups are unaffected: the penalty
-    step is capped below half their size.
-    """
-
-    def __init__(self, params, lr, inner=torch.optim.Adam, sgd_momentum=0.9, **inner_kwargs):
-        defaults = {"lr": lr, "sgd": False, "sgd_momentum": sgd_momentum, "trust_dim": None}
-        super().__init__(params, defaults)
-        others = [group for group in self.param_groups if not group["sgd"]]
-        self.inner = inner(others, lr=lr, **inner_kwargs) if others else None
-
-    @staticmethod
-    def _sizes(tensor, dim):
-        """Size of each trust unit, broadcast to the tensor's shape."""
-        if dim is None:
-            return tensor.abs()
-        other = [d for d in range(tensor.dim()) if d != dim]
-        return tensor.pow(2).sum(dim=other, keepdim=True).sqrt()
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        if self.inner is not None:
-            loss = self.inner.step(closure)
-        elif closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        else:
-            loss = None
-        for group in self.param_groups:
-            if not group["sgd"]:
-                continue
-            mu, dim = group["sgd_momentum"], group["trust_dim"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = p.grad.clone()
-                else:
-                    state["momentum_buffer"].mul_(mu).add_(p.grad)
-                step = p.grad.add(state["momentum_buffer"], alpha=mu).mul_(group["lr"])
-                bound = _TRUST * (self._sizes(p, dim) + _TRUST_FLOOR)
-                ratio = (bound / self._sizes(step, dim).clamp_min(1e-38)).clamp_(max=1.0)
-                p.sub_(step.mul_(ratio))
-        return loss
 
 
 class _NODEFamily(BaseDGated):
@@ -214,7 +146,9 @@ class _NODEFamily(BaseDGated):
                 "optimizer='lbfgs' cannot train the responses with their own SGD; "
                 "set response_lr=None or use another optimizer."
             )
-        # response factors: plain SGD (exact zeros), step response_lr in units of the output
+        # response factors: plain SGD (exact zeros), step response_lr in units of the output;
+        # the gated tensors are the layers' leaf responses: each omega, then its gates
+        names = [name for name, _, _ in gate_factors(module)]
         scale = float(module.output_scale)
         sgd_lr = self.response_lr / scale
         # the penalty alone shrinks each factor by lr * lam * rho * 2/D per step; beyond
@@ -223,11 +157,12 @@ class _NODEFamily(BaseDGated):
         if curvature > 0:
             sgd_lr = min(sgd_lr, 0.5 / curvature)
         return net.set_params(
-            optimizer=_ResponseSGD,
+            optimizer=FactorSGD,
             optimizer__inner=net.optimizer,
             optimizer__param_groups=[
-                (_RESPONSE_OMEGA, {"sgd": True, "lr": sgd_lr, "trust_dim": 0}),
-                (_RESPONSE_GATES, {"sgd": True, "lr": sgd_lr, "trust_dim": None}),
+                # trust units: a row of omega per tree, each gate alone
+                (name, {"sgd": True, "lr": sgd_lr, "trust_dim": 0 if k % 2 == 0 else None})
+                for k, name in enumerate(names)
             ],
         )
 

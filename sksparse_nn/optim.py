@@ -1,0 +1,84 @@
+"""Optimizers for D-gated models (pure PyTorch: nothing here knows scikit-learn)."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["FactorSGD"]
+
+
+class FactorSGD(torch.optim.Optimizer):
+    """SGD with Nesterov momentum on the parameter groups flagged ``sgd=True``, ``inner``
+    (e.g. Adam) on all others.
+
+    D-Gating removes a group because plain gradient steps shrink its factors
+    geometrically to exact zero; Adam's per-coordinate normalization keeps unused factors
+    jittering at the size of the step instead. NODE's tree internals (feature choices,
+    thresholds, temperatures), on the other hand, train far better with Adam. Both share
+    one ``param_groups`` list, so learning-rate schedules act on both.
+
+    The SGD step has a relative trust region: the factors of one tree (a row of omega
+    along ``trust_dim``, or one gate when ``trust_dim`` is None) change by at most
+    ``trust * (size + trust_floor)`` per step. The effective step of a product of
+    factors grows with their size (a tree of norm ``r`` with balanced factors moves
+    ``r^(2(D-1)/D)`` times faster), and trained NODE trees span norms from 1 to ~1000;
+    unbounded, the largest ones diverge. Shrinking groups are unaffected: the penalty
+    step is capped below half their size.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr,
+        inner=torch.optim.Adam,
+        sgd_momentum=0.9,
+        trust=0.25,
+        trust_floor=1e-2,
+        **inner_kwargs,
+    ):
+        defaults = {
+            "lr": lr,
+            "sgd": False,
+            "sgd_momentum": sgd_momentum,
+            "trust_dim": None,
+            "trust": trust,
+            "trust_floor": trust_floor,
+        }
+        super().__init__(params, defaults)
+        others = [group for group in self.param_groups if not group["sgd"]]
+        self.inner = inner(others, lr=lr, **inner_kwargs) if others else None
+
+    @staticmethod
+    def _sizes(tensor, dim):
+        """Size of each trust unit, broadcast to the tensor's shape."""
+        if dim is None:
+            return tensor.abs()
+        other = [d for d in range(tensor.dim()) if d != dim]
+        return tensor.pow(2).sum(dim=other, keepdim=True).sqrt()
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        if self.inner is not None:
+            loss = self.inner.step(closure)
+        elif closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        else:
+            loss = None
+        for group in self.param_groups:
+            if not group["sgd"]:
+                continue
+            mu, dim = group["sgd_momentum"], group["trust_dim"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = p.grad.clone()
+                else:
+                    state["momentum_buffer"].mul_(mu).add_(p.grad)
+                step = p.grad.add(state["momentum_buffer"], alpha=mu).mul_(group["lr"])
+                bound = group["trust"] * (self._sizes(p, dim) + group["trust_floor"])
+                ratio = (bound / self._sizes(step, dim).clamp_min(1e-38)).clamp_(max=1.0)
+                p.sub_(step.mul_(ratio))
+        return loss
