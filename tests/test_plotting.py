@@ -107,6 +107,17 @@ def test_norms_one_line_per_group_with_zeros_on_the_floor():
     assert ax.get_legend() is None
 
 
+def test_norms_of_a_failed_point_are_a_gap_not_a_zero():
+    norms = fake_path().group_norms.copy()
+    norms[3] = np.nan  # the last point diverged
+    ax = plot_path(fake_path(group_norms=norms))
+    for j, line in enumerate(ax.get_lines()[:-1]):
+        assert np.isnan(line.get_ydata()[3])
+        np.testing.assert_array_equal(
+            line.get_ydata()[:3], np.where(norms[:3, j] > 0, norms[:3, j], 0.01)
+        )
+
+
 def test_norms_of_an_all_zero_path_and_without_D():
     ax = plot_path(fake_path(group_norms=np.zeros((4, 2)), D=None))
     assert len(ax.get_lines()) == 3

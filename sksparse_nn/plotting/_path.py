@@ -32,7 +32,8 @@ def plot_path(path, ax=None, *, kind="norms"):
         Created when not given.
     kind : {"norms", "score"}, default="norms"
         ``"norms"``: every group norm against lam on log-log axes; a group that is
-        exactly zero is drawn at the bottom edge, so dropped groups visibly hit zero.
+        exactly zero is drawn at the bottom edge, so dropped groups visibly hit zero;
+        points whose training failed (NaN norms) are left out.
         ``"score"``: training (and validation) score against lam, with the number of
         selected features on a second y-axis.
 
@@ -49,7 +50,8 @@ def plot_path(path, ax=None, *, kind="norms"):
         norms = np.asarray(path.group_norms, dtype=float)
         live = norms[norms > 0]
         floor = live.min() / 10 if live.size else 1e-3
-        ax.plot(lams, np.where(norms > 0, norms, floor), lw=1.2)
+        # exact zeros on the floor; a failed point (NaN norms) is a gap, not a zero
+        ax.plot(lams, np.where(norms == 0, floor, norms), lw=1.2)
         ax.axhline(floor, color="0.6", lw=0.8, ls=":")
         ax.set_yscale("log")
         ax.set_ylabel("group norm (bottom line: exactly 0)")
