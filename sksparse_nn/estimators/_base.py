@@ -68,6 +68,9 @@ class BaseDGated(BaseEstimator):
     pass it on to ``_fit``; their criterion then receives it (mean 1) as a third argument.
     """
 
+    #: The skorch net that trains the module (a :class:`PenalizedNet`; subclasses may
+    #: declare their own, e.g. to add hooks).
+    _net_class = PenalizedNet
     #: dtype of training. Linear models train in float64 (they are checked against exact
     #: solvers); networks in float32.
     _torch_dtype = torch.float32
@@ -282,7 +285,7 @@ class BaseDGated(BaseEstimator):
                 )
             )
         callbacks.append(("convergence", ConvergenceMonitor(max_epochs)))
-        return PenalizedNet(
+        return self._net_class(
             module,
             criterion=self._criterion(),
             lam=self.lam,

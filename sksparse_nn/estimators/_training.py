@@ -87,8 +87,7 @@ class ArrayDataset(torch.utils.data.Dataset):
 
     def subset(self, index):
         """A new dataset holding the given rows (used for the validation split)."""
-        out = ArrayDataset.__new__(ArrayDataset)
-        out.__dict__.update(self.__dict__)
+        out = copy.copy(self)  # same dtype, device and standardization
         out.X = self.X[index] if self.sparse else self.X[torch.as_tensor(index)]
         out.y = None if self.y is None else self.y[torch.as_tensor(index)]
         if self.weight is not None:
@@ -241,11 +240,6 @@ class PenalizedNet(NeuralNet):
         if training and self.lam:
             loss = loss + self.lam * self.penalty_()
         return loss
-
-    def _set_training(self, training=True):
-        # skorch switches modes before every batch; module.train() walks all submodules
-        if self.module_.training != training:
-            super()._set_training(training)
 
     def get_default_callbacks(self):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
