@@ -30,6 +30,7 @@ from ..groups import AxisGroups
 from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
+from ._docs import fill
 from ._training import as_numpy
 
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
@@ -967,9 +968,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         outputs form one group, as ``MultiTaskLasso``); to fit the columns independently,
         as ``Lasso`` does with 2-d ``y``, wrap the estimator in
         ``sklearn.multioutput.MultiOutputRegressor``.
-    D : int, default=3
-        Gating depth >= 2: ``2`` group lasso, ``3`` penalty ``||w_j||^(2/3)``, ``4``
-        ``||w_j||^(1/2)``.
+    $D
     groups : None, int, list of index lists or array of labels, default=None
         ``None``: each feature alone; ``k``: consecutive groups of ``k`` features; lists
         of feature indices (features in no list are unpenalized); or one integer label per
@@ -993,8 +992,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         Learning rate (L-BFGS with a Wolfe line search uses 1).
     max_epochs : int, default=200
         Maximum number of optimizer steps over the data.
-        When the cap ends training while the loss is still falling or groups are still
-        shrinking towards zero, a ``ConvergenceWarning`` says so.
+        $max_epochs_warning
     batch_size : int or None, default=None
         ``None`` trains on the full batch.
     lr_schedule : {"constant", "cosine"}, default="constant"
@@ -1006,21 +1004,14 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         (medians over columns; classifiers: ``1 / std(X)``), are set to exactly 0:
         numerical dust only, whatever the units of X (dropped groups typically end far
         below it, see ``sparsity_gap_``).
-    early_stopping, validation_fraction, n_iter_no_change
-        Hold out a fraction for early stopping on the validation loss (best weights
-        restored).
-    warm_start : bool, default=False
-        Start from the previous solution (re-split into balanced factors).
-    random_state : int, RandomState or None, default=None
-        Seeds the initialization (torch's global RNG is left untouched).
-    device : str, default="cpu"
-    n_threads : int or None, default=None
-        torch intra-op threads during ``fit``; the caller's setting is restored after.
-        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
-        step times features at most 2**20), where extra threads only add
-        synchronization; torch's own setting otherwise.
-    verbose : int, default=0
-        Show a progress bar when > 0.
+    $early_stopping
+    $validation_fraction
+    $n_iter_no_change
+    $warm_start
+    $random_state
+    $device
+    $n_threads
+    $verbose
 
     Attributes
     ----------
@@ -1030,19 +1021,17 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         Sorted indices of features with a non-zero coefficient.
     selected_groups_ : ndarray of int
         Indices of the non-zero groups.
-    group_norms_ : ndarray of shape (n_groups,)
+    $group_norms_
     group_labels_ : ndarray of shape (n_features,)
         Group of each feature (-1: unpenalized).
     feature_importances_ : ndarray of shape (n_features,)
         ``|coef_|`` (norm over outputs); exactly 0 outside the support.
     objective_ : float
         The non-smooth objective at the final (thresholded) coefficients.
-    sparsity_gap_ : tuple of float
-        (largest group norm set to zero, smallest group norm kept) before thresholding.
-    n_iter_ : int
-        Number of epochs run.
-    history_ : skorch.History
-    n_features_in_, feature_names_in_
+    $sparsity_gap_
+    $n_iter_
+    $history_
+    $n_features_in_
 
     Examples
     --------
@@ -1052,6 +1041,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     >>> est = SparseLinearRegressor(lam=0.3, D=3, groups=5).fit(data.X, data.y)
     >>> est.selected_groups_  # doctest: +SKIP
     """
+
+    __doc__ = fill(__doc__)
 
     _block_steps = True
 

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..gating import ZERO_TOL, dgate
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._docs import fill
 
 __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 
@@ -123,7 +124,8 @@ class _DGatedMLP(BaseDGated):
         return compact_mlp(self.module_, self.selected_features_)
 
 
-_MLP_DOC = """
+_MLP_DOC = fill(
+    """
 
     Parameters
     ----------
@@ -133,8 +135,7 @@ _MLP_DOC = """
         ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``,
         measured on standardized features (and standardized targets for regression), so
         ``lam`` means the same in any units.
-    D : int, default=3
-        Gating depth >= 2 (2: group lasso; 3, 4: sparser non-convex penalties).
+    $D
     hidden_layer_sizes : tuple of int, default=(100,)
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
@@ -155,31 +156,20 @@ _MLP_DOC = """
         ``None``: at least 100 epochs and at least 4000 optimizer steps. Unused groups
         shrink by a factor of about ``1 - 2 lr lam / D`` per step, so exact zeros need
         steps, not epochs: small data sets get more epochs.
-        When the cap ends training while the loss is still falling or groups are still
-        shrinking towards zero, a ``ConvergenceWarning`` says so.
+        $max_epochs_warning
     batch_size : int or None, default=64
     lr_schedule : {"cosine", "constant"}, default="cosine"
-    tol : float or None, default=None
-        Stop early when an epoch lowers the training loss by less than ``tol``.
+    $tol
     zero_tol : float, default=float32 eps
         Groups whose norm ends below it are set to exactly 0 (numerical dust only).
-    early_stopping : bool, default=False
-        Hold out ``validation_fraction`` and stop after ``n_iter_no_change`` epochs
-        without improvement of the validation loss, restoring the best weights.
-    validation_fraction : float, default=0.1
-    n_iter_no_change : int, default=10
-    warm_start : bool, default=False
-        Start from the previous fit (factors re-split balanced).
-    random_state : int, RandomState or None, default=None
-    device : str, default="cpu"
-        Training device; the fitted model always lives on the CPU.
-    n_threads : int or None, default=None
-        torch intra-op threads during ``fit``; the caller's setting is restored after.
-        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
-        step times features at most 2**20), where extra threads only add
-        synchronization; torch's own setting otherwise.
-    verbose : int, default=0
-        Show a progress bar when > 0.
+    $early_stopping
+    $validation_fraction
+    $n_iter_no_change
+    $warm_start
+    $random_state
+    $device
+    $n_threads
+    $verbose
 
     Attributes
     ----------
@@ -193,13 +183,13 @@ _MLP_DOC = """
         Number of live neurons in each hidden layer.
     module_ : MLP
         The fitted torch module (plain weights, exact zeros).
-    sparsity_gap_ : tuple of float
-        (largest group norm set to zero, smallest kept) before thresholding.
-    history_ : skorch.History
-    n_iter_ : int
-        Number of epochs run.
-    n_features_in_, feature_names_in_
+    $group_norms_
+    $sparsity_gap_
+    $history_
+    $n_iter_
+    $n_features_in_
 """
+)
 
 
 class DGatedMLPClassifier(ClassifierTaskMixin, _DGatedMLP):

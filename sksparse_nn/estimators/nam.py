@@ -30,6 +30,7 @@ from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._docs import fill
 from ._guards import PenaltyAwareClipping
 from ._training import ArrayDataset, as_numpy
 
@@ -299,7 +300,8 @@ class _DGatedNAM(BaseDGated):
         return compact_nam(self.module_, self.selected_features_)
 
 
-_NAM_DOC = """
+_NAM_DOC = fill(
+    """
 
     Parameters
     ----------
@@ -308,8 +310,7 @@ _NAM_DOC = """
         layer (weights and biases) of feature ``j``'s subnetwork. The loss is the mean
         over samples plus ``lam * penalty``, measured on standardized features (and
         standardized targets for regression), so ``lam`` means the same in any units.
-    D : int, default=3
-        Gating depth >= 2 (2: group lasso; 3, 4: sparser non-convex penalties).
+    $D
     hidden_layer_sizes : tuple of int, default=(64,)
         Hidden widths of every feature's subnetwork. Much lighter than the NAM papers'
         (100, 100, 64) with batch norm: one hidden ReLU layer on a scalar input is a
@@ -332,8 +333,7 @@ _NAM_DOC = """
     max_epochs : int or None, default=None
         ``None``: at least 100 epochs and at least 2000 optimizer steps (unused groups
         shrink geometrically per step, so exact zeros need steps, not epochs).
-        When the cap ends training while the loss is still falling or groups are still
-        shrinking towards zero, a ``ConvergenceWarning`` says so.
+        $max_epochs_warning
     batch_size : int or None, default=64
     lr_schedule : {"cosine", "constant"}, default="cosine"
     max_grad_norm : float or None, default=10.0
@@ -342,23 +342,17 @@ _NAM_DOC = """
         groups at full speed); ``None`` disables it. A safety net against rare
         divergent SGD steps; on standardized data typical gradient norms are 1-5, so it
         is seldom active.
-    tol : float or None, default=None
-        Stop early when an epoch lowers the training loss by less than ``tol``.
+    $tol
     zero_tol : float, default=float32 eps
         Groups whose norm ends below it are set to exactly 0 (numerical dust only).
-    early_stopping : bool, default=False
-    validation_fraction : float, default=0.1
-    n_iter_no_change : int, default=10
-    warm_start : bool, default=False
-        Start from the previous fit (factors re-split balanced).
-    random_state : int, RandomState or None, default=None
-    device : str, default="cpu"
-    n_threads : int or None, default=None
-        torch intra-op threads during ``fit``; the caller's setting is restored after.
-        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
-        step times features at most 2**20), where extra threads only add
-        synchronization; torch's own setting otherwise.
-    verbose : int, default=0
+    $early_stopping
+    $validation_fraction
+    $n_iter_no_change
+    $warm_start
+    $random_state
+    $device
+    $n_threads
+    $verbose
 
     Attributes
     ----------
@@ -373,16 +367,17 @@ _NAM_DOC = """
         Observed (min, max) of every feature in the training data.
     module_ : sksparse_nn.nn.nam.NAM
         The fitted torch module (plain weights, exact zeros).
-    sparsity_gap_ : tuple of float
-        (largest group norm set to zero, smallest kept) before thresholding.
-    history_ : skorch.History
-    n_iter_ : int
-    n_features_in_, feature_names_in_
+    $group_norms_
+    $sparsity_gap_
+    $history_
+    $n_iter_
+    $n_features_in_
 
     See Also
     --------
     sksparse_nn.plotting.plot_shape_functions : One panel per selected feature.
 """
+)
 
 
 class DGatedNAMRegressor(RegressorTaskMixin, _DGatedNAM):

@@ -29,6 +29,7 @@ from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
 from ..optim import FactorSGD
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._docs import fill
 from ._training import ArrayDataset, as_numpy, weighted_mean
 
 __all__ = ["NODEClassifier", "NODERegressor"]
@@ -254,20 +255,18 @@ class _NODEFamily(BaseDGated):
         return compact_node(self.module_, self.selected_features_)
 
 
-_NODE_DOC = """
+_NODE_DOC = fill(
+    """
 
     Parameters
     ----------
     lam : float, default=1e-3
         Strength of the tree penalty ``sum_t ||s * response_t||^(2/D)`` (``s`` = 1 /
         number of trees: the penalty is on each tree's contribution to the output). The
-        loss is the mean over samples plus ``lam * penalty``. On the white wine data
-        (500 trees, depth 6), D=3 with ``lam=4e-3`` kept about 9 trees at the dense
-        model's test error; D=2 needs ``lam`` about 10 times larger and removes trees
-        more slowly.
-    D : int, default=3
-        Gating depth >= 2 (2: group lasso over trees; 3, 4: sparser non-convex
-        penalties, which remove trees faster and more cleanly).
+        loss is the mean over samples plus ``lam * penalty``. D=2 needs a larger
+        ``lam`` than D=3 for the same number of trees and removes them more slowly
+        (benchmarks/node_wine.py measures both).
+    $D
     num_trees : int, default=128
         Trees per layer.
     depth : int, default=6
@@ -291,29 +290,21 @@ _NODE_DOC = """
         Adam's normalized steps do not. ``None`` trains them with ``optimizer`` too.
     max_epochs : int or None, default=None
         ``None``: at least 100 epochs and at least 4000 optimizer steps.
-        When the cap ends training while the loss is still falling or groups are still
-        shrinking towards zero, a ``ConvergenceWarning`` says so.
+        $max_epochs_warning
     batch_size : int or None, default=256
     lr_schedule : {"cosine", "constant"}, default="cosine"
         Applied to both learning rates.
-    tol : float or None, default=None
-        Stop early when an epoch lowers the training loss by less than ``tol``.
+    $tol
     zero_tol : float, default=float32 eps
         Trees whose response norm ends below it are set to exactly 0.
-    early_stopping : bool, default=False
-    validation_fraction : float, default=0.1
-    n_iter_no_change : int, default=10
-    warm_start : bool, default=False
-        Start from the previous fit (factors re-split balanced).
-    random_state : int, RandomState or None, default=None
-    device : str, default="cpu"
-        Training device; the fitted model always lives on the CPU.
-    n_threads : int or None, default=None
-        torch intra-op threads during ``fit``; the caller's setting is restored after.
-        ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
-        step times features at most 2**20), where extra threads only add
-        synchronization; torch's own setting otherwise.
-    verbose : int, default=0
+    $early_stopping
+    $validation_fraction
+    $n_iter_no_change
+    $warm_start
+    $random_state
+    $device
+    $n_threads
+    $verbose
 
     Attributes
     ----------
@@ -330,12 +321,13 @@ _NODE_DOC = """
         normalized to sum to 1; exactly 0 for features no active tree can choose.
     module_ : sksparse_nn.nn.node.NODE
         The fitted torch module (plain parameters, removed trees exactly zero).
-    sparsity_gap_ : tuple of float
-        (largest tree norm set to zero, smallest kept) before thresholding.
-    history_ : skorch.History
-    n_iter_ : int
-    n_features_in_, feature_names_in_
+    $group_norms_
+    $sparsity_gap_
+    $history_
+    $n_iter_
+    $n_features_in_
 """
+)
 
 
 class NODERegressor(RegressorTaskMixin, _NODEFamily):

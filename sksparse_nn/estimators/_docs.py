@@ -1,0 +1,96 @@
+"""Parameter and attribute entries shared by the families' docstrings.
+
+A family writes its own entries (what differs: the penalty's groups, optimizer, defaults)
+and names the shared ones as ``$name`` on a line of their own; :func:`fill` puts the one
+shared text there, so a parameter every estimator has is explained once, the same way
+everywhere (skorch assembles its net docstrings the same way).
+"""
+
+from __future__ import annotations
+
+__all__ = ["fill"]
+
+_SHARED = {
+    "D": """\
+D : int, default=3
+    Gating depth >= 2: 2 is the group lasso (convex); 3 and 4 give the sparser
+    non-convex penalties ``||w_j||^(2/3)`` and ``||w_j||^(1/2)``, which remove groups
+    faster and more cleanly.""",
+    "tol": """\
+tol : float or None, default=None
+    Stop early when an epoch lowers the training loss by less than ``tol`` (relative).""",
+    "early_stopping": """\
+early_stopping : bool, default=False
+    Hold out ``validation_fraction`` of the rows and stop after ``n_iter_no_change``
+    epochs without improvement of the validation loss, restoring the best weights.""",
+    "validation_fraction": """\
+validation_fraction : float, default=0.1
+    Fraction of the rows held out with ``early_stopping``.""",
+    "n_iter_no_change": """\
+n_iter_no_change : int, default=10
+    Patience of ``early_stopping``, in epochs.""",
+    "warm_start": """\
+warm_start : bool, default=False
+    Start from the previous fit (its factors re-split balanced); the path engine uses it
+    to go from one lam to the next.""",
+    "random_state": """\
+random_state : int, RandomState or None, default=None
+    Seeds the initialization and the batch order (torch's global RNG is left
+    untouched).""",
+    "device": """\
+device : str, default="cpu"
+    Training device; the fitted model always lives on the CPU.""",
+    "n_threads": """\
+n_threads : int or None, default=None
+    torch intra-op threads during ``fit``; the caller's setting is restored after.
+    ``None``: one thread (torch and BLAS) when an optimizer step is small (rows per
+    step times features at most 2**20), where extra threads only add
+    synchronization; torch's own setting otherwise.""",
+    "verbose": """\
+verbose : int, default=0
+    Show a progress bar when > 0.""",
+    "max_epochs_warning": """\
+When the cap ends training while the loss is still falling or groups are still
+shrinking towards zero, a ``ConvergenceWarning`` says so.""",
+    # attributes
+    "group_norms_": """\
+group_norms_ : ndarray of shape (n_groups,)
+    Norm of every penalized group (in the units the penalty sees); exactly 0 for
+    removed groups. What :func:`~sksparse_nn.regularization_path` records.""",
+    "sparsity_gap_": """\
+sparsity_gap_ : tuple of float
+    (largest group norm set to exactly zero, smallest group norm kept) before the
+    ``zero_tol`` threshold: a clean fit has a gap of many orders of magnitude.""",
+    "history_": """\
+history_ : skorch.History
+    Per-epoch training (and validation) losses.""",
+    "n_iter_": """\
+n_iter_ : int
+    Number of epochs run.""",
+    "n_features_in_": """\
+n_features_in_ : int
+feature_names_in_ : ndarray of str
+    Defined when ``X`` has feature names (pandas).""",
+}
+
+
+def _indented(text, indent):
+    return "\n".join((indent + line) if line else line for line in text.splitlines())
+
+
+def fill(doc):
+    """``doc`` with every line ``<indent>$name`` replaced by the shared text ``name``
+    at that indentation (an entry's header at the line's indentation, its body 4 spaces
+    deeper; ``$max_epochs_warning`` is body text)."""
+    lines = []
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("$") and stripped[1:] in _SHARED:
+            indent = line[: len(line) - len(line.lstrip())]
+            lines.append(_indented(_SHARED[stripped[1:]], indent))
+        else:
+            lines.append(line)
+    out = "\n".join(lines)
+    if "\n" in doc and doc.endswith("\n"):
+        out += "\n"
+    return out
