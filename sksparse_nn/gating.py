@@ -364,11 +364,7 @@ def penalty(model):
     ``lam * penalty(model)`` to the training loss. Returns a 0-dim tensor (0 if nothing
     is gated).
     """
-    total = None
-    for _, module, name, gate in gated_tensors(model):
-        term = gate.penalty(module.parametrizations[name].original)
-        total = term if total is None else total + term
-    return total if total is not None else torch.zeros(())
+    return penalty_function(model)()
 
 
 def penalty_function(model):

@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sksparse_nn.estimators._training import ArrayDataset
 from sksparse_nn.estimators.node import NODEClassifier, NODERegressor
 from sksparse_nn.gating import gated_tensors
-from sksparse_nn.nn.node import NODE, _entmax15_exact, compact_node, entmax15, entmoid15
+from sksparse_nn.nn.node import NODE, compact_node, entmax15, entmoid15
 
 SMALL = {"num_trees": 8, "depth": 3, "max_epochs": 10, "random_state": 0}
 
@@ -33,6 +33,27 @@ def sparse_fit(regression_problem):
 
 
 # ------------------------------------------------------------------ plain torch parts
+def _entmax15_exact(x, dim=-1):
+    """Reference 1.5-entmax along ``dim`` by sorting (independent of the ``entmax`` package).
+
+    ``p_i = [x_i / 2 - tau]_+^2`` with ``tau`` chosen so that ``sum_i p_i = 1``: for each
+    candidate support of the ``k`` largest scores, ``tau`` solves a quadratic; the support
+    is the largest ``k`` whose ``tau`` lies below its ``k``-th score. Differentiable by
+    autograd (the support is locally constant).
+    """
+    z = x / 2
+    z = z - z.amax(dim=dim, keepdim=True)
+    ordered = torch.sort(z, dim=dim, descending=True).values
+    shape = [1] * z.dim()
+    shape[dim] = -1
+    k = torch.arange(1, z.shape[dim] + 1, device=x.device, dtype=x.dtype).view(shape)
+    mean = ordered.cumsum(dim) / k
+    mean_sq = (ordered * ordered).cumsum(dim) / k
+    tau = mean - ((1 - k * (mean_sq - mean * mean)) / k).clamp_min(0).sqrt()
+    support = (tau <= ordered).sum(dim=dim, keepdim=True)
+    return (z - tau.gather(dim, support - 1)).clamp_min(0).pow(2)
+
+
 @pytest.mark.numerics
 def test_entmoid15_is_two_class_entmax15_and_entmax_has_exact_zeros():
     x = torch.linspace(-3, 3, 61, dtype=torch.float64)

@@ -54,7 +54,6 @@ from ._training import (
 
 __all__ = ["BaseDGated", "ClassifierTaskMixin", "RegressorTaskMixin"]
 
-_PREDICT_BATCH = 8192
 _AUTO_MIN_STEPS = 4000
 
 
@@ -71,6 +70,8 @@ class BaseDGated(BaseEstimator):
     #: The skorch net that trains the module (a :class:`PenalizedNet`; subclasses may
     #: declare their own, e.g. to add hooks).
     _net_class = PenalizedNet
+    #: Rows per forward pass at prediction time.
+    _predict_batch = 8192
     #: dtype of training. Linear models train in float64 (they are checked against exact
     #: solvers); networks in float32.
     _torch_dtype = torch.float32
@@ -350,8 +351,8 @@ class BaseDGated(BaseEstimator):
         dataset = ArrayDataset(X, None, dtype=self._torch_dtype)
         with torch.no_grad():
             outs = [
-                self.module_(dataset.rows(slice(i, i + _PREDICT_BATCH)))
-                for i in range(0, len(dataset), _PREDICT_BATCH)
+                self.module_(dataset.rows(slice(i, i + self._predict_batch)))
+                for i in range(0, len(dataset), self._predict_batch)
             ]
         return as_numpy(torch.cat(outs))
 

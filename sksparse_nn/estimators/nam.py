@@ -187,11 +187,9 @@ class _DGatedNAM(BaseDGated):
         """First-layer weights and biases, one column per feature: shape (2 h1, p)."""
         return module.first.detach().reshape(module.first.shape[0], -1).t()
 
-    def _feature_importances(self, module):
-        # Group norms decide selection; _after_fit replaces them by contribution spreads.
-        return np.linalg.norm(as_numpy(self._input_weight(module)), axis=0)
-
     def _after_fit(self, X, y, sample_weight=None):
+        # the group norms (base class) decided the selection; feature_importances_ become
+        # the contribution spreads below
         module = self.module_
         # Centre every shape function on the training data (mean over all rows, batched);
         # removed features average exact zeros, so their centre stays exactly 0.

@@ -36,12 +36,12 @@ __all__ = ["NODEClassifier", "NODERegressor"]
 
 #: Rows used for the data-aware initialization of thresholds and temperatures.
 _INIT_ROWS = 2048
-#: Rows per forward pass at prediction time.
-_PREDICT_ROWS = 2048
 
 
 class _NODEFamily(BaseDGated):
     """The NODE family: one D-Gating group per tree (its leaf responses)."""
+
+    _predict_batch = 2048  # rows per forward pass: trees x leaves activations per row
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -179,8 +179,8 @@ class _NODEFamily(BaseDGated):
         dataset = ArrayDataset(X, None, dtype=torch.float64)
         with torch.no_grad():
             outs = [
-                module(dataset.rows(slice(i, i + _PREDICT_ROWS)))
-                for i in range(0, len(dataset), _PREDICT_ROWS)
+                module(dataset.rows(slice(i, i + self._predict_batch)))
+                for i in range(0, len(dataset), self._predict_batch)
             ]
         return as_numpy(torch.cat(outs))
 

@@ -38,36 +38,10 @@ from __future__ import annotations
 from numbers import Integral
 
 import torch
+from entmax import entmax15  # the maintained 1.5-entmax (re-exported)
 from torch import nn
 
 __all__ = ["NODE", "ObliviousTreeLayer", "compact_node", "entmax15", "entmoid15"]
-
-
-def _entmax15_exact(x, dim=-1):
-    """1.5-entmax along ``dim`` by sorting (used when the ``entmax`` package is missing).
-
-    ``p_i = [x_i / 2 - tau]_+^2`` with ``tau`` chosen so that ``sum_i p_i = 1``: for each
-    candidate support of the ``k`` largest scores, ``tau`` solves a quadratic; the support
-    is the largest ``k`` whose ``tau`` lies below its ``k``-th score. Differentiable by
-    autograd (the support is locally constant).
-    """
-    z = x / 2
-    z = z - z.amax(dim=dim, keepdim=True)
-    ordered = torch.sort(z, dim=dim, descending=True).values
-    shape = [1] * z.dim()
-    shape[dim] = -1
-    k = torch.arange(1, z.shape[dim] + 1, device=x.device, dtype=x.dtype).view(shape)
-    mean = ordered.cumsum(dim) / k
-    mean_sq = (ordered * ordered).cumsum(dim) / k
-    tau = mean - ((1 - k * (mean_sq - mean * mean)) / k).clamp_min(0).sqrt()
-    support = (tau <= ordered).sum(dim=dim, keepdim=True)
-    return (z - tau.gather(dim, support - 1)).clamp_min(0).pow(2)
-
-
-try:  # the maintained implementation (its own exact backward)
-    from entmax import entmax15
-except ImportError:  # pragma: no cover - only without the dependency
-    entmax15 = _entmax15_exact
 
 
 def entmoid15(x):
