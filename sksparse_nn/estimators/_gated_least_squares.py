@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..penalties import group_norms, penalty_value
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 
 __all__ = [
@@ -112,6 +113,7 @@ class GatedLeastSquares:
         # features whose coefficients are constrained to be >= 0 (bool (p,)), or None
         self.nonneg = None if nonnegative is None or not np.any(nonnegative) else nonnegative
         in_group = self.penalized_groups(labels, rho, lam)
+        self.group = in_group
         self.penalized = in_group >= 0
         self.index = in_group[self.penalized]
         self.p = labels.shape[0]
@@ -129,13 +131,12 @@ class GatedLeastSquares:
         return group if lam > 0 else np.full_like(group, -1)
 
     def norms(self, W):
-        weights = (W[self.penalized] ** 2).sum(1)
-        return np.sqrt(np.bincount(self.index, weights=weights, minlength=self.rho.size))
+        return group_norms(W, self.group, self.rho.size)
 
     def objective(self, W):
         norms = self.norms(W)
         data = self.const - float((self.rhs * W).sum()) + 0.5 * float((W * self.curv.dot(W)).sum())
-        return data + self.lam * float(self.rho @ norms ** (2.0 / self.D)), norms
+        return data + self.lam * penalty_value(norms, self.rho, self.D), norms
 
     def _per_feature(self, per_group, free_value):
         out = np.full(self.p, free_value, dtype=per_group.dtype)

@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
+from ..penalties import penalty_value
 from ._gated_least_squares import (
     BLOCK_STEPS_PATIENCE,
     BLOCK_STEPS_TOL,
@@ -124,7 +125,7 @@ class GatedLogistic:
     def objective(self, W, loss=None):
         loss = self.loss_grad(W)[0] if loss is None else loss
         norms = self.shape.norms(W)
-        return loss + self.lam * float(self.rho @ norms ** (2.0 / self.D))
+        return loss + self.lam * penalty_value(norms, self.rho, self.D)
 
     def kkt(self, V, G):
         """Relative KKT violation of the D = 2 (convex) problem."""

@@ -26,6 +26,7 @@ from skorch.callbacks import Callback
 
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
+from ..penalties import group_norms, penalty_value
 from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
 from ._docs import fill
@@ -262,13 +263,7 @@ class _SparseLinearModel(BaseDGated):
         if self.D == 2:
             if self.positive:  # only a positive gradient can grow a coefficient from 0
                 gradient = np.maximum(gradient, 0.0)
-            grad_norms = np.sqrt(
-                np.bincount(
-                    labels[labels >= 0],
-                    weights=(gradient[labels >= 0] ** 2).sum(1),
-                    minlength=rho.size,
-                )
-            )
+            grad_norms = group_norms(gradient, labels, rho.size)
             # strictly violated only: at equality (lam = lam_max) zero is the solution,
             # and gates of 1 would let L-BFGS creep away from it
             violated = grad_norms > self.lam * rho * (1.0 + _REVIVE_MARGIN)
@@ -314,13 +309,10 @@ class _SparseLinearModel(BaseDGated):
         self.group_labels_ = labels
         weight = as_numpy(self.module_.weight)
         bias = as_numpy(self.module_.bias) if self.fit_intercept else np.zeros(weight.shape[0])
-        sq = np.bincount(
-            labels[labels >= 0], weights=(weight[:, labels >= 0] ** 2).sum(0), minlength=rho.size
-        )
-        self.group_norms_ = np.sqrt(sq)
+        self.group_norms_ = group_norms(weight.T, labels, rho.size)
         self.selected_groups_ = np.flatnonzero(self.group_norms_)
         self.coef_, self.intercept_ = self._coef_shape(weight, bias)
-        penalty = float(rho @ self.group_norms_ ** (2.0 / self.D))
+        penalty = penalty_value(self.group_norms_, rho, self.D)
         self.objective_ = self._data_loss(X, y, sample_weight) + self.lam * penalty
 
 

@@ -1,0 +1,51 @@
+"""The group penalty ``sum_j rho_j ||w_j||^(2/D)`` on labelled rows (numpy only).
+
+One place for its arithmetic: the norms of labelled groups of rows and the penalty's value.
+Rows are features (a coefficient matrix has one row per feature and one column per
+output or class); ``labels[i]`` is row ``i``'s group, ``-1`` for rows outside every group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["group_norms", "penalty_value"]
+
+
+def group_norms(W, labels, n_groups):
+    """Euclidean norm of every group's rows of ``W``.
+
+    Parameters
+    ----------
+    W : ndarray of shape (n_rows,) or (n_rows, n_columns)
+    labels : ndarray of int of shape (n_rows,)
+        Group of each row, ``-1`` for none.
+    n_groups : int
+
+    Returns
+    -------
+    norms : ndarray of shape (n_groups,)
+        Frobenius norm of each group's block (0 for a group without rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> group_norms(np.array([3.0, 4.0, 1.0]), np.array([0, 0, -1]), 2)
+    array([5., 0.])
+    """
+    W = np.asarray(W, dtype=np.float64)
+    sq = W * W if W.ndim == 1 else (W * W).sum(axis=1)
+    grouped = labels >= 0
+    return np.sqrt(np.bincount(labels[grouped], weights=sq[grouped], minlength=n_groups))
+
+
+def penalty_value(norms, rho, D):
+    """``sum_j rho_j ||w_j||^(2/D)`` from the group norms.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(penalty_value(np.array([4.0, 0.0]), np.array([1.0, 2.0]), D=4))
+    2.0
+    """
+    return float(np.asarray(rho) @ np.asarray(norms, dtype=np.float64) ** (2.0 / D))
