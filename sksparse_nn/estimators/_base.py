@@ -357,45 +357,20 @@ class BaseDGated(BaseEstimator):
         return as_numpy(torch.cat(outs))
 
     # --------------------------------------------------------------- paths
-    def regularization_path(
-        self,
-        X,
-        y,
-        *,
-        lams=None,
-        n_lams=30,
-        lam_min_ratio=1e-3,
-        X_val=None,
-        y_val=None,
-        cv=None,
-        scoring=None,
-        n_jobs=None,
-        verbose=0,
-        keep_estimators=False,
-    ):
+    def regularization_path(self, X, y, **kwargs):
         """Fit along a lam grid with warm starts from dense to sparse (optionally with CV).
 
-        See :func:`sksparse_nn.path.regularization_path`; this estimator is not modified.
+        ``regularization_path(self, X, y, **kwargs)`` of
+        :func:`sksparse_nn.path.regularization_path`, whose keywords (``lams``,
+        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``scoring``,
+        ``n_jobs``, ``verbose``, ``keep_estimators``) it takes; this estimator is not
+        modified.
 
         Returns
         -------
         path : RegularizationPath
         """
-        return regularization_path(
-            self,
-            X,
-            y,
-            lams=lams,
-            n_lams=n_lams,
-            lam_min_ratio=lam_min_ratio,
-            X_val=X_val,
-            y_val=y_val,
-            cv=cv,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            keep_estimators=keep_estimators,
-        )
+        return regularization_path(self, X, y, **kwargs)
 
     def lambda_max(self, X, y):
         """Top of the default lam grid: where the D=2 penalty zeroes every group.
