@@ -156,6 +156,8 @@ def test_dropped_groups_are_exact_zeros_with_a_gap(name):
     # the fitted module holds exact zeros: the dropped groups are 0.0, the others not
     assert 0 < np.count_nonzero(norms) < norms.size
     assert np.all(norms[norms > 0] > 1e3 * est.zero_tol)
+    # the public group norms have the module's exact zeros
+    np.testing.assert_array_equal(np.flatnonzero(est.group_norms_), np.flatnonzero(norms))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -271,6 +273,12 @@ def test_warm_started_path_runs_from_dense_to_empty(name):
     # so the selections are nested
     for dense, sparse in zip(path.selected, path.selected[1:], strict=False):
         assert set(sparse) <= set(dense)
+    # one row of group norms (features, trees) and of feature importances per point; the
+    # empty model's groups are all exactly zero
+    n_groups = fitted(name).group_norms_.size
+    assert path.group_norms.shape == (len(path), n_groups)
+    assert path.importances.shape == (len(path), N_FEATURES)
+    assert np.all(path.group_norms[-1] == 0) and np.all(path.importances[-1] == 0)
     np.testing.assert_array_equal(path.feature_names, COLUMNS)
     assert list(path.selected_at(path.lams[0])) == [COLUMNS[j] for j in path.selected[0]]
 

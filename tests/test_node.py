@@ -162,9 +162,7 @@ def test_large_lam_switches_every_tree_off_exactly(regression_problem):
     assert est.compact().num_trees == (0,)
 
 
-def test_active_trees_are_the_nonzero_ones(
-    sparse_fit, regression_problem
-):
+def test_active_trees_are_the_nonzero_ones(sparse_fit, regression_problem):
     X, y = regression_problem
     est = sparse_fit
     assert 0 < est.n_active_trees_ < 32  # (the gap, every estimator: tests/test_contract.py)
