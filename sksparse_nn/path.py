@@ -2,8 +2,8 @@
 
 For ``D > 2`` a group at exactly zero is a local minimum that never comes back, so paths
 run from small lam (dense) to large lam (sparse), each fit starting from the previous
-solution re-split into balanced factors. The engine only calls the estimator's private
-``_fit(X, y, warm_module=...)`` and reads fitted attributes; it knows nothing of gating.
+solution re-split into balanced factors. The engine uses only the estimators' public path
+protocol (see :func:`regularization_path`); it knows nothing of gating.
 
 With ``cv``, every fold runs the same warm-started path on a common grid, in parallel
 through joblib (so ``joblib.parallel_config(backend="dask")`` spreads the folds over a
@@ -13,34 +13,25 @@ per-fold scores, their mean and standard error, ``best_lam_`` and ``lam_1se_``.
 Failures: a diverged point is recorded as failed and ends its path; Ctrl-C returns the
 finished points and folds (``completed=False``) and chooses no lam. Parallel folds do not
 receive the calling process's SIGINT: it is forwarded to them through a flag file
-(:func:`~sksparse_nn.estimators._training.interrupt_on`), and a fold that received the
+(:func:`sksparse_nn._interrupt.interrupt_on`), and a fold that received the
 signal itself (a terminal signals the whole process group) raises the flag for the others.
 """
 
 from __future__ import annotations
 
-import copy
-import os
-import shutil
-import signal
-import tempfile
-import threading
-import time
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils import _safe_indexing, indexable
+from sklearn.utils import indexable
 
-from .estimators._training import InterruptRequested, interrupt_on, interrupt_requested
-from .exceptions import TrainingDivergedError
+from ._path_parallel import n_workers, parallel_path
+from ._path_points import fold_scores, run_path
 
 __all__ = ["RegularizationPath", "lambda_grid", "regularization_path"]
 
@@ -190,320 +181,6 @@ class RegularizationPath:
         return plot_path(self, ax=ax, kind=kind)
 
 
-@contextmanager
-def _torch_threads(n):
-    """Temporarily set torch's intra-op threads (no-op for ``None``)."""
-    if n is None:
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def _grid(lams, extend, points, max_extra=20):
-    """Yield the grid; a default grid grows (appending to ``lams``) until all is zero.
-
-    lam_max zeroes the convex D=2 problem, but a warm-started non-convex fit (D > 2) can
-    keep a local minimum with live groups beyond it, so default paths continue upward
-    with the grid's own ratio until no feature is selected.
-    """
-    yield from list(lams)
-    ratio = lams[-1] / lams[-2] if len(lams) > 1 else 2.0
-    for _ in range(max_extra if extend else 0):
-        if points[-1]["selected"].size == 0:
-            return
-        lams.append(lams[-1] * ratio)
-        yield lams[-1]
-
-
-def _run_path(
-    estimator,
-    X,
-    y,
-    lams,
-    *,
-    extend=False,
-    X_val=None,
-    y_val=None,
-    scorer=None,
-    keep_estimators=False,
-    verbose=0,
-    threads=None,
-    desc="path",
-    collect_warnings=True,
-):
-    """The warm-started path on one data set: a dict with the list of finished points.
-
-    Every point is recorded whole or not at all (one list append), so a KeyboardInterrupt
-    keeps exactly the points finished so far (``completed=False``; ``interrupted`` is
-    "here" for a Ctrl-C that reached this thread, "forwarded" for an
-    :func:`~sksparse_nn.estimators._training.interrupt_on` flag). A point whose training
-    diverges is recorded as failed (NaN scores) and ends the path: later points would
-    start from a broken warm start (``diverged`` holds its lam and message). Nothing is
-    warned here (workers' warnings are lost): the caller reports. ConvergenceWarnings are
-    collected per point (reported once by the caller) only with ``collect_warnings``:
-    ``warnings.catch_warnings`` swaps process-wide state, so threads that run concurrently
-    with others (thread-based joblib backends) must not use it.
-    """
-    est = clone(estimator)
-    user_warm_start = est.get_params()["warm_start"]
-    points, lams, warm = [], list(lams), False
-    out = {"completed": True, "interrupted": None, "diverged": None}
-    progress = _progress(len(lams), desc) if verbose else None
-    try:
-        with _torch_threads(threads):
-            for lam in _grid(lams, extend, points):
-                if interrupt_requested():
-                    raise InterruptRequested
-                try:
-                    point = _fit_point(
-                        est, float(lam), X, y, warm, X_val, y_val, scorer, collect_warnings
-                    )
-                except TrainingDivergedError as exc:
-                    points.append(_failed_point(float(lam), X_val is not None))
-                    out["diverged"] = (float(lam), str(exc))
-                    break
-                if keep_estimators:  # as the user configured it
-                    kept = copy.deepcopy(est).set_params(warm_start=user_warm_start)
-                    point["estimator"] = kept
-                points.append(point)
-                warm = True
-                if progress is not None:
-                    progress.update(1)
-    except KeyboardInterrupt as exc:
-        out["completed"] = False
-        out["interrupted"] = "forwarded" if isinstance(exc, InterruptRequested) else "here"
-    finally:
-        if progress is not None:
-            progress.close()
-    out["points"] = points
-    out["has_coef"] = hasattr(est, "coef_")
-    out["feature_names"] = getattr(est, "feature_names_in_", None)
-    return out
-
-
-def _fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True):
-    """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
-    record, read from the path protocol's public attributes."""
-    est.set_params(lam=lam, warm_start=warm)
-    if collect_warnings:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            est.fit(X, y)
-    else:
-        est.fit(X, y)
-        caught = []
-    not_converged = False
-    for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
-        if issubclass(w.category, ConvergenceWarning):
-            not_converged = True
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    point = {
-        "lam": lam,
-        "failed": False,
-        "not_converged": not_converged,
-        "selected": est.selected_features_.copy(),
-        "norms": np.copy(est.group_norms_),
-        "importances": np.copy(est.feature_importances_),
-        "coefs": np.copy(getattr(est, "coef_", np.nan)),
-        "intercepts": np.copy(getattr(est, "intercept_", np.nan)),
-        "obj": getattr(est, "objective_", np.nan),
-        "train": est.score(X, y),
-    }
-    if X_val is not None:
-        point["val"] = scorer(est, X_val, y_val) if scorer else est.score(X_val, y_val)
-    return point
-
-
-def _failed_point(lam, has_val):
-    """A diverged point: NaN wherever a score or norm would be, nothing selected."""
-    point = {
-        "lam": lam,
-        "failed": True,
-        "not_converged": False,
-        "selected": np.zeros(0, dtype=int),
-        "norms": None,  # NaN of the other points' width (see _assemble)
-        "importances": None,
-        "coefs": np.nan,
-        "intercepts": np.nan,
-        "obj": np.nan,
-        "train": np.nan,
-    }
-    if has_val:
-        point["val"] = np.nan
-    return point
-
-
-def _progress(total, desc):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, leave=False)
-
-
-def _fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_warnings=True):
-    """Validation scores of the warm-started path fitted on one fold's training part."""
-    rec = _run_path(
-        estimator,
-        _safe_indexing(X, train),
-        _safe_indexing(y, train),
-        lams,
-        X_val=_safe_indexing(X, test),
-        y_val=_safe_indexing(y, test),
-        scorer=scorer,
-        threads=threads,
-        collect_warnings=collect_warnings,
-    )
-    points = rec["points"]
-    scores = np.full(len(lams), np.nan)  # a diverged fold scores NaN from there on
-    scores[: len(points)] = [p["val"] for p in points]
-    failed = np.zeros(len(lams), dtype=bool)
-    failed[: len(points)] = [p["failed"] for p in points]
-    return {
-        "scores": scores,
-        "failed": failed,
-        "completed": rec["completed"],
-        "interrupted": rec["interrupted"],
-        "diverged": rec["diverged"],
-        "not_converged": [p["lam"] for p in points if p["not_converged"]],
-    }
-
-
-def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads):
-    """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
-    this worker itself (a terminal signals the whole process group) raises it for all."""
-    # a worker process runs tasks in its main thread; a thread-based backend does not
-    alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
-    received = []
-    with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = _fold_scores(estimator, X, y, train, test, lams, scorer, threads, alone)
-    if received or out["interrupted"] == "here":
-        out["interrupted"] = "here"
-        _raise_flag(flag)
-    return index, out
-
-
-@contextmanager
-def _sigint_raises(flag, received, active):
-    """In a worker process, a SIGINT raises ``flag`` (and is noted in ``received``) instead
-    of raising KeyboardInterrupt at whatever line runs: every fit then stops at its next
-    batch boundary, and a fold that is scoring its last point when the terminal's Ctrl-C
-    arrives finishes and is kept, exactly as when only the parent was signalled."""
-    if not active:
-        yield
-        return
-
-    def handler(signum, frame):
-        received.append(signum)
-        _raise_flag(flag)
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _raise_flag(flag):
-    try:
-        with open(flag, "a"):
-            pass
-    except OSError:  # the folds have all finished and cleaned up: nothing to stop
-        pass
-
-
-def _collect(outputs, results, errors, done, flag, flag_dir):
-    """Consume joblib's unordered results in a helper thread (SIGINT only ever reaches the
-    main thread, so finished folds are never lost to joblib's abort on an interrupt)."""
-    try:
-        for index, out in outputs:
-            results[index] = out
-    except BaseException as exc:  # noqa: BLE001 (judged by the caller)
-        errors.append(exc)
-        _raise_flag(flag)  # stop the full-data path too
-    finally:
-        shutil.rmtree(flag_dir, ignore_errors=True)
-        done.set()
-
-
-def _wait(done):
-    # polled sleeps, not Thread.join: a KeyboardInterrupt inside join() makes CPython
-    # (< 3.13) report the still running thread as stopped
-    while not done.is_set():
-        time.sleep(0.02)
-
-
-def _parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwargs):
-    """The full-data path in this process (its finished points survive a Ctrl-C as with
-    n_jobs=1) while joblib runs the folds; returns (full, folds, error)."""
-    threads = max(1, (os.cpu_count() or 1) // (workers + 1))
-    flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
-    flag = os.path.join(flag_dir, "interrupt")
-    tasks = [
-        delayed(_fold_task)(k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads)
-        for k, (train, test) in enumerate(splits)
-    ]
-    results, errors, done = {}, [], threading.Event()
-    try:
-        # dispatch starts here, in this thread (joblib's backend config is thread-local)
-        parallel = Parallel(n_jobs=workers, return_as="generator_unordered", verbose=verbose)
-        outputs = parallel(tasks)
-    except BaseException:
-        shutil.rmtree(flag_dir, ignore_errors=True)
-        raise
-    collector = threading.Thread(
-        target=_collect, args=(outputs, results, errors, done, flag, flag_dir), daemon=True
-    )
-    collector.start()
-    full, interrupted_here = None, False
-    try:
-        with interrupt_on(flag):  # a fold's error or Ctrl-C stops this path too
-            full = _run_path(base, X, y, lams, threads=threads, verbose=verbose, **full_kwargs)
-        if full["completed"]:
-            _wait(done)
-    except KeyboardInterrupt:
-        interrupted_here = True
-    except BaseException:
-        _raise_flag(flag)
-        _wait(done)
-        raise
-    if full is None:  # interrupted outside the path's own loop
-        full = {"completed": False, "interrupted": "here", "diverged": None, "points": [],
-                "has_coef": False, "feature_names": None}  # fmt: skip
-    interrupted_here = interrupted_here or full["interrupted"] == "here"
-    if not done.is_set():  # interrupted: the running folds stop within one batch
-        _raise_flag(flag)
-        try:
-            _wait(done)
-        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for remote workers
-            interrupted_here = True
-    results = results.copy()  # after a second Ctrl-C the helper may still be adding
-    folds = [results[k] for k in sorted(results)]
-    # After a Ctrl-C (a terminal sends it to the workers too), a worker's
-    # KeyboardInterrupt or a worker killed by it is part of the interruption; otherwise
-    # a fold's error is the caller's error.
-    interrupted_here = interrupted_here or any(f["interrupted"] == "here" for f in folds)
-    error = None
-    if errors and not interrupted_here and not isinstance(errors[0], KeyboardInterrupt):
-        error = errors[0]
-    if errors or interrupted_here:
-        full["completed"] = False
-    return full, folds, error
-
-
-def _workers(n_jobs, n_tasks):
-    if n_jobs is None or n_jobs == 1:
-        return 1
-    n = (os.cpu_count() or 1) if n_jobs < 0 else n_jobs
-    return max(1, min(n, n_tasks))
-
-
 def _one_se_rule(lams, mean, se):
     """(best_lam, lam_1se): largest lam whose mean is within one SE of the best mean."""
     ok = np.isfinite(mean)
@@ -589,7 +266,7 @@ def regularization_path(
     if cv is not None:
         splitter = check_cv(cv, y, classifier=is_classifier(base))
         splits = list(splitter.split(X, y))
-    workers = _workers(n_jobs, len(splits))
+    workers = n_workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
         "X_val": X_val,
@@ -599,7 +276,7 @@ def regularization_path(
     }
 
     if workers == 1 or not splits:
-        full = _run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
+        full = run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
         folds = []
         for k, (train, test) in enumerate(splits):
             if not full["completed"] or (folds and not folds[-1]["completed"]):
@@ -607,11 +284,11 @@ def regularization_path(
             if verbose:
                 print(f"[regularization_path] fold {k + 1}/{len(splits)}")
             try:
-                folds.append(_fold_scores(base, X, y, train, test, lams, scorer, None))
+                folds.append(fold_scores(base, X, y, train, test, lams, scorer, None))
             except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
                 folds.append({"completed": False})
     else:
-        full, folds, error = _parallel_path(
+        full, folds, error = parallel_path(
             base, X, y, lams, splits, scorer, workers, verbose, full_kwargs
         )
         if error is not None:

@@ -52,7 +52,21 @@ def _ids(est):
     return type(est).__name__
 
 
-@parametrize_with_checks(ESTIMATORS)
+def _expected_failures(estimator):
+    """Checks an estimator fails by design, with the reason (scikit-learn's mechanism)."""
+    if isinstance(estimator, SparseLinearClassifier) and estimator.D > 2:
+        return {
+            "check_sample_weight_equivalence_on_dense_data": (
+                "D > 2 is non-convex and its steps stop on a relative objective change "
+                "(1e-10 per block step, tol for L-BFGS): weights and repeated rows agree "
+                "to that tolerance (tests/test_linear_sample_weight.py: 1e-5), not to "
+                "the check's rtol=1e-7"
+            )
+        }
+    return {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -21,5 +21,5 @@ def test_group_norms_equal_the_norm_of_each_groups_block(columns):
 @pytest.mark.parametrize("D", [2, 3, 4])
 def test_penalty_value_is_the_weighted_sum_of_powered_norms(D):
     norms, rho = np.array([0.0, 1.0, 8.0]), np.array([5.0, 2.0, 0.5])
-    expected = sum(r * n ** (2.0 / D) for r, n in zip(rho, norms))
+    expected = sum(r * n ** (2.0 / D) for r, n in zip(rho, norms, strict=True))
     assert penalty_value(norms, rho, D) == pytest.approx(expected, rel=1e-15)

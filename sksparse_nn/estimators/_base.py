@@ -299,6 +299,9 @@ class BaseDGated(BaseEstimator):
             iterator_valid=BatchIterator,
             train_split=train_split,
             callbacks=callbacks,
+            # skorch's PrintLog formats a table row every epoch even when nothing is
+            # printed (a quarter of a small fit); progress is the ProgressBar's job
+            callbacks__print_log=None,
             device=self.device,
             verbose=0,
             **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},

@@ -7,9 +7,6 @@ Nothing here knows which model is trained or how gating is parametrized: the pen
 from __future__ import annotations
 
 import copy
-import os
-import threading
-from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,6 +14,7 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, LRScheduler, ProgressBar
 
+from .._interrupt import InterruptRequested, interrupt_on, interrupt_requested
 from ..gating import penalty_function
 
 __all__ = [
@@ -146,47 +144,12 @@ class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
     """
 
 
-class InterruptRequested(KeyboardInterrupt):
-    """A Ctrl-C forwarded to this thread through :func:`interrupt_on` (a ``KeyboardInterrupt``).
-
-    A parallel path's workers do not receive the SIGINT of the process that started them;
-    the path forwards it through a flag file instead. Telling the two apart lets the path
-    know whether the interrupt reached this process itself.
-    """
-
-
 class _Interrupted(Exception):  # noqa: N818
     """A KeyboardInterrupt carried past skorch's ``partial_fit`` (which would swallow it)."""
 
     def __init__(self, epoch, forwarded=False):
         super().__init__(epoch)
         self.epoch, self.forwarded = epoch, forwarded
-
-
-_interrupt_flag = threading.local()
-
-
-@contextmanager
-def interrupt_on(flag):
-    """Within the block, training in this thread stops as on Ctrl-C once the file ``flag``
-    exists (checked after every batch and by paths before every lam).
-
-    How a parallel path forwards a Ctrl-C to fits running in worker processes or threads,
-    which Python's SIGINT does not reach: no signal handlers, any thread, any process on
-    the machine. ``flag=None`` disables it.
-    """
-    previous = getattr(_interrupt_flag, "path", None)
-    _interrupt_flag.path = flag
-    try:
-        yield
-    finally:
-        _interrupt_flag.path = previous
-
-
-def interrupt_requested():
-    """True when an :func:`interrupt_on` flag of this thread has been raised."""
-    flag = getattr(_interrupt_flag, "path", None)
-    return flag is not None and os.path.exists(flag)
 
 
 class _InterruptOnFlag(Callback):

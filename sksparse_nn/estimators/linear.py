@@ -237,8 +237,6 @@ class _SparseLinearModel(BaseDGated):
         positive_done = self.positive and objective is not None and self.optimizer == "lbfgs"
         if certified or positive_done:
             net.set_params(max_epochs=0)
-        # skorch's PrintLog formats a table row every epoch even when nothing is printed
-        net.set_params(callbacks__print_log=None)
         if objective is not None and self.optimizer == "lbfgs" and self.tol is not None:
             net.set_params(optimizer__tolerance_change=self.tol * abs(objective))
         if self.positive:

@@ -1,0 +1,207 @@
+"""One warm-started path on one data set: the points of a regularization path.
+
+Used by :mod:`sksparse_nn.path` for the full-data path and for every CV fold. It uses
+only the path protocol of the estimators (``set_params``, ``fit`` and public fitted
+attributes; see :func:`sksparse_nn.regularization_path`).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import _safe_indexing
+
+from ._interrupt import InterruptRequested, interrupt_requested
+from .exceptions import TrainingDivergedError
+
+__all__ = ["extended_grid", "fold_scores", "run_path", "torch_threads"]
+
+
+@contextmanager
+def torch_threads(n):
+    """Temporarily set torch's intra-op threads (no-op for ``None``)."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def extended_grid(lams, extend, points, max_extra=20):
+    """Yield the grid; a default grid grows (appending to ``lams``) until all is zero.
+
+    lam_max zeroes the convex D=2 problem, but a warm-started non-convex fit (D > 2) can
+    keep a local minimum with live groups beyond it, so default paths continue upward
+    with the grid's own ratio until no feature is selected.
+    """
+    yield from list(lams)
+    ratio = lams[-1] / lams[-2] if len(lams) > 1 else 2.0
+    for _ in range(max_extra if extend else 0):
+        if points[-1]["selected"].size == 0:
+            return
+        lams.append(lams[-1] * ratio)
+        yield lams[-1]
+
+
+def run_path(
+    estimator,
+    X,
+    y,
+    lams,
+    *,
+    extend=False,
+    X_val=None,
+    y_val=None,
+    scorer=None,
+    keep_estimators=False,
+    verbose=0,
+    threads=None,
+    desc="path",
+    collect_warnings=True,
+):
+    """The warm-started path on one data set: a dict with the list of finished points.
+
+    Every point is recorded whole or not at all (one list append), so a KeyboardInterrupt
+    keeps exactly the points finished so far (``completed=False``; ``interrupted`` is
+    "here" for a Ctrl-C that reached this thread, "forwarded" for an
+    :func:`~sksparse_nn.estimators._training.interrupt_on` flag). A point whose training
+    diverges is recorded as failed (NaN scores) and ends the path: later points would
+    start from a broken warm start (``diverged`` holds its lam and message). Nothing is
+    warned here (workers' warnings are lost): the caller reports. ConvergenceWarnings are
+    collected per point (reported once by the caller) only with ``collect_warnings``:
+    ``warnings.catch_warnings`` swaps process-wide state, so threads that run concurrently
+    with others (thread-based joblib backends) must not use it.
+    """
+    est = clone(estimator)
+    user_warm_start = est.get_params()["warm_start"]
+    points, lams, warm = [], list(lams), False
+    out = {"completed": True, "interrupted": None, "diverged": None}
+    progress = _progress(len(lams), desc) if verbose else None
+    try:
+        with torch_threads(threads):
+            for lam in extended_grid(lams, extend, points):
+                if interrupt_requested():
+                    raise InterruptRequested
+                try:
+                    point = fit_point(
+                        est, float(lam), X, y, warm, X_val, y_val, scorer, collect_warnings
+                    )
+                except TrainingDivergedError as exc:
+                    points.append(failed_point(float(lam), X_val is not None))
+                    out["diverged"] = (float(lam), str(exc))
+                    break
+                if keep_estimators:  # as the user configured it
+                    kept = copy.deepcopy(est).set_params(warm_start=user_warm_start)
+                    point["estimator"] = kept
+                points.append(point)
+                warm = True
+                if progress is not None:
+                    progress.update(1)
+    except KeyboardInterrupt as exc:
+        out["completed"] = False
+        out["interrupted"] = "forwarded" if isinstance(exc, InterruptRequested) else "here"
+    finally:
+        if progress is not None:
+            progress.close()
+    out["points"] = points
+    out["has_coef"] = hasattr(est, "coef_")
+    out["feature_names"] = getattr(est, "feature_names_in_", None)
+    return out
+
+
+def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True):
+    """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
+    record, read from the path protocol's public attributes."""
+    est.set_params(lam=lam, warm_start=warm)
+    if collect_warnings:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            est.fit(X, y)
+    else:
+        est.fit(X, y)
+        caught = []
+    not_converged = False
+    for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
+        if issubclass(w.category, ConvergenceWarning):
+            not_converged = True
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    point = {
+        "lam": lam,
+        "failed": False,
+        "not_converged": not_converged,
+        "selected": est.selected_features_.copy(),
+        "norms": np.copy(est.group_norms_),
+        "importances": np.copy(est.feature_importances_),
+        "coefs": np.copy(getattr(est, "coef_", np.nan)),
+        "intercepts": np.copy(getattr(est, "intercept_", np.nan)),
+        "obj": getattr(est, "objective_", np.nan),
+        "train": est.score(X, y),
+    }
+    if X_val is not None:
+        point["val"] = scorer(est, X_val, y_val) if scorer else est.score(X_val, y_val)
+    return point
+
+
+def failed_point(lam, has_val):
+    """A diverged point: NaN wherever a score or norm would be, nothing selected."""
+    point = {
+        "lam": lam,
+        "failed": True,
+        "not_converged": False,
+        "selected": np.zeros(0, dtype=int),
+        "norms": None,  # NaN of the other points' width (see _assemble)
+        "importances": None,
+        "coefs": np.nan,
+        "intercepts": np.nan,
+        "obj": np.nan,
+        "train": np.nan,
+    }
+    if has_val:
+        point["val"] = np.nan
+    return point
+
+
+def _progress(total, desc):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_warnings=True):
+    """Validation scores of the warm-started path fitted on one fold's training part."""
+    rec = run_path(
+        estimator,
+        _safe_indexing(X, train),
+        _safe_indexing(y, train),
+        lams,
+        X_val=_safe_indexing(X, test),
+        y_val=_safe_indexing(y, test),
+        scorer=scorer,
+        threads=threads,
+        collect_warnings=collect_warnings,
+    )
+    points = rec["points"]
+    scores = np.full(len(lams), np.nan)  # a diverged fold scores NaN from there on
+    scores[: len(points)] = [p["val"] for p in points]
+    failed = np.zeros(len(lams), dtype=bool)
+    failed[: len(points)] = [p["failed"] for p in points]
+    return {
+        "scores": scores,
+        "failed": failed,
+        "completed": rec["completed"],
+        "interrupted": rec["interrupted"],
+        "diverged": rec["diverged"],
+        "not_converged": [p["lam"] for p in points if p["not_converged"]],
+    }
