@@ -325,6 +325,17 @@ def test_max_epochs_cut_short_warns(estimator):
         est.fit(X, y)
 
 
+def test_convergence_advice_fits_how_max_epochs_was_set():
+    from sksparse_nn.estimators._guards import warn_not_converged
+
+    est = DGatedMLPRegressor(max_epochs=None)
+    with pytest.warns(ConvergenceWarning, match="above the automatic budget of 250") as rec:
+        warn_not_converged(est, ["the loss was still falling"], 250)
+    assert "set max_epochs=None" not in str(rec[0].message)  # it already is
+    with pytest.warns(ConvergenceWarning, match="Raise max_epochs .or set max_epochs=None"):
+        warn_not_converged(est.set_params(max_epochs=30), ["the loss was still falling"], 30)
+
+
 def test_convergence_monitor_names_groups_in_transit_and_falling_losses():
     from sksparse_nn.estimators._guards import ConvergenceMonitor
 

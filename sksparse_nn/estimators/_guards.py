@@ -163,11 +163,14 @@ def warn_not_converged(estimator, messages, max_epochs):
     """One ConvergenceWarning naming what moved and the parameter to raise."""
     if not messages:
         return
+    if getattr(estimator, "max_epochs", None) is None:  # the automatic budget ran out
+        advice = f"Set max_epochs above the automatic budget of {max_epochs}"
+    else:
+        advice = "Raise max_epochs (or set max_epochs=None for the automatic budget)"
     warnings.warn(
         f"{type(estimator).__name__} reached max_epochs={max_epochs} before converging: "
         + "; ".join(messages)
-        + ". Raise max_epochs (or set max_epochs=None for the automatic budget), "
-        "or raise lr if training is slow.",
+        + f". {advice}, or raise lr if training is slow.",
         ConvergenceWarning,
         stacklevel=4,
     )
