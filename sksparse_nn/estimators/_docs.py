@@ -74,6 +74,21 @@ feature_names_in_ : ndarray of str
 }
 
 
+# the parameters every family ends its list with, in this order
+_GROUPS = {
+    "common_parameters": [
+        "early_stopping",
+        "validation_fraction",
+        "n_iter_no_change",
+        "warm_start",
+        "random_state",
+        "device",
+        "n_threads",
+        "verbose",
+    ],
+}
+
+
 def _indented(text, indent):
     return "\n".join((indent + line) if line else line for line in text.splitlines())
 
@@ -81,13 +96,16 @@ def _indented(text, indent):
 def fill(doc):
     """``doc`` with every line ``<indent>$name`` replaced by the shared text ``name``
     at that indentation (an entry's header at the line's indentation, its body 4 spaces
-    deeper; ``$max_epochs_warning`` is body text)."""
+    deeper; ``$max_epochs_warning`` is body text; ``$common_parameters`` stands for the
+    entries every family ends its parameters with)."""
     lines = []
     for line in doc.splitlines():
         stripped = line.strip()
-        if stripped.startswith("$") and stripped[1:] in _SHARED:
+        name = stripped[1:] if stripped.startswith("$") else None
+        if name in _SHARED or name in _GROUPS:
             indent = line[: len(line) - len(line.lstrip())]
-            lines.append(_indented(_SHARED[stripped[1:]], indent))
+            for key in _GROUPS.get(name, [name]):
+                lines.append(_indented(_SHARED[key], indent))
         else:
             lines.append(line)
     out = "\n".join(lines)

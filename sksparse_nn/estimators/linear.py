@@ -372,14 +372,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         (medians over columns; classifiers: ``1 / std(X)``), are set to exactly 0:
         numerical dust only, whatever the units of X (dropped groups typically end far
         below it, see ``sparsity_gap_``).
-    $early_stopping
-    $validation_fraction
-    $n_iter_no_change
-    $warm_start
-    $random_state
-    $device
-    $n_threads
-    $verbose
+    $common_parameters
 
     Attributes
     ----------

@@ -162,14 +162,7 @@ _MLP_DOC = fill(
     $tol
     zero_tol : float, default=float32 eps
         Groups whose norm ends below it are set to exactly 0 (numerical dust only).
-    $early_stopping
-    $validation_fraction
-    $n_iter_no_change
-    $warm_start
-    $random_state
-    $device
-    $n_threads
-    $verbose
+    $common_parameters
 
     Attributes
     ----------

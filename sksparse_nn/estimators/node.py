@@ -297,14 +297,7 @@ _NODE_DOC = fill(
     $tol
     zero_tol : float, default=float32 eps
         Trees whose response norm ends below it are set to exactly 0.
-    $early_stopping
-    $validation_fraction
-    $n_iter_no_change
-    $warm_start
-    $random_state
-    $device
-    $n_threads
-    $verbose
+    $common_parameters
 
     Attributes
     ----------
