@@ -10,10 +10,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksparse_nn.solvers import (
     GroupLassoRegressor,
-    _check_groups,
-    _resolve_group_weights,
+    check_groups,
     group_lasso_path,
     lambda_max,
+    resolve_group_weights,
     solve_group_lasso,
 )
 
@@ -113,9 +113,9 @@ def explicit_weights(labels):
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_kkt_conditions_hold(spec, weights, fit_intercept):
     X, y = make_data()
-    labels = _check_groups(GROUP_SPECS[spec], N_FEATURES)
+    labels = check_groups(GROUP_SPECS[spec], N_FEATURES)
     gw = explicit_weights(labels) if weights == "explicit" else weights
-    rho = _resolve_group_weights(gw, labels)
+    rho = resolve_group_weights(gw, labels)
     lam_max = lambda_max(X, y, labels, rho, fit_intercept=fit_intercept)
     seen_live = seen_zero = False
     for frac in [0.6, 0.2, 0.02]:
@@ -140,8 +140,8 @@ def test_kkt_conditions_hold(spec, weights, fit_intercept):
 def test_kkt_wide_problem_without_gram():
     # p > n: the iterations use X directly instead of the Gram matrix.
     X, y = make_data(n=30, p=90, seed=3)
-    labels = _check_groups(3, 90)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(3, 90)
+    rho = resolve_group_weights("sqrt", labels)
     lam = 0.1 * lambda_max(X, y, labels, rho)
     res = solve_group_lasso(X, y, lam, labels, rho)
     assert res.converged
@@ -200,7 +200,7 @@ def test_singletons_with_unpenalized_features_kkt():
     X, y = make_data()
     labels_in = np.arange(N_FEATURES)
     labels_in[[2, 7]] = -1
-    labels = _check_groups(labels_in, N_FEATURES)
+    labels = check_groups(labels_in, N_FEATURES)
     rho = np.ones(labels.max() + 1)
     lam = 0.2 * lambda_max(X, y, labels, rho)
     model = GroupLassoRegressor(lam=lam, groups=labels_in).fit(X, y)
@@ -221,8 +221,8 @@ def test_orthogonal_design_closed_form():
     X = np.sqrt(n) * Q + rng.standard_normal(p)  # shifted columns: the intercept matters
     y = X[:, :4] @ [1.0, -2.0, 0.5, 0.3] + 1.0 + rng.standard_normal(n)
     groups = [[0, 1], [2, 3, 4], [5], [6, 7, 8, 9, 10, 11]]
-    labels = _check_groups(groups, p)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(groups, p)
+    rho = resolve_group_weights("sqrt", labels)
     z = (X - X.mean(axis=0)).T @ (y - y.mean()) / n
     mixed = False
     for lam in [0.05, 0.3, 1.0]:
@@ -267,11 +267,11 @@ def test_all_unpenalized_is_least_squares():
 def test_lambda_max_is_exact(spec, weights, fit_intercept, sparse):
     X, y = make_data()
     groups = GROUP_SPECS["labels"] if spec == "labels" else spec
-    labels = _check_groups(groups, N_FEATURES)
+    labels = check_groups(groups, N_FEATURES)
     if weights == "zero":  # an unpenalized group: fitted first by least squares
         weights = np.ones(labels.max() + 1)
         weights[1] = 0.0
-    rho = _resolve_group_weights(weights, labels)
+    rho = resolve_group_weights(weights, labels)
     Xin = sp.csr_matrix(X) if sparse else X
     lam_max = lambda_max(Xin, y, labels, rho, fit_intercept=fit_intercept)
     penalized = (labels >= 0) & (rho[np.maximum(labels, 0)] > 0)
@@ -317,7 +317,7 @@ def test_sparse_matches_dense(fmt, fit_intercept):
 def test_gram_and_direct_iterations_agree(sparse):
     X, y = make_data()
     Xin = sp.csc_matrix(X) if sparse else X
-    labels = _check_groups(4, N_FEATURES)
+    labels = check_groups(4, N_FEATURES)
     rho = np.ones(labels.max() + 1)
     a = solve_group_lasso(Xin, y, 0.05, labels, rho, tol=1e-12, precompute=True)
     b = solve_group_lasso(Xin, y, 0.05, labels, rho, tol=1e-12, precompute=False)
@@ -392,8 +392,8 @@ def test_warm_start_same_solution_fewer_iterations():
 @pytest.mark.numerics
 def test_group_lasso_path_matches_single_solves():
     X, y = make_data()
-    labels = _check_groups(2, N_FEATURES)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(2, N_FEATURES)
+    rho = resolve_group_weights("sqrt", labels)
     lams = lambda_max(X, y, labels, rho) * np.logspace(0, -3, 8)
     coefs, intercepts, n_iters, kkts = group_lasso_path(X, y, lams, labels, rho)
     assert np.all(kkts <= 1e-8)  # the stopping rule (default tol): exact
@@ -416,7 +416,7 @@ def test_simulation_path_converges():
     for g in rng.choice(40, 7, replace=False):
         beta[5 * g : 5 * g + 5] = rng.standard_normal(5)
     y = X @ beta + rng.standard_normal(200)
-    labels = _check_groups(5, 200)
+    labels = check_groups(5, 200)
     lams = np.logspace(np.log10(15), -5, 30)
     coefs, _, n_iters, kkts = group_lasso_path(X, y, lams, labels, np.ones(40))
     assert np.all(kkts <= 1e-8), kkts  # every problem met the stopping rule (default tol)
@@ -460,26 +460,26 @@ def test_invalid_group_weights_raise():
 
 
 # ------------------------------------------------------------------------------------
-# _check_groups / _resolve_group_weights
+# check_groups / resolve_group_weights
 # ------------------------------------------------------------------------------------
 
 
 def test_check_groups_accepted_formats():
-    np.testing.assert_array_equal(_check_groups(None, 4), [0, 1, 2, 3])
-    np.testing.assert_array_equal(_check_groups(2, 5), [0, 0, 1, 1, 2])
-    np.testing.assert_array_equal(_check_groups(np.int64(3), 7), [0, 0, 0, 1, 1, 1, 2])
-    np.testing.assert_array_equal(_check_groups(10, 3), [0, 0, 0])
+    np.testing.assert_array_equal(check_groups(None, 4), [0, 1, 2, 3])
+    np.testing.assert_array_equal(check_groups(2, 5), [0, 0, 1, 1, 2])
+    np.testing.assert_array_equal(check_groups(np.int64(3), 7), [0, 0, 0, 1, 1, 1, 2])
+    np.testing.assert_array_equal(check_groups(10, 3), [0, 0, 0])
     # lists: numbered in list order, unlisted features unpenalized
-    np.testing.assert_array_equal(_check_groups([[3, 4], [0]], 6), [1, -1, -1, 0, 0, -1])
+    np.testing.assert_array_equal(check_groups([[3, 4], [0]], 6), [1, -1, -1, 0, 0, -1])
     np.testing.assert_array_equal(
-        _check_groups([np.array([2]), range(0, 2), (5,)], 6), [1, 1, 0, -1, -1, 2]
+        check_groups([np.array([2]), range(0, 2), (5,)], 6), [1, 1, 0, -1, -1, 2]
     )
-    np.testing.assert_array_equal(_check_groups(np.array([[0, 2], [1, 3]]), 4), [0, 1, 0, 1])
+    np.testing.assert_array_equal(check_groups(np.array([[0, 2], [1, 3]]), 4), [0, 1, 0, 1])
     # label arrays: renumbered in sorted label order, -1 = no group
-    np.testing.assert_array_equal(_check_groups([5, 5, -1, 2, 2], 5), [1, 1, -1, 0, 0])
-    np.testing.assert_array_equal(_check_groups(np.array([1.0, 0.0, 1.0]), 3), [1, 0, 1])
-    np.testing.assert_array_equal(_check_groups(pd.Series([7, 3, 3]), 3), [1, 0, 0])
-    out = _check_groups([[1], [0]], 2)
+    np.testing.assert_array_equal(check_groups([5, 5, -1, 2, 2], 5), [1, 1, -1, 0, 0])
+    np.testing.assert_array_equal(check_groups(np.array([1.0, 0.0, 1.0]), 3), [1, 0, 1])
+    np.testing.assert_array_equal(check_groups(pd.Series([7, 3, 3]), 3), [1, 0, 0])
+    out = check_groups([[1], [0]], 2)
     assert out.dtype.kind == "i" and out.shape == (2,)
 
 
@@ -507,15 +507,15 @@ def test_check_groups_accepted_formats():
 )
 def test_check_groups_errors(groups, n_features, match):
     with pytest.raises(ValueError, match=match):
-        _check_groups(groups, n_features)
+        check_groups(groups, n_features)
 
 
 def test_resolve_group_weights():
     labels = np.array([0, 0, 0, -1, 1, 2, 2, 2, 2])
-    np.testing.assert_array_equal(_resolve_group_weights(None, labels), [1.0, 1.0, 1.0])
-    np.testing.assert_array_equal(_resolve_group_weights("sqrt", labels), np.sqrt([3, 1, 4]))
-    np.testing.assert_array_equal(_resolve_group_weights([0, 2, 1.5], labels), [0, 2, 1.5])
-    assert _resolve_group_weights(None, np.full(3, -1)).shape == (0,)
+    np.testing.assert_array_equal(resolve_group_weights(None, labels), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(resolve_group_weights("sqrt", labels), np.sqrt([3, 1, 4]))
+    np.testing.assert_array_equal(resolve_group_weights([0, 2, 1.5], labels), [0, 2, 1.5])
+    assert resolve_group_weights(None, np.full(3, -1)).shape == (0,)
     for bad, match in [
         ([1.0, 1.0], "shape"),
         ([1.0, -1.0, 1.0], ">= 0"),
@@ -525,7 +525,7 @@ def test_resolve_group_weights():
         (["a", "b", "c"], "numeric"),
     ]:
         with pytest.raises(ValueError, match=match):
-            _resolve_group_weights(bad, labels)
+            resolve_group_weights(bad, labels)
 
 
 # ------------------------------------------------------------------------------------

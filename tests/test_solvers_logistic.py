@@ -28,12 +28,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksparse_nn import GroupLassoClassifier
-from sksparse_nn.solvers import (
-    _check_groups,
-    _resolve_group_weights,
-    lambda_max,
-    solve_group_logistic,
-)
+from sksparse_nn._labels import check_groups, resolve_group_weights
+from sksparse_nn.solvers import lambda_max, solve_group_logistic
 
 # ------------------------------------------------------------------------------------
 # Problems and an independent optimality check
@@ -152,11 +148,11 @@ def resolve_case(name, p):
     elif spec == "with-free":
         spec = np.arange(p) // 2
         spec[[1, 6, 13]] = -1  # features in no group: unpenalized
-    labels = _check_groups(spec, p)
+    labels = check_groups(spec, p)
     if weights == "random":
         weights = rng.uniform(0.3, 2.0, size=labels.max() + 1)
         weights[1] = 0.0  # one unpenalized group
-    return spec, weights, labels, _resolve_group_weights(weights, labels)
+    return spec, weights, labels, resolve_group_weights(weights, labels)
 
 
 # ------------------------------------------------------------------------------------
@@ -261,7 +257,7 @@ def test_lambda_max_is_the_threshold(n_classes, fit_intercept, free):
     if free:  # two features in no group and one group of weight 0, fitted first
         spec[[2, 9]] = -1
         rho[5] = 0.0
-    labels = _check_groups(spec, p)
+    labels = check_groups(spec, p)
     rho = rho[: labels.max() + 1]
     penalized = (labels >= 0) & (rho[np.maximum(labels, 0)] > 0)
     lam_max = lambda_max(X, Y, labels, rho, fit_intercept=fit_intercept, loss="log_loss")
@@ -345,8 +341,8 @@ def test_two_column_softmax_is_binary_logistic_at_lam_over_sqrt2():
 def test_warm_start_from_a_nearby_solution_needs_fewer_iterations(n_classes):
     n, p = 40, 90  # p > n: the slow regime, where a good start matters
     X, _, Y = make_problem(n, p, n_classes=n_classes, seed=8)
-    labels = _check_groups(3, p)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(3, p)
+    rho = resolve_group_weights("sqrt", labels)
     lam_max = lambda_max(X, Y, labels, rho, loss="log_loss")
     near = solve_group_logistic(X, Y, 0.11 * lam_max, labels, rho)
     cold = solve_group_logistic(X, Y, 0.1 * lam_max, labels, rho)
@@ -382,8 +378,8 @@ def test_sparse_matches_dense(fmt, n_classes, fit_intercept):
     X, y, Y = make_problem(80, 30, n_classes=n_classes, seed=9)
     X[np.abs(X) < 1.0] = 0.0
     Xs = sp.csr_matrix(X) if fmt == "csr" else sp.csc_matrix(X)
-    labels = _check_groups(3, 30)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(3, 30)
+    rho = resolve_group_weights("sqrt", labels)
     lam = 0.3 * lambda_max(Xs, Y, labels, rho, fit_intercept=fit_intercept, loss="log_loss")
     kw = dict(tol=1e-12, fit_intercept=fit_intercept)
     dense = solve_group_logistic(X, Y, lam, labels, rho, **kw)
@@ -466,8 +462,8 @@ def test_classifier_is_the_solver_with_sklearn_conventions(n_classes):
     names = np.array(["ant", "bee", "cat"])[:n_classes]
     groups = [[0, 1, 2], [3, 4], [6, 7, 8, 9]]  # 5, 10, 11 unpenalized
     est = GroupLassoClassifier(lam=0.05, groups=groups, group_weights="sqrt").fit(X, names[y])
-    labels = _check_groups(groups, 12)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(groups, 12)
+    rho = resolve_group_weights("sqrt", labels)
     res = solve_group_logistic(X, Y, 0.05, labels, rho)
     k = 1 if n_classes == 2 else n_classes
     np.testing.assert_array_equal(est.classes_, names)
@@ -511,8 +507,8 @@ def test_step_size_is_not_overly_conservative():
     # with the intercept column at scale 1) would multiply it
     X, _, Y = make_problem(40, 90, seed=1)
     X = X * 1e-3 + 5.0  # units of X must not matter
-    labels = _check_groups(3, 90)
-    rho = _resolve_group_weights("sqrt", labels)
+    labels = check_groups(3, 90)
+    rho = resolve_group_weights("sqrt", labels)
     lam = 0.05 * lambda_max(X, Y, labels, rho, loss="log_loss")
     res = solve_group_logistic(X, Y, lam, labels, rho)
     assert res.converged and res.n_iter < 2000, res.n_iter

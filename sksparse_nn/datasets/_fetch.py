@@ -123,7 +123,7 @@ def _fetch_wine(name):
     return Bunch(X=X, y=y, X_test=None, y_test=None, feature_names=feature_names)
 
 
-def _download_benchmark(name):
+def download_benchmark(name):
     if name in ("isolet", "madelon", "mnist_t10k"):
         return _fetch_from_openml(name), "OpenML (sklearn.datasets.fetch_openml)"
     if name.startswith("coil20"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._fetch import _download_benchmark
+from ._fetch import download_benchmark
 
 __all__ = ["BENCHMARK_NAMES", "DATA_HOME_ENV", "load_benchmark", "load_wine_quality"]
 
@@ -238,7 +238,7 @@ def load_benchmark(name, data_home=None, *, as_frame=False, download_if_missing=
         if not download_if_missing:
             raise FileNotFoundError(f"Benchmark {name!r} not found locally ({where}). {how_to}")
         try:
-            data, source = _download_benchmark(name)
+            data, source = download_benchmark(name)
         except Exception as exc:
             raise OSError(
                 f"Benchmark {name!r} was not found locally ({where}) and downloading it "

@@ -24,10 +24,10 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from skorch.callbacks import Callback
 
+from .._labels import check_groups, resolve_group_weights
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
-from ..solvers import _check_groups, _resolve_group_weights
 from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
 from ._docs import fill
 from ._gated_least_squares import (
@@ -272,8 +272,8 @@ class _SparseLinearModel(BaseDGated):
         return objective, certified
 
     def _penalty_groups(self, n_features):
-        labels = _check_groups(self.groups, n_features)
-        return labels, _resolve_group_weights(self.group_weights, labels)
+        labels = check_groups(self.groups, n_features)
+        return labels, resolve_group_weights(self.group_weights, labels)
 
     def _gate_module(self, module, init):
         labels, rho = self._penalty_groups(module.in_features)
