@@ -244,11 +244,13 @@ def test_pandas_input_keeps_feature_names(name):
     np.testing.assert_array_equal(
         est.feature_names_in_[est.selected_features_], [COLUMNS[j] for j in est.selected_features_]
     )
-    # the same rows, but a DataFrame arrives in column-major order: the matrix products
-    # block and sum differently, a few eps of the model's dtype of the outputs' scale
-    out = est.predict(X)
-    eps = EPS32 if est.module_.state_dict().popitem()[1].dtype == torch.float32 else 2.0**-52
-    np.testing.assert_allclose(est.predict(frame), out, rtol=0, atol=16 * eps * np.abs(out).max())
+    # the same rows in column-major order (as a DataFrame holds them) are made row-major
+    # before any arithmetic: the same predictions bit for bit, and the same model
+    np.testing.assert_array_equal(est.predict(frame), est.predict(X))
+    np.testing.assert_array_equal(est.predict(np.asfortranarray(X)), est.predict(X))
+    if name in LINEAR:
+        refit = clone(est).fit(np.asfortranarray(X), data(name)[1])
+        np.testing.assert_array_equal(refit.coef_, clone(est).fit(X, data(name)[1]).coef_)
     with pytest.raises(ValueError, match="feature names"):
         est.predict(frame[COLUMNS[::-1]])
 

@@ -143,6 +143,8 @@ class BaseDGated(BaseEstimator):
             y,
             accept_sparse="csr",
             dtype=(np.float64, np.float32),
+            order="C",  # row-major whatever the input (pandas is column-major): the same
+            # model from the same numbers, bit for bit
             reset=warm_module is None,  # a warm start keeps the features (checked here)
             **self._target_validation,
         )
@@ -346,7 +348,9 @@ class BaseDGated(BaseEstimator):
     def _forward(self, X):
         """Raw module output on X as CPU float64 numpy, evaluated in batches."""
         check_is_fitted(self, "module_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
+        X = validate_data(
+            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), order="C", reset=False
+        )
         return self._module_output(X)
 
     def _module_output(self, X):
