@@ -13,15 +13,10 @@ import copy
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 import torch
-from scipy.special import expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier, is_regressor
-from sklearn.preprocessing import LabelEncoder
+from sklearn.base import BaseEstimator, is_classifier, is_regressor
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._validation import (
@@ -41,18 +36,19 @@ from ._guards import (
     thread_policy,
     warn_not_converged,
 )
+from ._scaling import Scaling
 from ._training import (
     ArrayDataset,
     BatchIterator,
     EarlyStopping,
     PenalizedNet,
+    RandomSplit,
     as_numpy,
     make_callbacks,
     resolve_optimizer,
-    weighted_mean,
 )
 
-__all__ = ["BaseDGated", "ClassifierTaskMixin", "RegressorTaskMixin"]
+__all__ = ["BaseDGated"]
 
 _AUTO_MIN_STEPS = 4000
 
@@ -243,7 +239,7 @@ class BaseDGated(BaseEstimator):
 
     def _fit_scaling(self, X, targets):
         """The standardization the family trains in (identity unless it opts in)."""
-        return _Scaling.fit(
+        return Scaling.fit(
             X if self._standardize_inputs else None,
             targets if self._standardize_targets and targets.dtype.is_floating_point else None,
         )
@@ -280,7 +276,7 @@ class BaseDGated(BaseEstimator):
         )
         train_split = None
         if self.early_stopping:
-            train_split = _RandomSplit(self.validation_fraction, seed)
+            train_split = RandomSplit(self.validation_fraction, seed)
             callbacks.append(
                 (
                     "early_stopping",
@@ -397,7 +393,7 @@ class BaseDGated(BaseEstimator):
         """
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
         targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
-        scaling = _Scaling.fit(
+        scaling = Scaling.fit(
             X if self._standardize_inputs else None,
             targets if self._standardize_targets and is_regressor(self) else None,
         )
@@ -469,192 +465,3 @@ class BaseDGated(BaseEstimator):
         tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
-
-
-class _Scaling:
-    """Standardization of the inputs and/or float targets, and its folding into a module.
-
-    Sparse inputs are scaled but not centred (centring would densify them), as
-    ``StandardScaler(with_mean=False)`` does. Constant columns keep scale 1.
-    """
-
-    def __init__(self, x_shift=None, x_scale=None, y_shift=None, y_scale=None):
-        self.x_shift, self.x_scale = x_shift, x_scale
-        self.y_shift, self.y_scale = y_shift, y_scale
-
-    @classmethod
-    def fit(cls, X=None, targets=None):
-        out = cls()
-        if X is not None:
-            if sp.issparse(X):
-                mean, var = mean_variance_axis(X.tocsc(), axis=0)
-            else:
-                mean, var = X.mean(axis=0, dtype=np.float64), X.var(axis=0, dtype=np.float64)
-            out.x_shift = np.asarray(mean, dtype=np.float64)
-            out.x_scale = _Scaling._scale(mean, var)
-        if targets is not None:
-            t = targets.double().numpy().reshape(len(targets), -1)
-            out.y_shift = t.mean(axis=0)
-            out.y_scale = _Scaling._scale(out.y_shift, t.var(axis=0))
-        return out
-
-    @staticmethod
-    def _scale(mean, var):
-        """Standard deviations, 1 for columns constant up to float64 rounding."""
-        std = np.sqrt(np.asarray(var, dtype=np.float64))
-        return np.where(std > 1e-12 * np.maximum(np.abs(mean), 1.0), std, 1.0)
-
-    def transform(self, X, targets):
-        """Standardized copies of ``X`` (float64) and ``targets`` (the inputs when unset).
-
-        Sparse ``X`` is only scaled (its centring would densify it; the training batches
-        are centred as they are densified).
-        """
-        if self.x_scale is not None and X is not None:
-            if sp.issparse(X):  # scaled only
-                X = (X @ sp.diags(1.0 / self.x_scale)).tocsr()
-            else:
-                X = (X - self.x_shift) / self.x_scale
-        if self.y_scale is not None:
-            t = (targets.double().reshape(len(targets), -1).numpy() - self.y_shift) / self.y_scale
-            targets = torch.as_tensor(t.reshape(tuple(targets.shape)), dtype=targets.dtype)
-        return X, targets
-
-    def fold(self, estimator, module):
-        """Make ``module`` (trained on standardized data) take and return the user's units."""
-        if self.x_scale is not None:
-            estimator._rescale_inputs(module, self.x_shift, self.x_scale)
-        if self.y_scale is not None:
-            estimator._rescale_outputs(module, self.y_shift, self.y_scale)
-
-    def unfold(self, estimator, module):
-        """Inverse of :meth:`fold`: a fitted module back into standardized units."""
-        if self.x_scale is not None:
-            estimator._rescale_inputs(module, -self.x_shift / self.x_scale, 1.0 / self.x_scale)
-        if self.y_scale is not None:
-            estimator._rescale_outputs(module, -self.y_shift / self.y_scale, 1.0 / self.y_scale)
-
-
-class _RandomSplit:
-    """Hold out a random fraction of the training data for early stopping."""
-
-    def __init__(self, fraction, seed):
-        self.fraction, self.seed = fraction, seed
-
-    def __call__(self, dataset, y=None, **kwargs):
-        n = len(dataset)
-        n_valid = max(1, int(round(self.fraction * n)))
-        order = np.random.RandomState(self.seed).permutation(n)
-        return dataset.subset(order[n_valid:]), dataset.subset(order[:n_valid])
-
-
-class _HalfSquaredError(torch.nn.Module):
-    """``1/(2n) sum_i ||y_i - f(x_i)||^2``: the convention of scikit-learn's Lasso."""
-
-    def forward(self, y_pred, y_true, sample_weight=None):
-        return weighted_mean(0.5 * (y_pred - y_true).pow(2).sum(dim=1), sample_weight)
-
-
-class RegressorTaskMixin(RegressorMixin):
-    """Regression: float targets, 1-D or multi-output, squared error."""
-
-    _target_validation = {"y_numeric": True, "multi_output": True}
-
-    def _encode_targets(self, y):
-        self._y_1d = y.ndim == 1
-        targets = y.reshape(len(y), -1).astype(np.float64)
-        return torch.as_tensor(targets, dtype=torch.float64), targets.shape[1]
-
-    def _constant_output(self, targets, n_outputs):
-        return targets.mean(dim=0, keepdim=True).expand(len(targets), -1)
-
-    def _criterion(self):
-        return _HalfSquaredError()
-
-    def _path_targets(self, y):
-        return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
-
-    def predict(self, X):
-        """Predicted targets, shape (n_samples,) or (n_samples, n_outputs)."""
-        out = self._forward(X)
-        return out[:, 0] if self._y_1d else out
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
-
-class _BinaryLoss(torch.nn.Module):
-    """Mean logistic loss of one logit per sample."""
-
-    def forward(self, y_pred, y_true, sample_weight=None):
-        per_sample = torch.nn.functional.binary_cross_entropy_with_logits(
-            y_pred[:, 0], y_true.to(y_pred.dtype), reduction="none"
-        )
-        return weighted_mean(per_sample, sample_weight)
-
-
-class _CrossEntropy(torch.nn.Module):
-    """Mean softmax cross-entropy of class codes."""
-
-    def forward(self, y_pred, y_true, sample_weight=None):
-        per_sample = torch.nn.functional.cross_entropy(y_pred, y_true, reduction="none")
-        return weighted_mean(per_sample, sample_weight)
-
-
-class ClassifierTaskMixin(ClassifierMixin):
-    """Classification: labels of any type, logistic (binary) or softmax cross-entropy."""
-
-    _target_validation = {}
-
-    def _encode_targets(self, y):
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"The training data contain only one class ({self.classes_[0]!r}); "
-                "at least 2 are needed."
-            )
-        codes = torch.as_tensor(encoder.transform(y), dtype=torch.int64)
-        return codes, (1 if len(self.classes_) == 2 else len(self.classes_))
-
-    def _criterion(self):
-        return _BinaryLoss() if len(self.classes_) == 2 else _CrossEntropy()
-
-    def _constant_output(self, targets, n_outputs):
-        counts = torch.bincount(targets, minlength=len(self.classes_)).double()
-        log_prior = (counts.clamp_min(0.5) / counts.sum()).log()
-        logits = (log_prior[1:] - log_prior[:1]) if n_outputs == 1 else log_prior
-        return logits.to(self._torch_dtype).expand(len(targets), -1)
-
-    def _path_targets(self, y):
-        classes, index = np.unique(y, return_inverse=True)
-        onehot = np.eye(len(classes))[index]
-        return onehot[:, 1:] if len(classes) == 2 else onehot  # binary: one logit
-
-    def decision_function(self, X):
-        """Logits: shape (n_samples,) for two classes, else (n_samples, n_classes)."""
-        out = self._forward(X)
-        return out[:, 0] if out.shape[1] == 1 else out
-
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), rows summing to 1."""
-        logits = self._forward(X)
-        if logits.shape[1] == 1:  # overflow-free logistic function
-            return np.column_stack([expit(-logits[:, 0]), expit(logits[:, 0])])
-        return softmax(logits, axis=1)
-
-    def predict_log_proba(self, X):
-        """Log class probabilities, computed without taking the log of a rounded 0."""
-        logits = self._forward(X)
-        if logits.shape[1] == 1:
-            z = logits[:, 0]
-            return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
-        return log_softmax(logits, axis=1)
-
-    def predict(self, X):
-        """Predicted class labels."""
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]

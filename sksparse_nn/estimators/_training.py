@@ -23,6 +23,7 @@ __all__ = [
     "EarlyStopping",
     "InterruptRequested",
     "PenalizedNet",
+    "RandomSplit",
     "StopTraining",
     "interrupt_on",
     "interrupt_requested",
@@ -314,3 +315,16 @@ def make_callbacks(*, lr_schedule, max_epochs, tol, verbose):
 def as_numpy(tensor):
     """CPU float64 numpy copy of a tensor."""
     return tensor.detach().cpu().numpy().astype(np.float64)
+
+
+class RandomSplit:
+    """Hold out a random fraction of the training data for early stopping."""
+
+    def __init__(self, fraction, seed):
+        self.fraction, self.seed = fraction, seed
+
+    def __call__(self, dataset, y=None, **kwargs):
+        n = len(dataset)
+        n_valid = max(1, int(round(self.fraction * n)))
+        order = np.random.RandomState(self.seed).permutation(n)
+        return dataset.subset(order[n_valid:]), dataset.subset(order[:n_valid])

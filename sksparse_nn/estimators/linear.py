@@ -28,7 +28,7 @@ from .._labels import check_groups, resolve_group_weights
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
-from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._base import BaseDGated
 from ._docs import fill
 from ._gated_least_squares import (
     BLOCK_STEPS_TOL,
@@ -39,6 +39,7 @@ from ._gated_least_squares import (
     is_wide,
 )
 from ._gated_logistic import GatedLogistic
+from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from ._training import as_numpy
 
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]

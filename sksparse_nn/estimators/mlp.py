@@ -11,8 +11,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..gating import ZERO_TOL, dgate
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
-from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._base import BaseDGated
 from ._docs import fill
+from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 

@@ -29,9 +29,10 @@ from ..gating import ZERO_TOL, dgate
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
-from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._base import BaseDGated
 from ._docs import fill
 from ._guards import PenaltyAwareClipping
+from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from ._training import ArrayDataset, as_numpy
 
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]

@@ -28,8 +28,9 @@ from ..gating import ZERO_TOL, dgate, gate_factors
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
 from ..optim import FactorSGD
-from ._base import BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
+from ._base import BaseDGated
 from ._docs import fill
+from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from ._training import ArrayDataset, as_numpy, weighted_mean
 
 __all__ = ["NODEClassifier", "NODERegressor"]
