@@ -130,7 +130,7 @@ def test_compact_node_drops_zero_trees_without_changing_outputs(dense):
 def test_gating_changes_nothing_at_initialization(regression_problem):
     X, y = regression_problem
     est = NODERegressor(lam=0.0, num_trees=16, depth=4, random_state=0)
-    targets, n_outputs = est._encode_targets(y)
+    targets, n_outputs = est._fit_targets(y)
     torch.manual_seed(0)
     plain = est._build_module(X.shape[1], n_outputs)
     est._init_module(plain, ArrayDataset(X, None, dtype=torch.float32), targets)

@@ -151,7 +151,7 @@ class BaseDGated(BaseEstimator):
         if warm_module is not None:
             check_warm_start_targets(self, y, is_classifier(self))
         sample_weight = check_sample_weight(sample_weight, X)
-        targets, n_outputs = self._encode_targets(y)
+        targets, n_outputs = self._fit_targets(y)
         self.n_outputs_ = n_outputs
         scaling = self._fit_scaling(X, targets)
         _, targets = scaling.transform(None, targets)

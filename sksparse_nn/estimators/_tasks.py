@@ -26,7 +26,8 @@ class RegressorTaskMixin(RegressorMixin):
 
     _target_validation = {"y_numeric": True, "multi_output": True}
 
-    def _encode_targets(self, y):
+    def _fit_targets(self, y):
+        """Encoded targets and the number of outputs; sets the target's fitted state."""
         self._y_1d = y.ndim == 1
         targets = y.reshape(len(y), -1).astype(np.float64)
         return torch.as_tensor(targets, dtype=torch.float64), targets.shape[1]
@@ -74,7 +75,8 @@ class ClassifierTaskMixin(ClassifierMixin):
 
     _target_validation = {}
 
-    def _encode_targets(self, y):
+    def _fit_targets(self, y):
+        """Class codes and the number of logits; sets ``classes_``."""
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_

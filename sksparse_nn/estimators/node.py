@@ -21,6 +21,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.base import clone
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -194,18 +195,19 @@ class _NODEFamily(BaseDGated):
         is an estimate (paths extend the grid until no tree is left).
         """
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
-        targets, n_outputs = self._encode_targets(np.asarray(y))
+        probe = clone(self)  # target encoding sets fitted state: not on this estimator
+        targets, n_outputs = probe._fit_targets(np.asarray(y))
         if targets.dtype.is_floating_point:
             targets = targets.to(torch.float32)
         dataset = ArrayDataset(X, None, dtype=torch.float32)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            module = self._build_module(X.shape[1], n_outputs)
-            self._init_module(module, dataset, targets)
+            module = probe._build_module(X.shape[1], n_outputs)
+            probe._init_module(module, dataset, targets)
         with torch.no_grad():
             for layer in module.layers:
                 layer.response.zero_()
-        loss = self._criterion()(module(dataset.rows(slice(None))), targets)
+        loss = probe._criterion()(module(dataset.rows(slice(None))), targets)
         grads = torch.autograd.grad(loss, [layer.response for layer in module.layers])
         norms = torch.cat([g.flatten(start_dim=1).norm(dim=1) for g in grads])
         return float(norms.max()) / float(module.output_scale)
@@ -350,8 +352,8 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
     """
     )
 
-    def _encode_targets(self, y):
-        targets, n_outputs = super()._encode_targets(y)
+    def _fit_targets(self, y):
+        targets, n_outputs = super()._fit_targets(y)
         std = targets.to(torch.float64).std(dim=0, correction=0)
         self._target_std = torch.where(std > 1e-12, std, torch.ones_like(std))
         return targets, n_outputs
