@@ -369,7 +369,7 @@ def test_working_sets_certify_every_group_on_a_wide_path(precompute):
 def test_block_cache_limit_falls_back_to_plain_iterations(monkeypatch):
     """When the cached Gram blocks would outgrow their bound, the solver continues with
     plain FISTA on the whole problem: same certified answer."""
-    import sksparse_nn.solvers as solvers
+    from sksparse_nn.solvers import _design, _least_squares
 
     rng = np.random.default_rng(22)
     n, p = 40, 120
@@ -381,15 +381,15 @@ def test_block_cache_limit_falls_back_to_plain_iterations(monkeypatch):
     tol = 1e-9
     ref = solve_group_lasso(X, y, lam, labels, rho, tol=tol)
     assert (ref.coef != 0).sum() > 8  # the working sets need more than the bound below
-    monkeypatch.setattr(solvers, "_GRAM_MAX_FEATURES", 8)
+    monkeypatch.setattr(_design, "_GRAM_MAX_FEATURES", 8)
     calls = []
-    plain = solvers._fista
+    plain = _least_squares.fista
 
     def counted(*args, **kwargs):
         calls.append(1)
         return plain(*args, **kwargs)
 
-    monkeypatch.setattr(solvers, "_fista", counted)
+    monkeypatch.setattr(_least_squares, "fista", counted)
     small = solve_group_lasso(X, y, lam, labels, rho, tol=tol)
     assert calls  # the fallback ran
     assert ref.converged and small.converged

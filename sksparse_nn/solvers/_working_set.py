@@ -1,0 +1,156 @@
+"""FISTA and Newton steps on a working set's Gram block (the inner solver of the working
+sets of both losses)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+
+from ._kkt import group_violations
+
+# Smallest working set, in groups.
+WS_MIN_GROUPS = 10
+
+
+def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_steps):
+    """Newton steps on the smooth problem of the current support (restricted block).
+
+    On its live groups the objective ``w^T G w / 2 - c^T w + sum lam rho_j ||w_j||`` is
+    smooth, with gradient ``G w - c + lam rho_j w_j / ||w_j||`` and Hessian ``G +
+    blockdiag(lam rho_j (I - u_j u_j^T) / ||w_j||)`` (``u_j = w_j / ||w_j||``). Under
+    ``positive`` the support is the positive coordinates. A step is kept only if every
+    support coordinate keeps its group's direction (no group crosses zero, positive
+    coordinates stay positive) and the KKT violation of the block decreases.
+
+    Returns ``(x, kkt, n_steps, viol)`` (``viol`` the per-group violations at ``x``, or
+    None if no step was taken).
+    """
+    viol = None
+    steps = 0
+    for steps in range(1, max_steps + 1):  # noqa: B007
+        nw = np.sqrt(np.bincount(ext, weights=x * x, minlength=n_ext))
+        S = np.flatnonzero(x > 0) if positive else np.flatnonzero(nw[ext] > 0)
+        if S.size == 0:
+            return x, kkt, steps - 1, viol
+        eS = ext[S]
+        xS = x[S]
+        nS = nw[eS]
+        a = lam_rho[eS] / nS
+        u = xS / nS
+        GS = G[S]
+        F = GS @ x - c[S] + a * xS
+        H = GS[:, S]
+        au = a * u
+        H -= (eS[:, None] == eS[None, :]) * np.multiply.outer(au, u)
+        H.flat[:: S.size + 1] += a
+        try:
+            d = scipy.linalg.solve(H, F, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return x, kkt, steps - 1, viol
+        if not np.all(np.isfinite(d)):
+            return x, kkt, steps - 1, viol
+        xn_S = xS - d
+        if positive:
+            if np.any(xn_S <= 0):
+                return x, kkt, steps - 1, viol
+        elif np.any(np.bincount(eS, weights=xS * xn_S, minlength=n_ext)[eS] <= 0):
+            return x, kkt, steps - 1, viol  # a group would cross zero
+        xn = x.copy()
+        xn[S] = xn_S
+        vn, _ = group_violations(xn, G @ xn - c, ext, lam_rho, n_ext, positive)
+        kn = float(vn.max())
+        if not kn < kkt:
+            return x, kkt, steps - 1, viol
+        x, kkt, viol = xn, kn, vn
+        if kkt <= tol_in:
+            break
+    return x, kkt, steps, viol
+
+
+def ws_fista(G, c, lam_rho, ext, n_ext, x, L, tol_in, max_iter, positive, check_every=10):
+    """FISTA with restart on a restricted block (Gram form), with Newton acceleration.
+
+    Every ``check_every`` iterations the KKT violation of the block is evaluated; when the
+    support has not changed since the previous check, Newton steps on it are tried
+    (:func:`_newton_support`). The curvature of the iterates' displacement between two
+    checks is compared with ``L``; a larger one raises ``L`` (``L`` from power iterations
+    may be slightly low). Returns ``(x, n_iter, kkt, L)``.
+    """
+    k = x.shape[0]
+    singletons = n_ext == k
+    sqrt, bincount, maximum, divide, dot = np.sqrt, np.bincount, np.maximum, np.divide, np.dot
+    clip = np.clip
+    viol, live = group_violations(x, G @ x - c, ext, lam_rho, n_ext, positive)
+    kkt = float(viol.max())
+    n_iter = 0
+    if kkt <= tol_in:
+        return x, n_iter, kkt, L
+    x_chk, g_chk = x, None
+    Gs, cs = G / L, c / L
+    thr = lam_rho / L
+    thr_feat = thr[ext]
+    has_thr = bool(np.any(thr > 0))
+    y, t = x, 1.0
+    prev_live = live
+    newton_ok = True
+    while n_iter < max_iter:
+        for _ in range(min(check_every, max_iter - n_iter)):
+            v = y - Gs @ y + cs
+            if positive:
+                v = maximum(v, 0.0)
+            if singletons:
+                x_new = v - clip(v, -thr_feat, thr_feat)
+            elif has_thr:
+                nv = sqrt(bincount(ext, weights=v * v, minlength=n_ext))
+                s = maximum(nv - thr, 0.0)
+                divide(s, nv, out=s, where=nv > 0)
+                x_new = v * s[ext]
+            else:
+                x_new = v
+            dx = x_new - x
+            if dot(y - x_new, dx) > 0.0:
+                t = 1.0
+                y = x_new
+            else:
+                t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+                y = x_new + ((t - 1.0) / t_new) * dx
+                t = t_new
+            x = x_new
+            n_iter += 1
+        g = G @ x - c
+        viol, live = group_violations(x, g, ext, lam_rho, n_ext, positive)
+        kkt = float(viol.max())
+        if kkt <= tol_in:
+            break
+        # curvature check of L between two checks: (dx^T G dx) / ||dx||^2 <= L
+        if g_chk is not None:
+            dxc = x - x_chk
+            den = float(dxc @ dxc)
+            if den > 0:
+                curv = float(dxc @ (g - g_chk)) / den
+                if curv > L:
+                    L = 1.5 * curv
+                    Gs, cs = G / L, c / L
+                    thr = lam_rho / L
+                    thr_feat = thr[ext]
+                    y, t = x, 1.0
+        x_chk, g_chk = x, g
+        if newton_ok and np.array_equal(live, prev_live) and live.any():
+            x_n, kkt_n, steps, viol_n = _newton_support(
+                G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, 20
+            )
+            n_iter += steps
+            if steps:
+                x, kkt = x_n, kkt_n
+                y, t = x, 1.0
+                x_chk, g_chk = x, None
+                if kkt <= tol_in:
+                    break
+            else:
+                newton_ok = False  # no progress on this support: wait for it to change
+        if not np.array_equal(live, prev_live):
+            newton_ok = True
+        prev_live = live
+    return x, n_iter, kkt, L
