@@ -33,9 +33,17 @@ def kkt_violation(w, g, ext, lam_rho, n_ext, positive=False):
     return float(viol.max()) if viol.size else 0.0
 
 
-def kkt_scale(c, ext, n_ext):
+def _kkt_scale(c, ext, n_ext):
     """KKT scale: largest group norm of ``c = -grad(0)`` (1 if it is zero)."""
     scale = 0.0
     if c.size:
         scale = float(np.sqrt(np.bincount(ext, weights=c * c, minlength=n_ext)).max())
     return scale if scale > 0 else 1.0
+
+
+def kkt_setup(c, ext, rho_ext, lam, tol):
+    """``(n_ext, lam_rho, scale, abs_tol)``: the number of groups, ``lam rho_j``, the KKT
+    scale of ``c = -grad(0)`` and the absolute tolerance ``tol * scale``."""
+    n_ext = rho_ext.shape[0]
+    scale = _kkt_scale(c, ext, n_ext)
+    return n_ext, lam * rho_ext, scale, tol * scale

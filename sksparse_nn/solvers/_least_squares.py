@@ -10,11 +10,11 @@ import numpy as np
 
 from ._data import check_solver_args, extended_groups
 from ._design import Design
-from ._kkt import group_violations, kkt_scale
+from ._kkt import group_violations, kkt_setup
 from ._lipschitz import restricted_lipschitz
-from ._proximal import fista
+from ._proximal import fista, start_coef
 from ._threads import single_blas_thread
-from ._working_set import WS_MIN_GROUPS, ws_fista
+from ._working_set import working_set, ws_fista
 
 
 class GroupLassoResult(NamedTuple):
@@ -45,20 +45,13 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
     Outer loop: the full gradient gives every group's KKT violation; if the largest is
     at most ``tol`` times the scale the solution is certified. Otherwise the working
     set is the live groups (and the unpenalized ones) plus the worst violators (as many
-    as live groups, at least ``WS_MIN_GROUPS``), and the problem restricted to it is
+    as live groups, at least ``_WS_MIN_GROUPS``), and the problem restricted to it is
     solved by :func:`ws_fista` on its Gram block to a tolerance below the violation
     left outside the set. Returns ``(w, n_iter, relative kkt)``.
     """
     p = design.n_features
-    n_ext = rho_ext.shape[0]
-    lam_rho = lam * rho_ext
-    scale = kkt_scale(design.c, ext, n_ext)
-    abs_tol = tol * scale
-    w = np.zeros(p) if w0 is None else np.array(w0, dtype=np.float64).reshape(-1)
-    if w.shape != (p,):
-        raise ValueError(f"w0 must have shape ({p},), got {w.shape}.")
-    if positive:
-        w = np.maximum(w, 0.0)
+    n_ext, lam_rho, scale, abs_tol = kkt_setup(design.c, ext, rho_ext, lam, tol)
+    w = start_coef(w0, p, positive)
     if design.degenerate:
         return fista(design, lam, ext, rho_ext, w, tol, max_iter, positive=positive)
     if state is None:
@@ -75,22 +68,7 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
             kkt = float(viol.max())
             if kkt <= abs_tol or n_iter >= max_iter:
                 break
-            keep = live | free
-            n_live = int(np.count_nonzero(live & ~free))
-            out = np.where(keep, -1.0, viol)
-            n_add = max(WS_MIN_GROUPS, n_live)
-            if n_add < n_ext:
-                top = np.argpartition(out, n_ext - n_add - 1)
-                add = top[n_ext - n_add :]
-                rest = out[top[: n_ext - n_add]]
-                outside = float(rest.max()) if rest.size else 0.0
-            else:
-                add = np.arange(n_ext)
-                outside = 0.0
-            add = add[out[add] > abs_tol]
-            in_ws = keep.copy()
-            in_ws[add] = True
-            idx = np.flatnonzero(in_ws[ext])
+            idx, outside = working_set(ext, viol, live, free, abs_tol)
             if not design.cacheable(idx):  # too large for Gram blocks: plain FISTA
                 w, it, rel = fista(
                     design, lam, ext, rho_ext, w, tol, max_iter - n_iter, positive=positive

@@ -6,9 +6,9 @@ import numpy as np
 import scipy.linalg.blas
 import scipy.special
 
-from ._kkt import group_violations, kkt_scale
+from ._kkt import group_violations, kkt_setup
 from ._lipschitz import restricted_lipschitz
-from ._working_set import WS_MIN_GROUPS, ws_fista
+from ._working_set import working_set, ws_fista
 
 _EPS = float(np.finfo(np.float64).eps)
 # Zero groups with ||g_j|| >= this fraction of lam rho_j join the logistic working sets.
@@ -39,10 +39,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
     methods for minimizing composite functions*). Returns ``(x, n_iter, relative kkt)``
     with the stopping rule of :func:`fista`, checked on all groups.
     """
-    n_ext = rho_ext.shape[0]
-    lam_rho = lam * rho_ext
-    scale = kkt_scale(design.c, ext, n_ext)
-    abs_tol = tol * scale
+    n_ext, lam_rho, scale, abs_tol = kkt_setup(design.c, ext, rho_ext, lam, tol)
     Xc, y = design._Xc, design.Y[:, 0]
     n, p = Xc.shape
     sw = design.sample_weight
@@ -73,28 +70,13 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
         kkt = float(viol.max())
         if kkt <= abs_tol or n_iter >= max_iter:
             break
-        keep = live | free
-        n_live = int(np.count_nonzero(live & ~free))
         # zero groups by ||g_j|| / (lam rho_j): the violators, and next the groups close
         # to violating (the support moves as the working set is solved; taking the near
         # ones at once saves the outer rounds, and Hessians, that would add them later)
         gn = np.sqrt(np.bincount(ext, weights=g * g, minlength=n_ext))
         ratio = np.full(n_ext, -1.0)
-        np.divide(gn, lam_rho, out=ratio, where=~keep & (lam_rho > 0))
-        n_add = max(WS_MIN_GROUPS, n_live)
-        out = np.where(keep, -1.0, viol)
-        if n_add < n_ext:
-            top = np.argpartition(ratio, n_ext - n_add - 1)
-            add = top[n_ext - n_add :]
-            rest = out[top[: n_ext - n_add]]
-            outside = float(rest.max()) if rest.size else 0.0
-        else:
-            add = np.arange(n_ext)
-            outside = 0.0
-        add = add[(out[add] > abs_tol) | (ratio[add] >= _NEAR_VIOLATION)]
-        in_ws = keep.copy()
-        in_ws[add] = True
-        idx = np.flatnonzero(in_ws[ext])
+        np.divide(gn, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
+        idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, _NEAR_VIOLATION)
         groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
         lr = lam_rho[groups_ws]
         tol_in = max(0.5 * abs_tol, 0.3 * outside)

@@ -1,17 +1,57 @@
-"""FISTA and Newton steps on a working set's Gram block (the inner solver of the working
-sets of both losses)."""
+"""Working sets of both losses: the choice of the next set, and FISTA with Newton steps on
+its Gram block (the inner solver)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import scipy.linalg
 
 from ._kkt import group_violations
+from ._proximal import fista_steps
 
 # Smallest working set, in groups.
-WS_MIN_GROUPS = 10
+_WS_MIN_GROUPS = 10
+
+
+def working_set(ext, viol, live, free, abs_tol, ratio=None, near=None):
+    """Features of the next working set, and the largest violation left outside it.
+
+    The set holds the live and the unpenalized (``free``) groups, plus the violators
+    (``viol > abs_tol``) among the ``max(_WS_MIN_GROUPS, live penalized groups)`` other
+    groups of largest ``viol``. With ``ratio`` (one value per group, ``-1`` for the kept
+    ones), those groups are the ones of largest ``ratio`` instead, and the groups among
+    them with ``ratio >= near`` join too.
+    """
+    n_ext = viol.shape[0]
+    keep = live | free
+    n_live = int(np.count_nonzero(live & ~free))
+    out = np.where(keep, -1.0, viol)
+    rank = out if ratio is None else ratio
+    n_add = max(_WS_MIN_GROUPS, n_live)
+    if n_add < n_ext:
+        top = np.argpartition(rank, n_ext - n_add - 1)
+        add = top[n_ext - n_add :]
+        rest = out[top[: n_ext - n_add]]
+        outside = float(rest.max()) if rest.size else 0.0
+    else:
+        add = np.arange(n_ext)
+        outside = 0.0
+    chosen = out[add] > abs_tol
+    if ratio is not None:
+        chosen |= ratio[add] >= near
+    in_ws = keep.copy()
+    in_ws[add[chosen]] = True
+    return np.flatnonzero(in_ws[ext]), outside
+
+
+def _gram_forward(G, c, L):
+    """``y -> y - (G y - c) / L``, the gradient step on the block."""
+    Gs, cs = G / L, c / L
+
+    def forward(y):
+        return y - Gs @ y + cs
+
+    return forward
 
 
 def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_steps):
@@ -78,47 +118,21 @@ def ws_fista(G, c, lam_rho, ext, n_ext, x, L, tol_in, max_iter, positive, check_
     checks is compared with ``L``; a larger one raises ``L`` (``L`` from power iterations
     may be slightly low). Returns ``(x, n_iter, kkt, L)``.
     """
-    k = x.shape[0]
-    singletons = n_ext == k
-    sqrt, bincount, maximum, divide, dot = np.sqrt, np.bincount, np.maximum, np.divide, np.dot
-    clip = np.clip
     viol, live = group_violations(x, G @ x - c, ext, lam_rho, n_ext, positive)
     kkt = float(viol.max())
     n_iter = 0
     if kkt <= tol_in:
         return x, n_iter, kkt, L
     x_chk, g_chk = x, None
-    Gs, cs = G / L, c / L
+    forward = _gram_forward(G, c, L)
     thr = lam_rho / L
-    thr_feat = thr[ext]
-    has_thr = bool(np.any(thr > 0))
     y, t = x, 1.0
     prev_live = live
     newton_ok = True
     while n_iter < max_iter:
-        for _ in range(min(check_every, max_iter - n_iter)):
-            v = y - Gs @ y + cs
-            if positive:
-                v = maximum(v, 0.0)
-            if singletons:
-                x_new = v - clip(v, -thr_feat, thr_feat)
-            elif has_thr:
-                nv = sqrt(bincount(ext, weights=v * v, minlength=n_ext))
-                s = maximum(nv - thr, 0.0)
-                divide(s, nv, out=s, where=nv > 0)
-                x_new = v * s[ext]
-            else:
-                x_new = v
-            dx = x_new - x
-            if dot(y - x_new, dx) > 0.0:
-                t = 1.0
-                y = x_new
-            else:
-                t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-                y = x_new + ((t - 1.0) / t_new) * dx
-                t = t_new
-            x = x_new
-            n_iter += 1
+        steps = min(check_every, max_iter - n_iter)
+        x, y, t = fista_steps(forward, x, y, t, steps, ext, n_ext, thr, positive)
+        n_iter += steps
         g = G @ x - c
         viol, live = group_violations(x, g, ext, lam_rho, n_ext, positive)
         kkt = float(viol.max())
@@ -132,9 +146,8 @@ def ws_fista(G, c, lam_rho, ext, n_ext, x, L, tol_in, max_iter, positive, check_
                 curv = float(dxc @ (g - g_chk)) / den
                 if curv > L:
                     L = 1.5 * curv
-                    Gs, cs = G / L, c / L
+                    forward = _gram_forward(G, c, L)
                     thr = lam_rho / L
-                    thr_feat = thr[ext]
                     y, t = x, 1.0
         x_chk, g_chk = x, g
         if newton_ok and np.array_equal(live, prev_live) and live.any():
