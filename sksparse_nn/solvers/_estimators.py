@@ -21,6 +21,64 @@ from ._least_squares import solve_group_lasso
 from ._logistic import solve_group_logistic
 
 
+def _validate_fit_data(estimator, X, y, **options):
+    """``(warm, X, y)``: whether the fit starts from the previous ``coef_``, and the
+    validated data (a warm start keeps the features: checked here)."""
+    warm = estimator.warm_start and getattr(estimator, "coef_", None) is not None
+    X, y = validate_data(
+        estimator,
+        X,
+        y,
+        accept_sparse=["csr", "csc"],
+        dtype=np.float64,
+        reset=not warm,
+        **options,
+    )
+    return warm, X, y
+
+
+def _solve(estimator, solver, X, y, labels, rho, w0, sample_weight, **options):
+    """The estimator's problem solved by ``solver``; a ConvergenceWarning if it did not
+    converge."""
+    result = solver(
+        X,
+        y,
+        float(estimator.lam),
+        labels,
+        rho,
+        w0=w0,
+        tol=estimator.tol,
+        max_iter=estimator.max_iter,
+        fit_intercept=estimator.fit_intercept,
+        sample_weight=sample_weight,
+        **options,
+    )
+    if not result.converged:
+        warnings.warn(
+            f"{type(estimator).__name__} did not converge: relative KKT violation "
+            f"{result.kkt:.3g} > tol after {result.n_iter} iterations; increase max_iter "
+            f"(currently {estimator.max_iter}) or loosen tol (currently {estimator.tol}).",
+            ConvergenceWarning,
+            stacklevel=3,  # the caller of fit
+        )
+    return result
+
+
+def _set_selection(estimator, labels, rho, sq):
+    """Set the group attributes from ``sq``, each feature's squared coefficients (summed
+    over classes); returns the group norms."""
+    grouped = labels >= 0
+    norms = np.sqrt(np.bincount(labels[grouped], weights=sq[grouped], minlength=rho.shape[0]))
+    selected = (norms > 0) | (rho == 0)
+    estimator.group_labels_ = labels
+    estimator.group_weights_ = rho
+    estimator.selected_groups_ = np.flatnonzero(selected)
+    in_selected = np.zeros(labels.shape[0], dtype=bool)
+    in_selected[grouped] = selected[labels[grouped]]
+    estimator.selected_features_ = np.flatnonzero(~grouped | in_selected)
+    return norms
+
+
 class GroupLassoRegressor(RegressorMixin, BaseEstimator):
     r"""Group lasso for least-squares regression (exact reference solver).
 
@@ -150,16 +208,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         -------
         self : GroupLassoRegressor
         """
-        warm = self.warm_start and getattr(self, "coef_", None) is not None
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse=["csr", "csc"],
-            dtype=np.float64,
-            y_numeric=True,
-            reset=not warm,  # a warm start keeps the features (checked here)
-        )
+        warm, X, y = _validate_fit_data(self, X, y, y_numeric=True)
         limit = value_limit(np.float64, X.shape[0])
         check_range(X, limit, "X", "float64")
         check_range(y, limit, "y", "float64")
@@ -167,44 +216,15 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         labels = check_groups(self.groups, n_features)
         rho = resolve_group_weights(self.group_weights, labels)
         w0 = self.coef_ if warm else None
-        result = solve_group_lasso(
-            X,
-            y,
-            float(self.lam),
-            labels,
-            rho,
-            w0=w0,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            fit_intercept=self.fit_intercept,
-            positive=self.positive,
-            sample_weight=sample_weight,
+        result = _solve(
+            self, solve_group_lasso, X, y, labels, rho, w0, sample_weight, positive=self.positive
         )
-        if not result.converged:
-            warnings.warn(
-                f"{type(self).__name__} did not converge: relative KKT violation "
-                f"{result.kkt:.3g} > tol after {result.n_iter} iterations; increase "
-                f"max_iter (currently {self.max_iter}) or loosen tol (currently {self.tol}).",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
         coef = result.coef
-        n_groups = rho.shape[0]
-        grouped = labels >= 0
-        norms = np.sqrt(
-            np.bincount(labels[grouped], weights=coef[grouped] ** 2, minlength=n_groups)
-        )
-        selected = (norms > 0) | (rho == 0)
         self.coef_ = coef
         self.intercept_ = float(result.intercept)
         self.n_iter_ = int(result.n_iter)
         self.kkt_ = float(result.kkt)
-        self.group_labels_ = labels
-        self.group_weights_ = rho
-        self.selected_groups_ = np.flatnonzero(selected)
-        in_selected = np.zeros(n_features, dtype=bool)
-        in_selected[grouped] = selected[labels[grouped]]
-        self.selected_features_ = np.flatnonzero(~grouped | in_selected)
+        _set_selection(self, labels, rho, coef**2)
         return self
 
     def predict(self, X):
@@ -362,15 +382,7 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : GroupLassoClassifier
         """
-        warm = self.warm_start and getattr(self, "coef_", None) is not None
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse=["csr", "csc"],
-            dtype=np.float64,
-            reset=not warm,  # a warm start keeps the features (checked here)
-        )
+        warm, X, y = _validate_fit_data(self, X, y)
         check_classification_targets(y)
         if warm:  # before anything changes: a refused fit keeps the fitted model
             check_warm_start_targets(self, y, classifier=True)
@@ -388,45 +400,15 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
         w0 = None
         if warm:
             w0 = self.coef_[0] if n_classes == 2 else self.coef_.T
-        result = solve_group_logistic(
-            X,
-            Y,
-            float(self.lam),
-            labels,
-            rho,
-            w0=w0,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            fit_intercept=self.fit_intercept,
-            sample_weight=sample_weight,
-        )
-        if not result.converged:
-            warnings.warn(
-                f"{type(self).__name__} did not converge: relative KKT violation "
-                f"{result.kkt:.3g} > tol after {result.n_iter} iterations; increase "
-                f"max_iter (currently {self.max_iter}) or loosen tol (currently {self.tol}).",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        result = _solve(self, solve_group_logistic, X, Y, labels, rho, w0, sample_weight)
         coef = result.coef.reshape(n_features, -1).T  # (1, p) or (K, p)
-        n_groups = rho.shape[0]
-        grouped = labels >= 0
-        sq = np.einsum("kj,kj->j", coef, coef)
-        norms = np.sqrt(np.bincount(labels[grouped], weights=sq[grouped], minlength=n_groups))
-        selected = (norms > 0) | (rho == 0)
         self.classes_ = classes
         self.coef_ = np.ascontiguousarray(coef)
         self.intercept_ = np.atleast_1d(np.asarray(result.intercept, dtype=np.float64))
-        self.group_norms_ = norms
         self.n_iter_ = int(result.n_iter)
         self.objective_ = float(result.objective)
         self.kkt_ = float(result.kkt)
-        self.group_labels_ = labels
-        self.group_weights_ = rho
-        self.selected_groups_ = np.flatnonzero(selected)
-        in_selected = np.zeros(n_features, dtype=bool)
-        in_selected[grouped] = selected[labels[grouped]]
-        self.selected_features_ = np.flatnonzero(~grouped | in_selected)
+        self.group_norms_ = _set_selection(self, labels, rho, np.einsum("kj,kj->j", coef, coef))
         return self
 
     def decision_function(self, X):
