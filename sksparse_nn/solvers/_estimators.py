@@ -20,6 +20,47 @@ from .._validation import check_range, check_warm_start_targets, value_limit
 from ._least_squares import solve_group_lasso
 from ._logistic import solve_group_logistic
 
+# Docstring entries of both estimators, written once: a line ``<indent>$name`` of a
+# docstring stands for the entry ``name`` at that indentation (see _fill_doc).
+_SHARED_DOCS = {
+    "groups": """\
+groups : None, int, list of list of int or array-like of int, default=None
+    Group structure: None (every feature alone), a group size ``k`` (consecutive
+    groups), a list of feature-index lists (unlisted features are unpenalized) or a
+    label per feature (``-1``: unpenalized). See ``check_groups``.
+group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
+    Weights ``rho_j``: 1, ``sqrt(group size)`` or explicit non-negative values
+    (``0`` leaves a group unpenalized).""",
+    "fitted_groups": """\
+kkt_ : float
+    Final relative KKT violation.
+group_labels_ : ndarray of int of shape (n_features,)
+    Resolved group of every feature, ``-1`` for unpenalized ones.
+group_weights_ : ndarray of shape (n_groups,)
+    Resolved weights ``rho``.
+selected_groups_ : ndarray of int
+    Groups with a non-zero coefficient; groups of weight 0 always count as selected.
+selected_features_ : ndarray of int
+    Sorted features of the selected groups, plus all unpenalized features.
+n_features_in_ : int
+feature_names_in_ : ndarray of str
+    Only when ``X`` has string column names.""",
+}
+
+
+def _fill_doc(cls):
+    """``cls`` with the ``$name`` lines of its docstring replaced by ``_SHARED_DOCS``."""
+    lines = []
+    for line in cls.__doc__.split("\n"):
+        name = line.strip()[1:] if line.strip().startswith("$") else None
+        if name in _SHARED_DOCS:
+            indent = line[: len(line) - len(line.lstrip())]
+            lines.extend(indent + entry for entry in _SHARED_DOCS[name].split("\n"))
+        else:
+            lines.append(line)
+    cls.__doc__ = "\n".join(lines)
+    return cls
+
 
 def _validate_fit_data(estimator, X, y, **options):
     """``(warm, X, y)``: whether the fit starts from the previous ``coef_``, and the
@@ -79,6 +120,7 @@ def _set_selection(estimator, labels, rho, sq):
     return norms
 
 
+@_fill_doc
 class GroupLassoRegressor(RegressorMixin, BaseEstimator):
     r"""Group lasso for least-squares regression (exact reference solver).
 
@@ -100,13 +142,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
     ----------
     lam : float, default=1.0
         Penalty level, ``>= 0``.
-    groups : None, int, list of list of int or array-like of int, default=None
-        Group structure: None (every feature alone), a group size ``k`` (consecutive
-        groups), a list of feature-index lists (unlisted features are unpenalized) or a
-        label per feature (``-1``: unpenalized). See ``check_groups``.
-    group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
-        Weights ``rho_j``: 1, ``sqrt(group size)`` or explicit non-negative values
-        (``0`` leaves a group unpenalized).
+    $groups
     fit_intercept : bool, default=True
         Fit an unpenalized intercept.
     tol : float, default=1e-8
@@ -124,19 +160,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
     intercept_ : float
     n_iter_ : int
         Iterations of the last fit.
-    kkt_ : float
-        Final relative KKT violation.
-    group_labels_ : ndarray of int of shape (n_features,)
-        Resolved group of every feature, ``-1`` for unpenalized ones.
-    group_weights_ : ndarray of shape (n_groups,)
-        Resolved weights ``rho``.
-    selected_groups_ : ndarray of int
-        Groups with a non-zero coefficient; groups of weight 0 always count as selected.
-    selected_features_ : ndarray of int
-        Sorted features of the selected groups, plus all unpenalized features.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    $fitted_groups
 
     Examples
     --------
@@ -243,6 +267,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         return np.asarray(safe_sparse_dot(X, self.coef_)).reshape(-1) + self.intercept_
 
 
+@_fill_doc
 class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
     r"""Group-lasso logistic regression (exact reference solver).
 
@@ -271,13 +296,7 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
         and singleton groups it is at most ``1/2`` for two classes and below ``1`` for
         more, so useful values of ``lam`` are well below the default (kept for symmetry
         with the other estimators of the package).
-    groups : None, int, list of list of int or array-like of int, default=None
-        Group structure: None (every feature alone), a group size ``k`` (consecutive
-        groups), a list of feature-index lists (unlisted features are unpenalized) or a
-        label per feature (``-1``: unpenalized). See ``check_groups``.
-    group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
-        Weights ``rho_j``: 1, ``sqrt(group size)`` or explicit non-negative values
-        (``0`` leaves a group unpenalized).
+    $groups
     fit_intercept : bool, default=True
         Fit unpenalized intercepts.
     tol : float, default=1e-8
@@ -301,19 +320,7 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
         Iterations of the last fit.
     objective_ : float
         Penalized objective at the solution (mean log-loss plus penalty).
-    kkt_ : float
-        Final relative KKT violation.
-    group_labels_ : ndarray of int of shape (n_features,)
-        Resolved group of every feature, ``-1`` for unpenalized ones.
-    group_weights_ : ndarray of shape (n_groups,)
-        Resolved weights ``rho``.
-    selected_groups_ : ndarray of int
-        Groups with a non-zero coefficient; groups of weight 0 always count as selected.
-    selected_features_ : ndarray of int
-        Sorted features of the selected groups, plus all unpenalized features.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    $fitted_groups
 
     See Also
     --------
