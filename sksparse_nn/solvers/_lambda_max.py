@@ -13,11 +13,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from ._data import as_float_matrix, check_sample_weight, extended_groups
 from ._logistic import solve_group_logistic
-from ._logistic_design import (
-    as_logistic_targets,
-    probabilities,
-    wmean,
-)
+from ._logistic_design import as_logistic_targets, probabilities, wmean
 
 
 def lambda_max(
