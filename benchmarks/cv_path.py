@@ -8,7 +8,7 @@ is installed (``make bench``).
 
 Usage::
 
-    python benchmarks/cv_path.py [--quick]
+    python benchmarks/cv_path.py [--quick] [--out FILE]
 
 Prints a table and writes benchmarks/results/cv_path.json.
 """
@@ -16,25 +16,12 @@ Prints a table and writes benchmarks/results/cv_path.json.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import time
-from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.preprocessing import StandardScaler
+from _common import add_out_argument, machine, standardized_digits, timed, write_json
 
 from sksparse_nn import DGatedMLPClassifier, SparseLinearRegressor
 from sksparse_nn.datasets import make_group_regression
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 def linear_case(n_lams):
@@ -45,8 +32,7 @@ def linear_case(n_lams):
 
 
 def mlp_case(n_lams, epochs):
-    X, y = load_digits(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
+    X, y = standardized_digits()
     est = DGatedMLPClassifier(D=3, hidden_layer_sizes=(100,), max_epochs=epochs, random_state=0)
     return "DGatedMLPClassifier D=3 (digits)", est, X, y, np.geomspace(1e-3, 0.3, n_lams)
 
@@ -60,23 +46,19 @@ def lassonet_cv(X, y, epochs):
     model = LassoNetClassifierCV(
         hidden_dims=(100,), cv=5, n_iters=(epochs, epochs), random_state=0, verbose=0
     )
-    seconds, _ = _timed(lambda: model.fit(X, y))
+    seconds = timed(model.fit, X, y).wall
     return {"seconds": seconds, "n_lambdas": len(model.lambdas_)}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="10 lams, few epochs")
-    args = parser.parse_args()
+def run(args):
     n_lams = 10 if args.quick else 30
     epochs = 5 if args.quick else 20
     rows = []
     for name, est, X, y, lams in (linear_case(n_lams), mlp_case(n_lams, epochs)):
         times = {}
         for n_jobs in (1, 2):
-            start = time.perf_counter()
-            path = est.regularization_path(X, y, lams=lams, cv=5, n_jobs=n_jobs)
-            times[n_jobs] = time.perf_counter() - start
+            t = timed(est.regularization_path, X, y, lams=lams, cv=5, n_jobs=n_jobs)
+            times[n_jobs], path = t.wall, t.value
         rows.append(
             {
                 "case": name,
@@ -90,33 +72,45 @@ def main():
             }
         )
         print(rows[-1], flush=True)
-    X, y = load_digits(return_X_y=True)
-    lassonet = lassonet_cv(StandardScaler().fit_transform(X), y, epochs)
+    lassonet = lassonet_cv(*standardized_digits(), epochs)
     lassonet_seconds = lassonet["seconds"] if lassonet else None
     mlp = rows[-1]
-    summary = {
+    info = machine(peers=("lassonet",))
+    return {
         "rows": rows,
         "lassonet_cv": lassonet,
         "ratio_lassonet_over_ours_n_jobs_2": (
             lassonet_seconds / mlp["seconds_n_jobs_2"] if lassonet_seconds else None
         ),
-        "cpu_count": os.cpu_count(),
-        "load_average": os.getloadavg(),
+        "cpu_count": info["cpu_count"],
+        "load_average": info["load_average"],
+        "machine": info,
     }
+
+
+def report(results, out):
+    rows, lassonet = results["rows"], results["lassonet_cv"]
     print(f"\n{'case':48s} {'n_jobs=1':>9s} {'n_jobs=2':>9s} {'speed-up':>8s}")
     for r in rows:
         print(
             f"{r['case']:48s} {r['seconds_n_jobs_1']:9.1f} {r['seconds_n_jobs_2']:9.1f} "
             f"{r['speedup']:8.2f}"
         )
-    if lassonet_seconds:
+    if lassonet:
         print(
             f"LassoNetClassifierCV (digits, {lassonet['n_lambdas']} lambdas): "
-            f"{lassonet_seconds:.1f} s, "
-            f"{summary['ratio_lassonet_over_ours_n_jobs_2']:.1f}x our n_jobs=2 time"
+            f"{lassonet['seconds']:.1f} s, "
+            f"{results['ratio_lassonet_over_ours_n_jobs_2']:.1f}x our n_jobs=2 time"
         )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "cv_path.json").write_text(json.dumps(summary, indent=2))
+    print(f"wrote {write_json(results, out, indent=2)}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="10 lams, few epochs")
+    add_out_argument(parser, "cv_path.json")
+    args = parser.parse_args()
+    report(run(args), args.out)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ real ones, on which every estimator of the package runs with its DEFAULT paramet
   (3 classes) and ``diabetes`` (regression), and the UCI Wine Quality sets ``wine_red`` and
   ``wine_white`` (regression on the quality score; ``wine_white`` subsampled to
   ``MAX_ROWS`` rows) from ``<data-home>/<name>.npz`` (``--data-home`` or
-  ``$SKSPARSE_NN_DATA``, default ``/work/shared/data``).
+  ``$SKSPARSE_NN_DATA``; read by ``sksparse_nn.datasets.load_benchmark``, no download).
 * noise: for every real column one *permuted copy* of it (its values shuffled over the
   rows by an independent permutation per column and seed) is appended after the real
   columns; the copies have exactly the marginal distribution of the real features but no
@@ -58,22 +58,27 @@ Prints a table; writes ``benchmarks/results/defaults.json`` and ``defaults.png``
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import multiprocessing as mp
 import os
-import platform
-import subprocess
 import sys
 import time
-import traceback
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import (
+    RESULTS,
+    Worker,
+    add_data_home_argument,
+    code_version,
+    load_dataset,
+    machine,
+    pyplot,
+    uptime,
+    versions,
+    write_json,
+)
 
-RESULTS = Path(__file__).resolve().parent / "results"
-DATA_HOME = "/work/shared/data"
 MAX_ROWS = 2000
 TEST_SIZE = 0.25
 N_FOLDS = 5  # SparsePathCV's default cv
@@ -119,21 +124,9 @@ LABELS = {
 # ------------------------------------------------------------------------------ data
 def load_raw(name, data_home):
     """(X, y) of one data set, float64 X; integer classes or float targets."""
-    from sklearn import datasets
-
-    bundled = {
-        "iris": datasets.load_iris,
-        "wine": datasets.load_wine,
-        "breast_cancer": datasets.load_breast_cancer,
-        "diabetes": datasets.load_diabetes,
-    }
-    if name in bundled:
-        X, y = bundled[name](return_X_y=True)
-    else:
-        with np.load(Path(data_home) / f"{name}.npz") as data:
-            X, y = data["X"], data["y"]
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64 if DATASETS[name] == "clf" else np.float64)
+    data = load_dataset(name, data_home)
+    X = np.asarray(data.X, dtype=np.float64)
+    y = np.asarray(data.y, dtype=np.int64 if DATASETS[name] == "clf" else np.float64)
     if X.shape[0] > MAX_ROWS:  # a fixed subsample, the same for every seed
         keep = np.sort(np.random.default_rng(12345).choice(X.shape[0], MAX_ROWS, replace=False))
         X, y = X[keep], y[keep]
@@ -375,31 +368,17 @@ def job_hgb(d, seed):
 
 
 def job_info():
-    import sklearn
+    """Versions and thread pools as the worker sees them."""
     import torch
     from threadpoolctl import threadpool_info
 
-    import sksparse_nn
-
-    versions = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "sklearn": sklearn.__version__,
-        "sksparse_nn": sksparse_nn.__version__,
+    return {
+        **versions(peers=("lassonet", "interpret-core")),
         "torch_threads": torch.get_num_threads(),
         "threadpools": [
             {k: p[k] for k in ("internal_api", "num_threads") if k in p} for p in threadpool_info()
         ],
     }
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in ("lassonet", "interpret-core", "skorch"):
-        try:
-            versions[dist] = version(dist)
-        except PackageNotFoundError:
-            versions[dist] = None
-    return versions
 
 
 def run_job(method, mode, name, seed, data_home):
@@ -426,144 +405,23 @@ def run_job(method, mode, name, seed, data_home):
 _CACHE = {}
 
 
-def _worker_main(conn):
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    _CACHE["limits"] = threadpool_limits(limits=1)
+def _worker_init():
     # one-time costs kept out of the timed calls: the package's imports, and torch's lazy
     # import of torch._dynamo on the first optimizer a process constructs (seconds)
+    import torch
+
     import sksparse_nn  # noqa: F401
 
     torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
-        name, args = message
-        try:
-            out = ("ok", globals()[name](*args))
-        except BaseException:  # noqa: BLE001 - reported to the parent
-            out = ("error", traceback.format_exc())
-        conn.send(out)
 
 
-class Worker:
-    """A single-threaded subprocess running jobs with a time limit (killed when exceeded)."""
-
-    def __init__(self):
-        self.proc = None
-        self.conn = None
-
-    def _start(self):
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)  # inherited by the spawned worker
-        try:
-            self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
-            self.proc.start()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        child.close()
-
-    def call(self, name, *args, timeout):
-        if self.proc is None or not self.proc.is_alive():
-            self._start()
-        start = time.perf_counter()
-        self.conn.send((name, args))
-        if not self.conn.poll(timeout):
-            self.kill()
-            return {"status": "timeout", "limit_seconds": timeout}
-        try:
-            status, value = self.conn.recv()
-        except EOFError:
-            code = self.proc.exitcode
-            self.kill()
-            return {
-                "status": "crashed",
-                "exitcode": code,
-                "after_seconds": time.perf_counter() - start,
-            }
-        if status == "ok":
-            return {"status": "ok", **value}
-        return {"status": "error", "error": value.strip().splitlines()[-1], "traceback": value}
-
-    def kill(self):
-        if self.proc is not None:
-            self.proc.kill()  # the worker this object started, by its handle
-            self.proc.join()
-        self.proc = None
-
-    def close(self):
-        if self.proc is not None and self.proc.is_alive():
-            self.conn.send(None)
-            self.proc.join(10)
-            if self.proc.is_alive():
-                self.kill()
-        self.proc = None
+def _call(worker, fn, *args, timeout):
+    """One call in the single-threaded worker: ``{"status": ..., **its results}``."""
+    res = worker.call(fn, *args, timeout=timeout)
+    return {"status": "ok", **res["value"]} if res["status"] == "ok" else res
 
 
 # --------------------------------------------------------------------------- run
-def _uptime():
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return None
-
-
-def _machine():
-    info = {"cpu_count": os.cpu_count(), "platform": platform.platform()}
-    try:
-        with open("/proc/cpuinfo") as fh:
-            info["cpu"] = next(
-                (ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), None
-            )
-        with open("/proc/meminfo") as fh:
-            info["mem_total_gb"] = int(fh.readline().split()[1]) / 1024**2
-    except OSError:
-        pass
-    return info
-
-
-def package_digest():
-    """sha256 of the package's source files and the git commit: what was measured."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for file in sorted((root / "sksparse_nn").rglob("*.py")):
-        digest.update(str(file.relative_to(root)).encode())
-        digest.update(file.read_bytes())
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", "sksparse_nn"],
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    except OSError:
-        commit, dirty = None, ""
-    return {
-        "source_sha256": digest.hexdigest()[:16],
-        "commit": commit,
-        "package_dirty": bool(dirty),
-    }
-
-
 def calls_for(name, methods, modes):
     """(method, mode) pairs that apply to a data set's task, cheap ones first."""
     task = DATASETS[name]
@@ -593,26 +451,25 @@ def run(args):
             "cv_cost": CV_COST,
             "y_regression": "standardized by the training mean and sd",
         },
-        machine=_machine(),
-        code=package_digest(),
-        uptime_before=_uptime(),
+        machine=machine(peers=("lassonet", "interpret-core")),
+        code=code_version(),
+        uptime_before=uptime(),
     )
     invocation = {
         "argv": args.argv,
         "timeout": args.timeout,
         "code": results["code"],
-        "uptime_before": _uptime(),
+        "uptime_before": uptime(),
     }
     results.setdefault("invocations", []).append(invocation)
-    worker = Worker()
+    worker = Worker(init=_worker_init)
     t0 = time.perf_counter()
 
     def save():
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(json.dumps(results, indent=1))
+        write_json(results, out_path)
 
     try:
-        results["versions"] = worker.call("job_info", timeout=300)
+        results["versions"] = _call(worker, job_info, timeout=300)
         for name in args.datasets:
             for seed in args.seeds:
                 for method, mode in calls_for(name, args.methods, args.modes):
@@ -649,8 +506,8 @@ def run(args):
                             continue
                     entry["load_before"] = os.getloadavg()
                     print(f"[{time.perf_counter() - t0:6.0f} s] {key} ...", flush=True)
-                    res = worker.call(
-                        "run_job", method, mode, name, seed, args.data_home, timeout=limit
+                    res = _call(
+                        worker, run_job, method, mode, name, seed, args.data_home, timeout=limit
                     )
                     entry.update(res)
                     entry["load_after"] = os.getloadavg()
@@ -659,7 +516,7 @@ def run(args):
                     save()
     finally:
         worker.close()
-        results["uptime_after"] = invocation["uptime_after"] = _uptime()
+        results["uptime_after"] = invocation["uptime_after"] = uptime()
         results["wall_seconds"] = invocation["wall_seconds"] = time.perf_counter() - t0
         save()
     return results
@@ -742,8 +599,8 @@ def _fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
-def report(results):
-    """Print the table (means over seeds); returns the summary rows."""
+def report(results, out):
+    """Print the table (means over seeds), write the JSON and the plot; the summary rows."""
     table = summarize(results)
     results["summary"] = table
     print(
@@ -788,15 +645,14 @@ def report(results):
         print("\nwarnings (first 160 characters; where):")
         for text, where in warned.items():
             print(f"  {text}\n      {', '.join(where)}")
+    write_json(results, out)
+    plot(results, out.with_suffix(".png"))
+    print(f"\nwrote {out} and {out.with_suffix('.png')} ({results['wall_seconds']:.0f} s)")
     return table
 
 
 def plot(results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     runs = list(results["runs"].values())
     names = [n for n in DATASETS if any(e["dataset"] == n for e in runs)]
     if not names:
@@ -929,7 +785,7 @@ def main(argv=None):
         action="store_true",
         help="run SparsePathCV even when its plain path predicts a timeout",
     )
-    parser.add_argument("--data-home", default=os.environ.get("SKSPARSE_NN_DATA", DATA_HOME))
+    add_data_home_argument(parser)
     parser.add_argument(
         "--resume", action="store_true", help="keep the finished calls already in --out"
     )
@@ -940,6 +796,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.datasets is None:
         args.datasets = ["iris"] if args.quick else list(DATASETS)
+    if args.data_home is None and any(d.startswith("wine_") for d in args.datasets):
+        parser.error("give --data-home or set SKSPARSE_NN_DATA (for wine_red, wine_white)")
     if args.seeds is None:
         args.seeds = [0] if args.quick else [0, 1, 2]
     if args.timeout is None:
@@ -953,11 +811,7 @@ def main(argv=None):
         results.setdefault("wall_seconds", float("nan"))
     else:
         results = run(args)
-    report(results)
-    out = Path(args.out)
-    out.write_text(json.dumps(results, indent=1))
-    plot(results, out.with_suffix(".png"))
-    print(f"\nwrote {out} and {out.with_suffix('.png')} ({results['wall_seconds']:.0f} s)")
+    report(results, Path(args.out))
 
 
 if __name__ == "__main__":

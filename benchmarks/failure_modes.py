@@ -4,20 +4,18 @@ For each estimator (small settings, default optimizer) and each case, records th
 ``ok`` (finite predictions, importances and selection), ``empty`` (ok and nothing
 selected), the class of the clear error raised with the start of its message, or
 ``NaN!`` / ``silent`` when a fit returned non-finite output without a word. Prints a
-table and writes benchmarks/results/failure_modes.json.
+table and writes benchmarks/results/failure_modes.json (or ``--out``).
 
-    python benchmarks/failure_modes.py
+    python benchmarks/failure_modes.py [--out FILE]
 """
 
 from __future__ import annotations
 
-import json
-import time
+import argparse
 import warnings
-from pathlib import Path
 
 import numpy as np
-import torch
+from _common import add_out_argument, single_thread, timed, write_json
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 
@@ -32,8 +30,6 @@ from sksparse_nn import (
     SparseLinearClassifier,
     SparseLinearRegressor,
 )
-
-RESULTS = Path(__file__).parent / "results"
 
 ESTIMATORS = [
     GroupLassoRegressor(lam=0.01),
@@ -133,23 +129,21 @@ def verdict(est, case):
     return "ok"
 
 
-def run():
-    torch.set_num_threads(1)
+def run(args):
+    single_thread()
     table = {}
     for est in ESTIMATORS:
         name = type(est).__name__
         table[name] = {}
         for case_name, case in CASES:
-            start = time.perf_counter()
-            table[name][case_name] = verdict(est, case)
-            print(f"{name:24s} {case_name:20s} {time.perf_counter() - start:6.2f}s "
-                  f"{table[name][case_name]}", flush=True)  # fmt: skip
+            t = timed(verdict, est, case)
+            table[name][case_name] = t.value
+            print(f"{name:24s} {case_name:20s} {t.wall:6.2f}s {t.value}", flush=True)
     return table
 
 
-def report(table):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "failure_modes.json").write_text(json.dumps(table, indent=1))
+def report(table, out):
+    write_json(table, out)
     cases = [c for c, _ in CASES]
     print("\n| estimator | " + " | ".join(cases) + " |")
     print("|---" * (len(cases) + 1) + "|")
@@ -158,5 +152,12 @@ def report(table):
         print(f"| {name} | " + " | ".join(short) + " |")
 
 
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_out_argument(parser, "failure_modes.json")
+    args = parser.parse_args()
+    report(run(args), args.out)
+
+
 if __name__ == "__main__":
-    report(run())
+    main()

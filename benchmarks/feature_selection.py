@@ -41,30 +41,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-import sklearn
-import torch
-from sklearn.datasets import load_digits
+from _common import (
+    add_data_home_argument,
+    add_out_argument,
+    load_dataset,
+    machine,
+    pyplot,
+    single_thread,
+    write_json,
+)
 from sklearn.feature_selection import SelectKBest, f_classif
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from sksparse_nn import DGatedMLPClassifier
-from sksparse_nn.datasets import load_benchmark
-from sksparse_nn.solvers import lambda_max
 
 DATASETS = ("digits", "isolet", "coil20_20x20", "madelon", "mnist_t10k")
 REAL = ("isolet", "coil20_20x20", "madelon", "mnist_t10k")
 LASSONET_DEFAULT = ("digits", "isolet", "coil20_20x20", "madelon")
 KS = (10, 25, 50)
 HIDDEN = (100,)
-RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Path settings per data set: epochs per path point (the first, dense point included;
 #: about 1000-1250 optimizer steps on ISOLET/MNIST, 360-640 on the small sets), number of
@@ -88,29 +90,11 @@ LAM_HI = {2: 20.0, 3: 3.0, 4: 2.5}
 FILTER_EPOCHS = 30
 
 
-def package_digest():
-    """sha256 of the package's source files: which version of the code was measured."""
-    import hashlib
-
-    import sksparse_nn
-
-    root = Path(sksparse_nn.__file__).parent
-    digest = hashlib.sha256()
-    for file in sorted(root.rglob("*.py")):
-        digest.update(str(file.relative_to(root)).encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 # ---------------------------------------------------------------------------- data
 def load(name, data_home, seed):
     """Standardized float32 train/test arrays of one data set."""
-    if name == "digits":
-        X, y = load_digits(return_X_y=True)
-        X_test = y_test = None
-    else:
-        data = load_benchmark(name, data_home=data_home, download_if_missing=False)
-        X, y, X_test, y_test = data.X, data.y, data.X_test, data.y_test
+    data = load_dataset(name, data_home)
+    X, y, X_test, y_test = data.X, data.y, data.X_test, data.y_test
     X = np.asarray(X, dtype=np.float64)
     if X_test is None:
         X, X_test, y, y_test = train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
@@ -118,14 +102,6 @@ def load(name, data_home, seed):
     X = scaler.transform(X).astype(np.float32)
     X_test = scaler.transform(np.asarray(X_test, dtype=np.float64)).astype(np.float32)
     return X, np.asarray(y), X_test, np.asarray(y_test)
-
-
-def default_lam_max(X, y):
-    """The package's ``lam_max`` for a classifier: max_j ||X_j^T (Y - mean Y)|| / n."""
-    classes, index = np.unique(y, return_inverse=True)
-    onehot = np.eye(len(classes))[index]
-    targets = onehot[:, 1:] if len(classes) == 2 else onehot
-    return lambda_max(X.astype(np.float64), targets, np.arange(X.shape[1]), np.ones(X.shape[1]))
 
 
 def lam_ratios(D, n_lams):
@@ -145,7 +121,7 @@ def run_dgating(X, y, X_test, y_test, D, cfg, seed):
         random_state=seed,
     )
     start = time.perf_counter()
-    lam_max = default_lam_max(X, y)
+    lam_max = est.lambda_max(X, y)  # the path protocol's top of the default grid
     lams = lam_max * lam_ratios(D, cfg["n_lams"] if D > 2 else min(cfg["n_lams"], D2_N_LAMS))
     path = est.regularization_path(X, y, lams=lams, X_val=X_test, y_val=y_test)
     wall = time.perf_counter() - start
@@ -344,11 +320,7 @@ def print_targets(targets):
 
 # ---------------------------------------------------------------------------- plot
 def plot(results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(results["datasets"])
     ncols = 3
     nrows = -(-(len(names) + 1) // ncols)  # one panel per data set, one for wall times
@@ -424,7 +396,7 @@ def plot(results, path):
 # ---------------------------------------------------------------------------- main
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-home", default=os.environ.get("SKSPARSE_NN_DATA"))
+    add_data_home_argument(parser)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--D", nargs="*", type=int, default=[2, 3, 4])
     parser.add_argument("--no-lassonet", action="store_true")
@@ -450,12 +422,17 @@ def main(argv=None):
         action="store_true",
         help="with --resume: recompute the --datasets given (all their methods, in this run)",
     )
-    parser.add_argument("--out", default=str(RESULTS / "feature_selection.json"))
+    add_out_argument(parser, "feature_selection.json")
     args = parser.parse_args(argv)
-
     if args.data_home is None and any(d != "digits" for d in args.datasets):
         parser.error("give --data-home or set SKSPARSE_NN_DATA")
-    torch.set_num_threads(args.threads)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
+    report(run(args), Path(args.out))
+
+
+def run(args):
+    """Every (data set, method) not yet in ``--out``; saves the JSON and plot as it goes."""
+    single_thread(args.threads)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
@@ -466,24 +443,11 @@ def main(argv=None):
         if args.redo:
             for name in args.datasets:
                 results["datasets"].pop(name, None)
-    results["environment"] = {
-        "torch": torch.__version__,
-        "sklearn": sklearn.__version__,
-        "python": platform.python_version(),
-        "torch_threads": args.threads,
-        "sksparse_nn_source_sha256": package_digest(),
-        "cpu_count": os.cpu_count(),
-    }
-    try:
-        import lassonet
-
-        results["environment"]["lassonet"] = lassonet.__version__
-    except (ImportError, AttributeError):
-        pass
+    results["environment"] = machine(peers=("lassonet",))
 
     def save():
         results["targets"] = check_targets(results)
-        out.write_text(json.dumps(results, indent=1))
+        write_json(results, out)
 
     t_all = time.perf_counter()
     for name in args.datasets:
@@ -525,16 +489,23 @@ def main(argv=None):
         plot(results, png)
     results.setdefault("runs", []).append(
         {
-            "argv": sys.argv[1:] if argv is None else list(argv),
+            "argv": args.argv,
             "wall_time_s": time.perf_counter() - t_all,
             "environment": dict(results["environment"]),
         }
     )
-    save()
-    plot(results, png)
+    return results
+
+
+def report(results, out):
+    """Save the JSON and the plot, print the table and the targets."""
+    results["targets"] = check_targets(results)
+    write_json(results, out)
+    plot(results, out.with_suffix(".png"))
     print_table(results)
     print_targets(results["targets"])
-    print(f"\nwrote {out} and {png} ({time.perf_counter() - t_all:.0f} s this run)")
+    seconds = results["runs"][-1]["wall_time_s"]
+    print(f"\nwrote {out} and {out.with_suffix('.png')} ({seconds:.0f} s this run)")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ Usage::
 
     python benchmarks/linear_path.py [--seeds 3] [--repeats 2] [--before] [--quick]
                                      [--skip-large] [--solvers-only] [--timeout 600]
+                                     [--out FILE] [--replot]
 
 ``--repeats`` times every path of part 1 that many times (interleaved) and keeps the
 fastest. ``--before`` also times the D=2 path of the first seed with the linear
@@ -90,37 +91,35 @@ from __future__ import annotations
 
 import os
 
-for _var in (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "NUMBA_NUM_THREADS",
-):
-    os.environ[_var] = "1"
+from _common import THREAD_ENV
+
+os.environ.update(THREAD_ENV)  # before numpy (and numba) are imported
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
-import multiprocessing as mp  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    Worker,
+    machine,
+    pyplot,
+    timed,
+    versions,
+    write_json,
+)
 from scipy.special import expit, logsumexp, softmax  # noqa: E402
 from sklearn.utils import Bunch  # noqa: E402
 
 from sksparse_nn import SparseLinearClassifier, SparseLinearRegressor  # noqa: E402
 from sksparse_nn.datasets import make_group_regression  # noqa: E402
-from sksparse_nn.estimators._base import BaseDGated  # noqa: E402
 from sksparse_nn.solvers import GroupLassoClassifier, group_lasso_path  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 LAMS = np.geomspace(1e-5, 15.0, 30)
 GROUP_SIZE = 5
 METHODS = ["skglm", "celer", "fista", "D=2", "D=3", "D=4"]
@@ -138,12 +137,6 @@ SCALING_METHODS = ["skglm", "celer", "fista", "D=2", "D=3"]
 # peers that get the Fortran-ordered copy of X (column-wise coordinate descent)
 FORTRAN_PEERS = ("skglm", "skglm PN", "celer", "skglm tight", "tight")
 DEFAULT_TIMEOUT = 600.0
-
-
-def _timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return time.perf_counter() - start, out
 
 
 def _group_norms(coefs, labels):
@@ -322,12 +315,12 @@ def gated_path(X, y, lams, labels, D, estimator=SparseLinearRegressor, **params)
 
 
 class _BeforeBlockSteps(SparseLinearRegressor):
-    """The regressor as trained before block steps: L-BFGS from the ridge start only."""
+    """The regressor as trained before block steps: L-BFGS from the ridge start only.
+
+    ``_block_steps`` is the family's private switch; no public parameter turns the block
+    steps off (they are what the estimator does now)."""
 
     _block_steps = False
-
-    def _fit(self, X, y, warm_module=None):  # without the single-thread context either
-        return BaseDGated._fit(self, X, y, warm_module=warm_module)
 
 
 def _refit_path(model, X, y, lams, set_lam):
@@ -449,96 +442,10 @@ def run_method(name, d, peer_tol=None):
 
 
 # ------------------------------------------------------------------------ the worker
-# Every path runs in one long-lived worker subprocess (spawned, so it re-imports this
-# file); the parent kills it (by its pid) when a path exceeds the time limit.
+# Every path runs in one long-lived single-threaded worker subprocess (_common.Worker,
+# spawned, so it re-imports this file); the parent kills it when a path exceeds the limit.
 
-_STATE = {"key": None, "data": None, "limits": None}
-
-
-def _init_worker():
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    _STATE["limits"] = threadpool_limits(limits=1)
-
-
-def _worker_main(conn):
-    _init_worker()
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
-        name, args, kwargs = message
-        try:
-            out = ("ok", globals()[name](*args, **kwargs))
-        except BaseException:  # noqa: BLE001 - reported to the parent
-            out = ("error", traceback.format_exc())
-        conn.send(out)
-
-
-class Worker:
-    """A single-threaded subprocess that runs jobs (module functions) with a time limit."""
-
-    def __init__(self):
-        self.proc = None
-        self.conn = None
-        self.warmed = set()
-        self.restarts = 0
-
-    def _start(self):
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
-        self.proc.start()
-        child.close()
-        self.warmed = set()
-
-    def call(self, name, *args, timeout=DEFAULT_TIMEOUT, **kwargs):
-        """``{"status": "ok", "value": ...}``, or status error / timeout / crashed."""
-        if self.proc is None or not self.proc.is_alive():
-            self._start()
-        start = time.perf_counter()
-        self.conn.send((name, args, kwargs))
-        if not self.conn.poll(timeout):
-            self.kill()
-            return {"status": "timeout", "limit_seconds": timeout}
-        try:
-            status, value = self.conn.recv()
-        except EOFError:
-            code = self.proc.exitcode
-            self.kill()
-            return {
-                "status": "crashed",
-                "exitcode": code,
-                "after_seconds": time.perf_counter() - start,
-            }
-        if status == "ok":
-            return {"status": "ok", "value": value}
-        return {"status": "error", "error": value.strip().splitlines()[-1], "traceback": value}
-
-    def kill(self):
-        if self.proc is not None:
-            self.proc.kill()  # only the worker this object started
-            self.proc.join()
-            self.restarts += 1
-        self.proc = None
-
-    def close(self):
-        if self.proc is not None and self.proc.is_alive():
-            self.conn.send(None)
-            self.proc.join(10)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join()
-        self.proc = None
+_STATE = {"key": None, "data": None}
 
 
 def _problem_data(spec):
@@ -586,7 +493,8 @@ def path_job(spec, name, return_coefs=False, peer_tol=None):
     rss0 = _proc_status_mb("VmRSS")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        seconds, (coefs, intercepts) = _timed(run_method, name, d, peer_tol=peer_tol)
+        t = timed(run_method, name, d, peer_tol=peer_tol)
+        seconds, (coefs, intercepts) = t.wall, t.value
     peak = _proc_status_mb("VmHWM")
     obj, kkt, n_groups = evaluate(d, coefs, intercepts)
     counts = {}
@@ -661,7 +569,7 @@ def ensure_warm(worker, spec, name, timeout, peer_tol=None, warm_log=None):
     key = (_family(spec), name)
     if key in worker.warmed:
         return {"status": "ok"}
-    res = worker.call("warm_job", _tiny(spec), name, peer_tol=peer_tol, timeout=timeout)
+    res = worker.call(warm_job, _tiny(spec), name, peer_tol=peer_tol, timeout=timeout)
     if warm_log is not None:
         warm_log.append({"family": list(map(str, key[0])), "method": name, **res})
     if res["status"] == "ok":
@@ -675,7 +583,7 @@ def run_path(worker, spec, name, timeout, peer_tol=None, return_coefs=False, war
     if res["status"] != "ok":
         return res
     return worker.call(
-        "path_job", spec, name, return_coefs=return_coefs, peer_tol=peer_tol, timeout=timeout
+        path_job, spec, name, return_coefs=return_coefs, peer_tol=peer_tol, timeout=timeout
     )
 
 
@@ -728,7 +636,8 @@ def same_objective_check(lam):
 
 def before_job(seed):
     data = make_group_regression(random_state=seed)
-    return _timed(lambda: gated_path(data.X, data.y, LAMS, data.groups, 2, _BeforeBlockSteps))
+    t = timed(gated_path, data.X, data.y, LAMS, data.groups, 2, _BeforeBlockSteps)
+    return t.wall, t.value
 
 
 def oracle_rmse(data):
@@ -781,7 +690,7 @@ def run_paper(worker, seeds, repeats, timeout, warm_log):
         ),
         None,
     )
-    res = worker.call("same_objective_check", 0.1, timeout=timeout)
+    res = worker.call(same_objective_check, 0.1, timeout=timeout)
     check = res["value"] if res["status"] == "ok" else res
     results, oracle = [], []
     for seed in range(seeds):
@@ -1100,11 +1009,7 @@ def problem_table(problem, labels, timeout):
 
 
 def plot(paper, scaling, logistic, path, timeout=DEFAULT_TIMEOUT):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     results, oracle = paper["results"], paper["oracle"]
     styles = {
         "fista": dict(color="black", lw=2.5, label="group lasso (our FISTA)"),
@@ -1224,20 +1129,6 @@ def _fmt_range(vals, spec):
     return f"{lo:{spec}}" if lo == hi else f"{lo:{spec}}-{hi:{spec}}"
 
 
-def _machine():
-    info = {"cpu_count": os.cpu_count(), "platform": platform.platform()}
-    try:
-        with open("/proc/cpuinfo") as fh:
-            info["cpu"] = next(
-                (ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), None
-            )
-        with open("/proc/meminfo") as fh:
-            info["mem_total_gb"] = int(fh.readline().split()[1]) / 1024**2
-    except OSError:
-        pass
-    return info
-
-
 def run(args):
     """All three parts; returns the results (printing progress)."""
     load_start = os.getloadavg()
@@ -1246,7 +1137,7 @@ def run(args):
     warm_log = []
     timeout = args.timeout
     try:
-        info = worker.call("info_job", timeout=120)
+        info = worker.call(info_job, timeout=120)
         paper = run_paper(worker, args.seeds, args.repeats, timeout, warm_log)
         if paper["compile"]:
             print(
@@ -1264,7 +1155,7 @@ def run(args):
             )
         before = None
         if args.before:
-            res = worker.call("before_job", 0, timeout=timeout)
+            res = worker.call(before_job, 0, timeout=timeout)
             ref = paper["results"][0]
             if res["status"] == "ok":
                 seconds, path = res["value"]
@@ -1326,8 +1217,8 @@ def run(args):
     }
 
 
-def report(out):
-    """Print the tables, write the JSON and the figure."""
+def report(out, path):
+    """Print the tables, write the JSON (``path``) and the figure beside it."""
     args = out["args"]
     table, targets = paper_table(out["paper"], out["before"])
     for prob in out["scaling"]:
@@ -1354,10 +1245,8 @@ def report(out):
     )
 
     paper = out["paper"]
-    RESULTS.mkdir(exist_ok=True)
-    stem = "linear_path_solvers" if args.get("solvers_only") else "linear_path"
     if not args.get("solvers_only"):
-        plot(paper, out["scaling"], out["logistic"], RESULTS / "linear_path.png", args["timeout"])
+        plot(paper, out["scaling"], out["logistic"], path.with_suffix(".png"), args["timeout"])
     per_seed = []
     for r in paper["results"]:
         per_seed.append({k: v for k, v in r.items()})
@@ -1377,9 +1266,9 @@ def report(out):
             "timing": "worker subprocess, warm-up path on tiny data first (numba compile "
             "excluded); peak memory = VmHWM rise above VmRSS before the path",
         },
-        "versions": _versions(),
+        "versions": versions(peers=("scipy", "skglm", "celer", "numba", "threadpoolctl")),
         "machine": {
-            **_machine(),
+            **machine(),
             "load_average_start": out["load_average_start"],
             "load_average_end": out["load_average_end"],
             "worker": out["info"],
@@ -1397,7 +1286,7 @@ def report(out):
         "worker_restarts": out["worker_restarts"],
         "total_seconds": out["total_seconds"],
     }
-    (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    write_json(result, path)
 
 
 def main():
@@ -1417,12 +1306,18 @@ def main():
     parser.add_argument(
         "--replot", action="store_true", help="only redraw the figure from the saved JSON"
     )
+    parser.add_argument(
+        "--out", default=None, help="results file (default benchmarks/results/linear_path.json, "
+        "or linear_path_solvers.json with --solvers-only); the figure goes beside it",
+    )  # fmt: skip
     args = parser.parse_args()
+    stem = "linear_path_solvers" if args.solvers_only else "linear_path"
+    out = Path(args.out) if args.out else RESULTS / f"{stem}.json"
     if args.replot:
-        saved = json.loads((RESULTS / "linear_path.json").read_text())
+        saved = json.loads(out.read_text())
         paper = {"results": saved["per_seed"], "oracle": saved["oracle_rmse"]}
         timeout = saved["config"].get("timeout_seconds", DEFAULT_TIMEOUT)
-        plot(paper, saved["scaling"], saved["logistic"], RESULTS / "linear_path.png", timeout)
+        plot(paper, saved["scaling"], saved["logistic"], out.with_suffix(".png"), timeout)
         return
     if args.seeds is None:
         args.seeds = 1 if args.quick else 3
@@ -1430,30 +1325,7 @@ def main():
         args.repeats = 1 if args.quick else 2
     if args.timeout is None:
         args.timeout = 120.0 if args.quick else DEFAULT_TIMEOUT
-    report(run(args))
-
-
-def _jsonable(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
-
-
-def _versions():
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version()}
-    for pkg in (
-        "torch", "skorch", "scikit-learn", "numpy", "scipy", "skglm", "celer", "numba",
-        "threadpoolctl",
-    ):  # fmt: skip
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = None
-    return out
+    report(run(args), out)
 
 
 if __name__ == "__main__":

@@ -24,20 +24,20 @@ Also: the time of one training epoch of the vectorized NAM for p = 100 features 
 the same model written as a Python loop over per-feature subnetworks.
 
 Run: ``python benchmarks/nam.py`` (about 10-25 minutes on 2 shared cores); ``--quick`` for a
-smoke run. Writes ``benchmarks/results/nam.json`` and ``nam_*.png``.
+smoke run; ``--out-dir DIR`` writes elsewhere. Writes ``benchmarks/results/nam.json``,
+``nam_fits.json`` (every CV fit, reused by ``--reuse``) and ``nam_*.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _common import RESULTS, machine, pyplot, single_thread, timed, write_json
 from joblib import Parallel, delayed
 from sklearn.linear_model import LassoCV
 from sklearn.model_selection import KFold
@@ -49,7 +49,6 @@ from sksparse_nn.gating import dgate
 from sksparse_nn.groups import AxisGroups
 from sksparse_nn.nn.nam import NAM
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TRUE = np.arange(5)
 PRUNE_TOL = 1e-3  # the paper's post-hoc threshold for SNAM
 # CV fits use the estimator's defaults (2000 SGD steps of batch 64, lr 0.05, one hidden layer
@@ -72,15 +71,12 @@ class _GroupLassoNet(PenalizedNet):
 class SNAMRegressor(DGatedNAMRegressor):
     """Sparse NAM of Xu et al. (2023): direct group-lasso subgradient training."""
 
-    def _gate_module(self, module, init):
-        with torch.no_grad():  # same warm-start bookkeeping as the gated model, no gates
+    _net_class = _GroupLassoNet  # the estimator's declared net hook
+
+    def _gate_module(self, module, init):  # the family hook: here, no gates
+        with torch.no_grad():  # same warm-start bookkeeping as the gated model
             module.intercept.sub_(module.centers.sum(dim=0))
             module.centers.zero_()
-
-    def _make_net(self, module, dataset, seed):
-        net = super()._make_net(module, dataset, seed)
-        net.__class__ = _GroupLassoNet
-        return net
 
 
 def _group_norms(est):
@@ -212,19 +208,13 @@ def _epoch_time(module, X, y, batch_size, repeats, gated=False):
             loss.backward()
             opt.step()
 
-    epoch()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        epoch()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return float(np.median(timed(epoch, repeats=repeats, warmup=1).walls))
 
 
 def epoch_timing(p=100, n=1000, h=64, batch_sizes=(32, 64, 256), repeats=5):
     """Median epoch time (forward, backward, SGD step) of the same model three ways."""
     torch.manual_seed(0)
-    torch.set_num_threads(1)
+    single_thread()
     X = torch.randn(n, p)
     y = torch.randn(n, 1)
     out = {"p": p, "n": n, "hidden": h, "threads": 1, "by_batch_size": {}}
@@ -245,12 +235,8 @@ def epoch_timing(p=100, n=1000, h=64, batch_sizes=(32, 64, 256), repeats=5):
 
 
 # ------------------------------------------------------------------ plots
-def _plots(results, summary, lams, X, y, final, data):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _plots(out_dir, summary, lams, X, final, data):
+    plt = pyplot()
     from sksparse_nn.plotting import plot_shape_functions
 
     # 1. CV RMSE and number of selected features along lam
@@ -267,7 +253,7 @@ def _plots(results, summary, lams, X, y, final, data):
     a2.set(xscale="log", xlabel="lam", ylabel="selected features", title="Sparsity")
     a1.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(RESULTS / "nam_cv_path.png", dpi=110)
+    fig.savefig(out_dir / "nam_cv_path.png", dpi=110)
     plt.close(fig)
 
     # 2. selection frequency per feature at the 1-SE lam, per method
@@ -284,7 +270,7 @@ def _plots(results, summary, lams, X, y, final, data):
     ax.axvline(4.5, color="tab:red", lw=1)
     ax.set_title("Selection frequency over folds (left of the red line: the 5 true features)")
     fig.tight_layout()
-    fig.savefig(RESULTS / "nam_selection.png", dpi=110)
+    fig.savefig(out_dir / "nam_selection.png", dpi=110)
     plt.close(fig)
 
     # 3. learned shape functions of the final model vs the truth
@@ -297,55 +283,29 @@ def _plots(results, summary, lams, X, y, final, data):
                 truth = truth - data.shape_functions[j](X[:, j]).mean()  # same centring
                 ax.plot(grid, truth, "--", color="tab:red", lw=1, label="truth")
                 ax.legend(fontsize="x-small")
-        axes[0].figure.savefig(RESULTS / "nam_shape_functions.png", dpi=110)
+        axes[0].figure.savefig(out_dir / "nam_shape_functions.png", dpi=110)
         plt.close("all")
 
 
-# ------------------------------------------------------------------- main
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 folds, 3 lams: a smoke run")
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--ebm-default", action="store_true", help="also EBM with interactions")
-    parser.add_argument(
-        "--reuse", action="store_true", help="summarize results/nam_fits.json, no CV fits"
-    )
-    args = parser.parse_args()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    t_start = time.perf_counter()
-
-    data = make_additive_regression(
-        n_samples=1000, n_noise=15, noise=1.0, feature_distribution="normal",
-        random_state=0, return_info=True,
-    )  # fmt: skip
-    X, y = data.X, data.y
-    n_folds = 2 if args.quick else 5
-    lams = np.array([0.01, 0.04, 0.16]) if args.quick else 0.01 * 2.0 ** np.arange(5)
-    Ds = (2, 3, 4)
-    splits = list(KFold(n_folds, shuffle=True, random_state=0).split(X))
-
+# ------------------------------------------------------------------- run
+def cv_tasks(X, n_folds, lams, Ds, ebm_default):
+    """(method, params, fold, train, test) of every CV fit, methods mixed over the pool."""
     tasks = []
-    for fold, (tr, te) in enumerate(splits):
+    for fold, (tr, te) in enumerate(KFold(n_folds, shuffle=True, random_state=0).split(X)):
         for lam in lams:
             for D in Ds:
                 tasks.append(("dgate", {"lam": float(lam), "D": D, **NAM_CV}, fold, tr, te))
             tasks.append(("snam", {"lam": float(lam), **NAM_CV}, fold, tr, te))
         tasks.append(("ebm", {"interactions": 0}, fold, tr, te))
         tasks.append(("lasso", {}, fold, tr, te))
-        if args.ebm_default:
+        if ebm_default:
             tasks.append(("ebm", {}, fold, tr, te))
-    order = np.random.RandomState(0).permutation(len(tasks))  # mix methods over the pool
-    if args.reuse:
-        out = json.loads((RESULTS / "nam_fits.json").read_text())
-    else:
-        print(f"{len(tasks)} fits on {args.n_jobs} workers ...", flush=True)
-        out = Parallel(n_jobs=args.n_jobs, verbose=5)(
-            delayed(_run)(m, p, f, X, y, tr, te) for m, p, f, tr, te in (tasks[i] for i in order)
-        )
-    results = sorted(out, key=lambda r: (r["method"], json.dumps(r["params"]), r["fold"]))
-    (RESULTS / "nam_fits.json").write_text(json.dumps(results))  # checkpoint, see --reuse
+    order = np.random.RandomState(0).permutation(len(tasks))
+    return [tasks[i] for i in order]
 
-    # ---- 1-SE selection per method
+
+def select(results, Ds):
+    """Per method: the CV curve along lam and the 1-SE (and best) lam's fits."""
     summary = {"paths": {}, "methods": {}}
     grid_methods = [(f"D-Gating D={D}", "dgate", {"D": D}) for D in Ds]
     grid_methods.append(("SNAM (group lasso subgradient)", "snam", {}))
@@ -384,58 +344,46 @@ def main():
         rows = [r for r in results if r["method"] == method and r["params"] == params]
         if rows:
             summary["methods"][label] = {**_summary(rows), "rows": rows}
+    return summary
 
-    print("\nE.6 additive problem: n=1000, 5 true + 15 noise features, 5-fold CV", flush=True)
-    header = (
-        f"{'method':42s} {'lam':>7s} {'CV RMSE':>15s} {'#sel':>5s} {'true':>5s} "
-        f"{'noise':>6s} {'exact5':>6s} {'fit s':>6s}"
-    )
-    print(header)
-    print("-" * len(header))
-    for label, s in summary["methods"].items():
-        lam = f"{s['lam']:.3g}" if "lam" in s else "-"
-        print(
-            f"{label:42s} {lam:>7s} {s['cv_rmse']:7.3f} ± {s['cv_rmse_se']:5.3f} "
-            f"{s['n_selected']:5.1f} {s['true_kept']:5.1f} {s['noise_dropped']:6.1f} "
-            f"{s['folds_exactly_true']:>4d}/{s['n_folds']} {s['fit_time']:6.1f}"
+
+def run(args):
+    """CV fits (or the saved ones), 1-SE selection, epoch timing, final fit, targets."""
+    out_dir = Path(args.out_dir)
+    t_start = time.perf_counter()
+    data = make_additive_regression(
+        n_samples=1000, n_noise=15, noise=1.0, feature_distribution="normal",
+        random_state=0, return_info=True,
+    )  # fmt: skip
+    X, y = data.X, data.y
+    n_folds = 2 if args.quick else 5
+    lams = np.array([0.01, 0.04, 0.16]) if args.quick else 0.01 * 2.0 ** np.arange(5)
+    Ds = (2, 3, 4)
+    tasks = cv_tasks(X, n_folds, lams, Ds, args.ebm_default)
+    if args.reuse:
+        out = json.loads((out_dir / "nam_fits.json").read_text())
+    else:
+        print(f"{len(tasks)} fits on {args.n_jobs} workers ...", flush=True)
+        out = Parallel(n_jobs=args.n_jobs, verbose=5)(
+            delayed(_run)(m, p, f, X, y, tr, te) for m, p, f, tr, te in tasks
         )
-    print("(true: of 5 true features kept; noise: of 15 noise features dropped; exact5: folds")
-    print(" selecting exactly the 5 true features; SNAM pruned at group norm < 1e-3)")
-    print("\nper-lam CV RMSE / folds with exactly the true features:")
-    for label, s in summary["paths"].items():
-        cells = "  ".join(
-            f"{lam:.3g}:{m:.3f}/{k}"
-            for lam, m, k in zip(s["lams"], s["mean"], s["folds_exactly_true"], strict=True)
-        )
-        print(f"  {label:32s} {cells}")
+    results = sorted(out, key=lambda r: (r["method"], json.dumps(r["params"]), r["fold"]))
+    write_json(results, out_dir / "nam_fits.json", indent=None)  # checkpoint, see --reuse
+    summary = select(results, Ds)
 
     # ---- epoch time, vectorized vs loop
     timing = epoch_timing(p=100, repeats=3 if args.quick else 5)
-    print("\nepoch time, p=100 features, n=1000, h=64, 1 thread (forward + backward + SGD step):")
-    for bs, row in timing["by_batch_size"].items():
-        print(
-            f"  batch {bs:>3s}: vectorized {row['vectorized_s']:.3f}s (D-gated "
-            f"{row['vectorized_dgated_s']:.3f}s), loop over features {row['loop_s']:.3f}s "
-            f"-> {row['speedup']:.1f}x ({row['speedup_dgated']:.1f}x gated)"
-        )
 
     # ---- final D=3 fit at its 1-SE lam on all data with the estimator's defaults, timed
     # against EBM on the same data, for the shape-function plot
-    torch.set_num_threads(1)
+    single_thread()
     lam3 = summary["methods"]["D-Gating D=3 [1se]"]["lam"]
-    t0 = time.perf_counter()
-    final = DGatedNAMRegressor(lam=lam3, D=3, random_state=0).fit(X, y)
-    final_time = time.perf_counter() - t0
+    fitted = timed(DGatedNAMRegressor(lam=lam3, D=3, random_state=0).fit, X, y)
+    final, final_time = fitted.value, fitted.wall
     from interpret.glassbox import ExplainableBoostingRegressor
 
-    t0 = time.perf_counter()
-    ExplainableBoostingRegressor(interactions=0, random_state=0, n_jobs=1).fit(X, y)
-    ebm_full_time = time.perf_counter() - t0
-    print(
-        f"\nall 1000 samples, defaults: D=3 NAM at lam={lam3:.3g} fit {final_time:.1f}s "
-        f"(selected {final.selected_features_.tolist()}, gap {final.sparsity_gap_[0]:.1e}); "
-        f"EBM(interactions=0) {ebm_full_time:.1f}s"
-    )
+    ebm = ExplainableBoostingRegressor(interactions=0, random_state=0, n_jobs=1)
+    ebm_full_time = timed(ebm.fit, X, y).wall
 
     # ---- targets
     ebm = summary["methods"]["EBM (interactions=0)"]
@@ -452,10 +400,7 @@ def main():
             "epoch_speedup_>=_5x_batch256": timing["by_batch_size"]["256"]["speedup"] >= 5,
             "default_fit_time_<=_2x_ebm_full_data": final_time <= 2 * ebm_full_time,
         }
-    print("\ntargets:", json.dumps(targets, indent=1))
-
-    _plots(results, summary, lams, X, y, final, data)
-    report = {
+    return {
         "protocol": {
             "data": "make_additive_regression(n_samples=1000, n_noise=15, noise=1, "
             "feature_distribution='normal', random_state=0)",
@@ -471,10 +416,7 @@ def main():
             "snam_prune_tol": PRUNE_TOL,
             "selection": "one-standard-error rule on CV RMSE",
         },
-        "summary": {
-            k: {kk: vv for kk, vv in v.items() if kk != "rows"}
-            for k, v in summary["methods"].items()
-        },  # fmt: skip
+        "summary": summary["methods"],  # with each method's rows; saved without them
         "paths": summary["paths"],
         "epoch_timing": timing,
         "targets": targets,
@@ -486,16 +428,73 @@ def main():
             "sparsity_gap": list(final.sparsity_gap_),
         },
         "fits": results,
-        "machine": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "cpus": os.cpu_count(),
-            "n_jobs": args.n_jobs,
-        },
+        "machine": {**machine(peers=("interpret-core",)), "n_jobs": args.n_jobs},
         "total_seconds": time.perf_counter() - t_start,
+        "_plot": (lams, X, final, data),  # for the figures, not saved
     }
-    (RESULTS / "nam.json").write_text(json.dumps(report, indent=1))
-    print(f"\nwrote {RESULTS / 'nam.json'} and nam_*.png in {report['total_seconds']:.0f}s")
+
+
+# ------------------------------------------------------------------- report
+def report(results, out_dir):
+    """Print the tables, draw the figures, write nam.json."""
+    lams, X, final, data = results.pop("_plot")
+    methods = results["summary"]
+    print("\nE.6 additive problem: n=1000, 5 true + 15 noise features, 5-fold CV", flush=True)
+    header = (
+        f"{'method':42s} {'lam':>7s} {'CV RMSE':>15s} {'#sel':>5s} {'true':>5s} "
+        f"{'noise':>6s} {'exact5':>6s} {'fit s':>6s}"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, s in methods.items():
+        lam = f"{s['lam']:.3g}" if "lam" in s else "-"
+        print(
+            f"{label:42s} {lam:>7s} {s['cv_rmse']:7.3f} ± {s['cv_rmse_se']:5.3f} "
+            f"{s['n_selected']:5.1f} {s['true_kept']:5.1f} {s['noise_dropped']:6.1f} "
+            f"{s['folds_exactly_true']:>4d}/{s['n_folds']} {s['fit_time']:6.1f}"
+        )
+    print("(true: of 5 true features kept; noise: of 15 noise features dropped; exact5: folds")
+    print(" selecting exactly the 5 true features; SNAM pruned at group norm < 1e-3)")
+    print("\nper-lam CV RMSE / folds with exactly the true features:")
+    for label, s in results["paths"].items():
+        cells = "  ".join(
+            f"{lam:.3g}:{m:.3f}/{k}"
+            for lam, m, k in zip(s["lams"], s["mean"], s["folds_exactly_true"], strict=True)
+        )
+        print(f"  {label:32s} {cells}")
+    print("\nepoch time, p=100 features, n=1000, h=64, 1 thread (forward + backward + SGD step):")
+    for bs, row in results["epoch_timing"]["by_batch_size"].items():
+        print(
+            f"  batch {bs:>3s}: vectorized {row['vectorized_s']:.3f}s (D-gated "
+            f"{row['vectorized_dgated_s']:.3f}s), loop over features {row['loop_s']:.3f}s "
+            f"-> {row['speedup']:.1f}x ({row['speedup_dgated']:.1f}x gated)"
+        )
+    f3 = results["final_D3"]
+    print(
+        f"\nall 1000 samples, defaults: D=3 NAM at lam={f3['lam']:.3g} fit "
+        f"{f3['fit_time_defaults']:.1f}s (selected {f3['selected']}, gap "
+        f"{f3['sparsity_gap'][0]:.1e}); EBM(interactions=0) {f3['ebm_fit_time_full_data']:.1f}s"
+    )
+    print("\ntargets:", json.dumps(results["targets"], indent=1))
+    _plots(out_dir, {"paths": results["paths"], "methods": methods}, lams, X, final, data)
+    results["summary"] = {
+        k: {kk: vv for kk, vv in v.items() if kk != "rows"} for k, v in methods.items()
+    }
+    path = write_json(results, out_dir / "nam.json")
+    print(f"\nwrote {path} and nam_*.png in {results['total_seconds']:.0f}s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 folds, 3 lams: a smoke run")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--ebm-default", action="store_true", help="also EBM with interactions")
+    parser.add_argument(
+        "--reuse", action="store_true", help="summarize <out-dir>/nam_fits.json, no CV fits"
+    )
+    parser.add_argument("--out-dir", default=str(RESULTS), help="where the JSON and plots go")
+    args = parser.parse_args()
+    report(run(args), Path(args.out_dir))
 
 
 if __name__ == "__main__":

@@ -12,19 +12,27 @@ Scaled to a shared 2-core CPU: one torch thread, few epochs (see ``--dense-epoch
 Usage::
 
     python benchmarks/node_wine.py --data-home DIR      # or set SKSPARSE_NN_DATA
+
+``--out FILE`` writes the JSON (and the plot beside it) elsewhere.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
-import os
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.base import clone
+from _common import (
+    add_data_home_argument,
+    add_out_argument,
+    machine,
+    pyplot,
+    single_thread,
+    timed,
+    write_json,
+)
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import QuantileTransformer
@@ -32,7 +40,6 @@ from sklearn.preprocessing import QuantileTransformer
 from sksparse_nn.datasets import load_wine_quality
 from sksparse_nn.estimators.node import NODERegressor
 
-RESULTS = Path(__file__).resolve().parent / "results"
 LAMS = {2: [1e-2, 2e-2, 4e-2, 8e-2, 1.6e-1], 3: [2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2]}
 
 
@@ -40,27 +47,17 @@ def rmse(a, b):
     return float(np.sqrt(np.mean((np.asarray(a) - np.asarray(b)) ** 2)))
 
 
-def best_time(fn, repeats=7):
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def module_predict_time(module, x):
+    """Best of 7 forward passes after one untimed."""
     with torch.no_grad():
-        return best_time(lambda: module(x))
+        return timed(module, x, repeats=7, warmup=1).wall
 
 
 def run_split(split, X, y, args):
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=split)
     rows = []
-    start = time.perf_counter()
-    hgb = HistGradientBoostingRegressor(random_state=split).fit(X_tr, y_tr)
-    hgb_time = time.perf_counter() - start
+    fitted = timed(HistGradientBoostingRegressor(random_state=split).fit, X_tr, y_tr)
+    hgb_time, hgb = fitted.wall, fitted.value
     rows.append({"split": split, "model": "HGB", "rmse": rmse(hgb.predict(X_te), y_te)})
     rows[-1]["fit_s"] = hgb_time
 
@@ -79,9 +76,7 @@ def run_split(split, X, y, args):
         response_lr=args.response_lr,
         random_state=split,
     )
-    start = time.perf_counter()
-    dense.fit(Z_tr, y_tr)
-    fit_s = time.perf_counter() - start
+    fit_s = timed(dense.fit, Z_tr, y_tr).wall
     dense_rmse = rmse(dense.predict(Z_te), y_te)
     dense_predict_s = module_predict_time(dense.module_, z_te)
     rows.append(
@@ -102,13 +97,11 @@ def run_split(split, X, y, args):
         flush=True,
     )
     for D, lams in LAMS.items():
-        warm = dense.module_
+        # a path warm-started from the dense model, through the path protocol: one
+        # estimator, set_params(lam=..., warm_start=True) and fit at every point
+        est = copy.deepcopy(dense).set_params(D=D, max_epochs=args.path_epochs)
         for lam in lams:
-            est = clone(dense).set_params(lam=lam, D=D, max_epochs=args.path_epochs)
-            start = time.perf_counter()
-            est._fit(Z_tr, y_tr, warm_module=warm)  # warm start, as regularization_path does
-            fit_s = time.perf_counter() - start
-            warm = est.module_
+            fit_s = timed(est.set_params(lam=lam, warm_start=True).fit, Z_tr, y_tr).wall
             row = {
                 "split": split,
                 "model": f"NODE D={D}",
@@ -183,11 +176,7 @@ def check_targets(table):
 
 
 def plot(table, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     hgb = next(t for t in table if t["model"] == "HGB")
     dense = next(t for t in table if t["model"] == "NODE dense")
@@ -215,32 +204,22 @@ def plot(table, path):
     fig.savefig(path, dpi=120)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-home", default=os.environ.get("SKSPARSE_NN_DATA"))
-    parser.add_argument("--splits", type=int, default=4)
-    parser.add_argument("--num-trees", type=int, default=500)
-    parser.add_argument("--depth", type=int, default=6)
-    parser.add_argument("--dense-epochs", type=int, default=30)
-    parser.add_argument("--path-epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=256)
-    # faster exact zeros than the estimator's default 0.3 within the small epoch budget
-    parser.add_argument("--response-lr", type=float, default=1.0)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)  # small tensors, shared CPU: one thread is fastest
-
+def run(args):
+    single_thread(args.threads)  # small tensors, shared CPU: one thread is fastest
     data = load_wine_quality("white", data_home=args.data_home)
     X, y = np.asarray(data.X, dtype=np.float64), np.asarray(data.y, dtype=np.float64)
-    start = time.perf_counter()
-    rows = []
-    for split in range(args.splits):
-        rows += run_split(split, X, y, args)
-    total = time.perf_counter() - start
-    table = summarize(rows)
-    targets = check_targets(table)
+    total = timed(lambda: [r for s in range(args.splits) for r in run_split(s, X, y, args)])
+    table = summarize(total.value)
+    settings = {k: v for k, v in vars(args).items() if k not in ("data_home", "out")}
+    return {"settings": settings, "lams": LAMS, "total_s": total.wall,
+            "targets": check_targets(table), "summary": table, "runs": total.value,
+            "n_rows": X.shape[0], "machine": machine()}  # fmt: skip
 
-    print(f"\nWhite wine, {X.shape[0]} rows; mean (std) over {args.splits} splits")
+
+def report(results, out):
+    table = results["summary"]
+    splits = results["settings"]["splits"]
+    print(f"\nWhite wine, {results['n_rows']} rows; mean (std) over {splits} splits")
     print(f"{'model':<12}{'D':>3}{'lam':>9}{'RMSE':>17}{'trees':>16}{'speedup':>10}")
     for t in table:
         lam = "" if t["lam"] is None else f"{t['lam']:.0e}"
@@ -254,18 +233,27 @@ def main():
             f"{t['model']:<12}{t['D'] or '':>3}{lam:>9}"
             f"{t['rmse_mean']:>10.4f} ({t['rmse_std']:.4f}){trees:>16}{speed:>10}"
         )
-    print(f"\ntotal time {total:.0f} s")
-    print(json.dumps(targets, indent=2))
+    print(f"\ntotal time {results['total_s']:.0f} s")
+    print(json.dumps(results["targets"], indent=2))
+    out = write_json(results, out, indent=2)
+    plot(table, out.with_suffix(".png"))
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    settings = {k: v for k, v in vars(args).items() if k != "data_home"}
-    with open(RESULTS / "node_wine.json", "w") as fh:
-        json.dump(
-            {"settings": settings, "lams": LAMS, "total_s": total, "targets": targets,
-             "summary": table, "runs": rows},
-            fh, indent=2,
-        )  # fmt: skip
-    plot(table, RESULTS / "node_wine.png")
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_data_home_argument(parser)
+    parser.add_argument("--splits", type=int, default=4)
+    parser.add_argument("--num-trees", type=int, default=500)
+    parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("--dense-epochs", type=int, default=30)
+    parser.add_argument("--path-epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=256)
+    # faster exact zeros than the estimator's default 0.3 within the small epoch budget
+    parser.add_argument("--response-lr", type=float, default=1.0)
+    parser.add_argument("--threads", type=int, default=1)
+    add_out_argument(parser, "node_wine.json")
+    args = parser.parse_args()
+    report(run(args), args.out)
 
 
 if __name__ == "__main__":

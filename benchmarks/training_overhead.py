@@ -33,7 +33,6 @@ import io
 import json
 import math
 import os
-import platform
 import pstats
 import subprocess
 import sys
@@ -42,6 +41,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _common import (
+    add_data_home_argument,
+    add_out_argument,
+    load_dataset,
+    machine,
+    pyplot,
+    timed,
+    write_json,
+)
 from skorch.callbacks import Callback, LRScheduler
 
 from sksparse_nn import DGatedMLPClassifier
@@ -49,37 +57,15 @@ from sksparse_nn.estimators._training import PenalizedNet
 from sksparse_nn.gating import dgate, gated_tensors, penalty_function
 from sksparse_nn.nn.mlp import MLP
 
-RESULTS = Path(__file__).resolve().parent / "results"
 LAM, D, LR, BATCH, HIDDEN = 1e-3, 3, 0.1, 64, (100,)
-
-
-def package_digest():
-    """sha256 of the package's source files: which version of the code was measured."""
-    import hashlib
-
-    import sksparse_nn
-
-    root = Path(sksparse_nn.__file__).parent
-    digest = hashlib.sha256()
-    for file in sorted(root.rglob("*.py")):
-        digest.update(str(file.relative_to(root)).encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------- data
 def load(name, data_home):
     from sklearn.preprocessing import StandardScaler
 
-    if name == "digits":
-        from sklearn.datasets import load_digits
-
-        X, y = load_digits(return_X_y=True)
-    else:
-        from sksparse_nn.datasets import load_benchmark
-
-        data = load_benchmark(name, data_home=data_home, download_if_missing=False)
-        X, y = data.X, data.y
+    data = load_dataset(name, data_home)
+    X, y = data.X, data.y
     X = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64)).astype(np.float32)
     return X, np.asarray(y, dtype=np.int64)
 
@@ -214,11 +200,13 @@ class PlainLoop:
 
 def plain_fit(X, y, epochs, variant="plain", seed=0, threads=1):
     """A whole plain-loop fit (data conversion, model, optimizer included); seconds."""
-    start = time.perf_counter()
-    loop = PlainLoop(X, y, variant, seed, epochs, threads)
-    for _ in range(epochs):
-        loop.epoch()
-    return time.perf_counter() - start
+
+    def fit():
+        loop = PlainLoop(X, y, variant, seed, epochs, threads)
+        for _ in range(epochs):
+            loop.epoch()
+
+    return timed(fit).wall
 
 
 # ------------------------------------------------------------ prototypes of the fixes
@@ -255,6 +243,14 @@ class ProtoNet(PenalizedNet):
     """
 
     fixes = frozenset()
+
+    def initialize_callbacks(self):
+        if "epoch" in self.fixes:  # the cosine schedule without batch hooks
+            self.callbacks = [
+                (n, _EpochCosine(self.max_epochs) if n == "lr_schedule" else cb)
+                for n, cb in self.callbacks
+            ]
+        return super().initialize_callbacks()
 
     def _gated(self):
         if getattr(self, "_gated_cache", None) is None:
@@ -318,21 +314,10 @@ class ProtoNet(PenalizedNet):
 
 
 def proto_estimator(fixes, **params):
-    """A DGatedMLPClassifier whose net is a ProtoNet with the given fixes."""
-
-    class _Proto(DGatedMLPClassifier):
-        def _make_net(self, module, dataset, seed):
-            net = super()._make_net(module, dataset, seed)
-            net.__class__ = type("ProtoNet_", (ProtoNet,), {"fixes": frozenset(fixes)})
-            if "epoch" in fixes:  # the cosine schedule without batch hooks
-                net.callbacks = [
-                    (n, _EpochCosine(net.max_epochs) if n == "lr_schedule" else cb)
-                    for n, cb in net.callbacks
-                ]
-            return net
-
-    _Proto.__name__ = "DGatedMLPClassifier"
-    return _Proto(**params)
+    """A DGatedMLPClassifier whose net (its declared ``_net_class``) is a ProtoNet."""
+    net_class = type("ProtoNet_", (ProtoNet,), {"fixes": frozenset(fixes)})
+    cls = type("DGatedMLPClassifier", (DGatedMLPClassifier,), {"_net_class": net_class})
+    return cls(**params)
 
 
 # --------------------------------------------------------------------- profiling
@@ -408,17 +393,22 @@ def med(values):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-home", default=os.environ.get("SKSPARSE_NN_DATA"))
+    add_data_home_argument(parser)
     parser.add_argument("--dataset", default="isolet", choices=["isolet", "digits"])
     parser.add_argument("--epochs", type=int, default=4, help="epochs per timed run")
     parser.add_argument("--fit-epochs", type=int, default=8, help="epochs of a whole fit")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=str(RESULTS / "training_overhead.json"))
+    add_out_argument(parser, "training_overhead.json")
     args = parser.parse_args(argv)
     if args.dataset != "digits" and args.data_home is None:
         parser.error("give --data-home or set SKSPARSE_NN_DATA (or --dataset digits)")
-    torch.set_num_threads(args.threads)
+    report(run(args), Path(args.out))
+
+
+def run(args):
+    """Parts 1-4, interleaved as described above; saves the JSON after each part."""
+    torch.set_num_threads(args.threads)  # torch only: part 1 switches it per loop
     X, y = load(args.dataset, args.data_home)
     out = {
         "dataset": args.dataset,
@@ -434,20 +424,14 @@ def main(argv=None):
             "repeats": args.repeats,
             "threads": args.threads,
         },
-        "environment": {
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "sksparse_nn_source_sha256": package_digest(),
-        },
+        "environment": machine(),
         "load_start": os.getloadavg(),
     }
     path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def save():
         out["load_end"] = os.getloadavg()
-        path.write_text(json.dumps(out, indent=1))
+        write_json(out, path)
 
     # warm-up: one-time imports (torch._dynamo through the optimizer) and allocations
     plain_fit(X[:512], y[:512], 1)
@@ -503,9 +487,8 @@ def main(argv=None):
     for r in range(args.repeats):
         fits["plain loop, ungated"].append(plain_fit(X, y, E, "plain", r, args.threads))
         fits["plain loop, gated + penalty"].append(plain_fit(X, y, E, "gated", r, args.threads))
-        t0 = time.perf_counter()
-        DGatedMLPClassifier(lam=LAM, D=D, max_epochs=E, random_state=r).fit(X, y)
-        fits["DGatedMLPClassifier"].append(time.perf_counter() - t0)
+        est = DGatedMLPClassifier(lam=LAM, D=D, max_epochs=E, random_state=r)
+        fits["DGatedMLPClassifier"].append(timed(est.fit, X, y).wall)
     base_fits = fits["plain loop, ungated"]
     out["whole_fit"] = {
         name: {
@@ -549,9 +532,7 @@ def main(argv=None):
         proto_base.append(plain_fit(X, y, E, "plain", r, args.threads))
         for name, fixes in protos.items():
             est = proto_estimator(fixes, lam=LAM, D=D, max_epochs=E, random_state=r)
-            t0 = time.perf_counter()
-            est.fit(X, y)
-            proto_times[name].append(time.perf_counter() - t0)
+            proto_times[name].append(timed(est.fit, X, y).wall)
             if r == 0:
                 scores[name] = float(est.score(X, y))
     out["prototypes"] = {
@@ -572,17 +553,19 @@ def main(argv=None):
             f"   {name:<8} {','.join(v['fixes']) or '-':<28} {v['median_s']:7.2f} s  "
             f"{v['ratio_to_plain_ungated']:.2f}x  train acc {v['train_acc']:.3f}"
         )
-    save()
+    return out
+
+
+def report(out, path):
+    """Write the JSON and the figure (the tables were printed part by part)."""
+    out["load_end"] = os.getloadavg()
+    write_json(out, path)
     plot(out, path.with_suffix(".png"))
     print(f"wrote {path} and {path.with_suffix('.png')}; load at end {out['load_end'][0]:.1f}")
 
 
 def plot(out, png):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     panels = [
         ("per-epoch time, plain loop (x plain)", out["per_epoch"], "ratio_to_plain", 1.15),
