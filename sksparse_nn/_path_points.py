@@ -82,10 +82,14 @@ def run_path(
     collected per point (reported once by the caller) only with ``collect_warnings``:
     ``warnings.catch_warnings`` swaps process-wide state, so threads that run concurrently
     with others (thread-based joblib backends) must not use it.
+
+    Once a point selects nothing, every larger lam gives that same empty model (the
+    intercept alone: zero groups get no gradient along a warm-started path, and the
+    penalty of an empty model is zero), so those points are recorded without a fit.
     """
     est = clone(estimator)
     user_warm_start = est.get_params()["warm_start"]
-    points, lams, warm = [], list(lams), False
+    points, lams, warm, empty = [], list(lams), False, None
     out = {"completed": True, "interrupted": None, "diverged": None}
     progress = _progress(len(lams), desc) if verbose else None
     try:
@@ -93,6 +97,11 @@ def run_path(
             for lam in extended_grid(lams, extend, points):
                 if interrupt_requested():
                     raise InterruptRequested
+                if empty is not None:  # the same empty model at every larger lam
+                    points.append(_carried(empty, float(lam)))
+                    if progress is not None:
+                        progress.update(1)
+                    continue
                 try:
                     point = fit_point(
                         est, float(lam), X, y, warm, X_val, y_val, scorer, collect_warnings
@@ -106,6 +115,8 @@ def run_path(
                     point["estimator"] = kept
                 points.append(point)
                 warm = True
+                if point["selected"].size == 0:
+                    empty = point
                 if progress is not None:
                     progress.update(1)
     except KeyboardInterrupt as exc:
@@ -118,6 +129,14 @@ def run_path(
     out["has_coef"] = hasattr(est, "coef_")
     out["feature_names"] = getattr(est, "feature_names_in_", None)
     return out
+
+
+def _carried(empty, lam):
+    """The record of the empty model ``empty`` at a larger ``lam`` (no fit)."""
+    point = {**empty, "lam": lam, "not_converged": False}
+    if "estimator" in empty:
+        point["estimator"] = copy.deepcopy(empty["estimator"]).set_params(lam=lam)
+    return point
 
 
 def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True):

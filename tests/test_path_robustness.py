@@ -224,3 +224,30 @@ def test_convergence_warnings_of_a_path_come_as_one(data):
     convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert len(convergence) == 1
     assert "max_epochs" in str(convergence[0].message)
+
+
+class _CountingLinear(SparseLinearRegressor):
+    fits = []
+
+    def fit(self, X, y, sample_weight=None):
+        type(self).fits.append(self.lam)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def test_points_past_the_empty_model_are_recorded_without_a_fit(data):
+    X, y = data
+    lam_max = SparseLinearRegressor(D=2).lambda_max(X, y)
+    lams = lam_max * np.array([0.1, 0.5, 1.5, 3.0, 10.0])  # empty from 1.5 lam_max on
+    _CountingLinear.fits = []
+    path = regularization_path(_CountingLinear(D=2), X, y, lams=lams, X_val=X, y_val=y,
+                               keep_estimators=True)  # fmt: skip
+    np.testing.assert_allclose(_CountingLinear.fits, lams[:3])  # the first empty one fitted
+    assert path.n_selected.tolist()[2:] == [0, 0, 0] and len(path) == 5
+    # the carried points are the empty model: the same as fitting there
+    for k in (3, 4):
+        fitted = SparseLinearRegressor(D=2, lam=lams[k]).fit(X, y)
+        assert np.all(path.coefs[k] == 0) and np.all(fitted.coef_ == 0)
+        np.testing.assert_allclose(path.intercepts[k], fitted.intercept_, rtol=1e-12)
+        np.testing.assert_allclose(path.val_score[k], fitted.score(X, y), rtol=1e-12)
+        assert path.estimators[k].lam == lams[k]
+        np.testing.assert_allclose(path.estimators[k].predict(X), fitted.predict(X), rtol=1e-12)
