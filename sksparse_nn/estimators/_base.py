@@ -29,6 +29,7 @@ from ..exceptions import TrainingDivergedError
 from ..gating import collapse, gate_factors, group_norms, penalty
 from ..path import regularization_path
 from ..solvers import lambda_max
+from ._docs import fill
 from ._guards import (
     ConvergenceMonitor,
     DivergenceGuard,
@@ -114,21 +115,15 @@ class BaseDGated(BaseEstimator):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
 
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-
-        Raises
-        ------
-        TrainingDivergedError
-            When the training loss becomes non-finite or explodes (a ``ValueError``;
-            the message names ``lr``, ``lam`` and the scale of the data).
-        KeyboardInterrupt
-            On Ctrl-C, once training has stopped; the estimator is then not fitted.
+        $fit_returns
         """
-        warm = getattr(self, "module_", None) if self.warm_start else None
-        return self._fit(X, y, warm_module=warm)
+        return self._fit(X, y, warm_module=self._warm_module())
+
+    fit.__doc__ = fill(fit.__doc__)
+
+    def _warm_module(self):
+        """The previous fit's module when ``warm_start`` (the start of the next fit)."""
+        return getattr(self, "module_", None) if self.warm_start else None
 
     def _fit(self, X, y, warm_module=None, sample_weight=None):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""

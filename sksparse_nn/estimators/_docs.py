@@ -52,6 +52,20 @@ verbose : int, default=0
     "max_epochs_warning": """\
 When the cap ends training while the loss is still falling or groups are still
 shrinking towards zero, a ``ConvergenceWarning`` says so.""",
+    # method sections
+    "fit_returns": """\
+Returns
+-------
+self : object
+    The fitted estimator.
+
+Raises
+------
+TrainingDivergedError
+    When the training loss becomes non-finite or explodes (a ``ValueError``; the
+    message names ``lr``, ``lam`` and the scale of the data).
+KeyboardInterrupt
+    On Ctrl-C, once training has stopped; the estimator is then not fitted.""",
     # attributes
     "group_norms_": """\
 group_norms_ : ndarray of shape (n_groups,)

@@ -155,20 +155,11 @@ class _SparseLinearModel(BaseDGated):
             integer weight equals repeating the row and a zero weight equals dropping it,
             and ``lam`` keeps its scale.
 
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-
-        Raises
-        ------
-        TrainingDivergedError
-            When the training loss becomes non-finite or explodes.
-        KeyboardInterrupt
-            On Ctrl-C, once training has stopped; the estimator is then not fitted.
+        $fit_returns
         """
-        warm = getattr(self, "module_", None) if self.warm_start else None
-        return self._fit(X, y, warm_module=warm, sample_weight=sample_weight)
+        return self._fit(X, y, warm_module=self._warm_module(), sample_weight=sample_weight)
+
+    fit.__doc__ = fill(fit.__doc__)
 
     def _build_module(self, n_features, n_outputs):
         return torch.nn.Linear(n_features, n_outputs, bias=self.fit_intercept)
