@@ -25,6 +25,52 @@ def _as_float_data(X, y):
     return X, y
 
 
+class GramCache:
+    """Gram blocks ``X_c[:, idx]^T X_c[:, idx] / n`` of the features seen so far.
+
+    ``products(a, b)`` returns ``X_c[:, a]^T X_c[:, b] / n`` (dense); a block of new
+    features costs their products with themselves and with the cached ones, and the
+    cache never holds more than ``max_features`` features (its memory bound, ``8
+    max_features^2`` bytes). Shared by the reference solver's working sets and the
+    linear estimators' block steps on wide data.
+    """
+
+    def __init__(self, products, n_features, max_features):
+        self.products = products
+        self.max_features = max_features
+        self._pos = np.full(n_features, -1, dtype=np.intp)
+        self._idx = np.zeros(0, dtype=np.intp)
+        self._gram = np.zeros((0, 0))
+
+    def __len__(self):
+        return self._idx.size
+
+    def cacheable(self, idx, max_features=None):
+        """Whether the block of ``idx`` fits in the cache (with what it holds)."""
+        limit = self.max_features if max_features is None else max_features
+        return self._idx.size + int(np.count_nonzero(self._pos[idx] < 0)) <= limit
+
+    def block(self, idx):
+        """The Gram block of the (sorted) features ``idx``, computing what is missing."""
+        pos = self._pos
+        new = idx[pos[idx] < 0]
+        if new.size:
+            old = self._idx
+            B = self.products(old, new) if old.size else np.zeros((0, new.size))
+            C = self.products(new, new)
+            k = old.size
+            G = np.empty((k + new.size, k + new.size))
+            G[:k, :k] = self._gram
+            G[:k, k:] = B
+            G[k:, :k] = B.T
+            G[k:, k:] = 0.5 * (C + C.T)
+            self._gram = G
+            self._idx = np.concatenate((old, new))
+            pos[new] = k + np.arange(new.size)
+        q = pos[idx]
+        return self._gram[np.ix_(q, q)]
+
+
 class Design:
     """Centered (weighted) least-squares data and everything the iterations need.
 
@@ -141,9 +187,7 @@ class Design:
         # per-iteration work small enough for single-threaded BLAS to be fastest
         self.small = (p * p if use_gram else 2 * n * p) <= SMALL_WORK
         # cache of Gram blocks (when the Gram matrix is not precomputed)
-        self._cache_pos = np.full(p, -1, dtype=np.intp)
-        self._cache_idx = np.zeros(0, dtype=np.intp)
-        self._cache = np.zeros((0, 0))
+        self._cache = GramCache(self._products, p, _GRAM_MAX_FEATURES)
 
     @property
     def degenerate(self):
@@ -214,45 +258,23 @@ class Design:
     def cacheable(self, idx):
         """Whether the Gram block of ``idx`` is available without the cache of blocks
         outgrowing ``_GRAM_MAX_FEATURES`` features (its memory bound)."""
-        if self.gram is not None:
-            return True
-        new = int(np.count_nonzero(self._cache_pos[idx] < 0))
-        return self._cache_idx.size + new <= _GRAM_MAX_FEATURES
+        return self.gram is not None or self._cache.cacheable(idx, _GRAM_MAX_FEATURES)
+
+    def _products(self, a, b):
+        """``X_c[:, a]^T X_c[:, b] / n`` (dense) from the design's columns."""
+        n, cols = self.n_samples, self._cols
+        if self.sparse:
+            out = np.asarray((cols[:, a].T @ cols[:, b]).todense()) / n
+            if self.fit_intercept:
+                out -= np.outer(self.x_mean[a], self.x_mean[b])
+            return out
+        return cols[:, a].T @ np.asarray(cols[:, b]) / n
 
     def gram_block(self, idx):
         """``X_c^T X_c / n`` restricted to the (sorted) features ``idx``."""
         if self.gram is not None:
             return self.gram[np.ix_(idx, idx)]
-        pos = self._cache_pos
-        new = idx[pos[idx] < 0]
-        if new.size:
-            n = self.n_samples
-            old = self._cache_idx
-            cols = self._cols
-            Xn = cols[:, new]
-            if self.sparse:
-                m = self.x_mean
-                Xo = cols[:, old]
-                B = np.asarray((Xo.T @ Xn).todense()) / n
-                C = np.asarray((Xn.T @ Xn).todense()) / n
-                if self.fit_intercept:
-                    B -= np.outer(m[old], m[new])
-                    C -= np.outer(m[new], m[new])
-            else:
-                Xn = np.asarray(Xn)
-                B = cols[:, old].T @ Xn / n if old.size else np.zeros((0, new.size))
-                C = Xn.T @ Xn / n
-            k = old.size
-            G = np.empty((k + new.size, k + new.size))
-            G[:k, :k] = self._cache
-            G[:k, k:] = B
-            G[k:, :k] = B.T
-            G[k:, k:] = 0.5 * (C + C.T)
-            self._cache = G
-            self._cache_idx = np.concatenate((old, new))
-            pos[new] = k + np.arange(new.size)
-        q = pos[idx]
-        return self._cache[np.ix_(q, q)]
+        return self._cache.block(idx)
 
     def intercept(self, w):
         return self.y_mean - float(self.x_mean @ w) if self.fit_intercept else 0.0
