@@ -49,8 +49,10 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         A D-gated estimator (``lam`` is chosen here; its other parameters are kept).
     lams : array-like of float, default=None
         Grid; ``None`` uses ``n_lams`` values down from the data's ``lam_max``.
-    n_lams : int, default=30
-    lam_min_ratio : float, default=1e-3
+    n_lams : int, default=None
+    lam_min_ratio : float, default=None
+        ``None``: the estimator's ``default_grid()`` (see
+        :func:`~sksparse_nn.regularization_path`).
     cv : int, CV splitter or iterable, default=5
     rule : {"1se", "best"}, default="1se"
         ``"1se"``: the sparsest lam whose mean CV score is within one standard error of
@@ -89,8 +91,8 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "regularization_path"])],
         "lams": ["array-like", None],
-        "n_lams": [Interval(Integral, 2, None, closed="left")],
-        "lam_min_ratio": [Interval(Real, 0, 1, closed="right")],
+        "n_lams": [Interval(Integral, 2, None, closed="left"), None],
+        "lam_min_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "cv": ["cv_object"],
         "rule": [StrOptions({"1se", "best"})],
         "scoring": [str, callable, None],
@@ -103,8 +105,8 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         estimator,
         *,
         lams=None,
-        n_lams=30,
-        lam_min_ratio=1e-3,
+        n_lams=None,
+        lam_min_ratio=None,
         cv=5,
         rule="1se",
         scoring=None,

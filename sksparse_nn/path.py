@@ -198,8 +198,8 @@ def regularization_path(
     y,
     *,
     lams=None,
-    n_lams=30,
-    lam_min_ratio=1e-3,
+    n_lams=None,
+    lam_min_ratio=None,
     X_val=None,
     y_val=None,
     cv=None,
@@ -222,8 +222,11 @@ def regularization_path(
         solution; without ``cv`` the grid is extended upward (same ratio) until no
         feature is selected (a non-convex fit, D > 2, can keep live groups beyond
         ``lam_max``).
-    n_lams : int >= 1, default=30
-    lam_min_ratio : float in (0, 1], default=1e-3
+    n_lams : int >= 1, default=None
+    lam_min_ratio : float in (0, 1], default=None
+        ``None``: the estimator's ``default_grid()`` (30 and 1e-3 for an estimator
+        without one): networks, whose points each train a model, use a shorter grid
+        that stops above the nearly unpenalized end.
     X_val, y_val : validation data, default=None
         Scored at every lam (``val_score``).
     cv : int, cross-validation generator or iterable, default=None
@@ -251,7 +254,7 @@ def regularization_path(
     base = clone(estimator)
     if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work
         base._validate_params()
-    _check_path_args(n_lams, lam_min_ratio)
+    n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
     if lams is not None:
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None):
@@ -328,6 +331,17 @@ def _report(full, folds, splits, completed, estimator):
             )
         warnings.warn(text + " (completed=False).", UserWarning, stacklevel=3)
     _warn_not_converged(full, folds, estimator)
+
+
+def _grid_args(estimator, n_lams, lam_min_ratio):
+    """``n_lams`` and ``lam_min_ratio``, ``None`` replaced by the estimator's defaults."""
+    defaults = {"n_lams": 30, "lam_min_ratio": 1e-3}
+    if hasattr(estimator, "default_grid"):
+        defaults.update(estimator.default_grid())
+    n_lams = defaults["n_lams"] if n_lams is None else n_lams
+    lam_min_ratio = defaults["lam_min_ratio"] if lam_min_ratio is None else lam_min_ratio
+    _check_path_args(n_lams, lam_min_ratio)
+    return n_lams, lam_min_ratio
 
 
 def _check_path_args(n_lams, lam_min_ratio):

@@ -26,6 +26,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..exceptions import ConvergenceWarning, TrainingDivergedError
 from ..gating import gate_factors, group_norms
+from ._schedule import in_transit, still_falling
 
 __all__ = [
     "ConvergenceMonitor",
@@ -38,16 +39,6 @@ __all__ = [
 #: A training loss this many times the loss of the constant (intercept-only) model means
 #: the weights have exploded even while the loss is still a finite float.
 EXPLODED = 1e3
-#: A group above ``zero_tol`` is "in transit" to zero when, over the last quarter of
-#: training, its norm fell below ``IN_TRANSIT`` times its value, or fell at all (by 10%)
-#: while being below ``TINY`` times the largest group of its tensor (a slow cosine tail
-#: freezes dying groups there: no clean sparsity gap).
-IN_TRANSIT = 0.5
-TINY = 1e-3
-#: The loss is "still falling" when ``max_epochs`` is reached if the last tenth of the
-#: epochs lowered its mean by more than this fraction of the whole decrease of the fit
-#: (scale-free; SGD noise around a plateau stays far below it).
-STILL_FALLING = 1e-2
 #: ``rows per step * n_features`` up to which a fit runs on one thread: such tensor
 #: operations are overhead-bound and extra threads only add synchronization (measured
 #: 1.7-3.5x slower with 2 threads for a 500 x 20 MLP fit on a 2-core machine).
@@ -134,8 +125,8 @@ class ConvergenceMonitor(Callback):
         losses = np.asarray(losses, dtype=np.float64)
         if losses.size >= 2:
             width = max(1, losses.size // 10)
-            recent, before = losses[-width:].mean(), losses[-2 * width : -width].mean()
-            if before - recent > STILL_FALLING * (losses[0] - recent):
+            falling, before, recent = still_falling(losses, width)
+            if falling:
                 messages.append(
                     f"the training loss was still falling ({before:.4g} -> {recent:.4g} over "
                     f"the last {2 * width} epochs)"
@@ -144,13 +135,8 @@ class ConvergenceMonitor(Callback):
             transit = 0
             for key, norms in final_norms.items():
                 before = self.snapshot_.get(key)
-                if before is None:
-                    continue
-                norms, before = np.asarray(norms, dtype=np.float64), before.numpy()
-                tiny = norms < TINY * norms.max(initial=0.0)
-                shrinking = (norms < 0.9 * before) & (tiny | (norms < IN_TRANSIT * before))
-                moving = (norms >= zero_tol) & shrinking
-                transit += int(moving.sum())
+                if before is not None:
+                    transit += int(in_transit(norms, before.numpy(), zero_tol).sum())
             if transit:
                 messages.append(
                     f"{transit} group(s) were still shrinking towards zero (above "

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback, LRScheduler, ProgressBar
+from skorch.callbacks import Callback, ProgressBar
 
 from .._interrupt import InterruptRequested, interrupt_on, interrupt_requested
 from ..gating import penalty_function
@@ -295,16 +295,10 @@ def resolve_optimizer(name):
     return table[name]
 
 
-def make_callbacks(*, lr_schedule, max_epochs, tol, verbose):
-    """The callbacks of a fit: LR schedule, convergence stop and an optional progress bar."""
-    callbacks = []
-    if lr_schedule == "cosine":
-        callbacks.append(
-            (
-                "lr_schedule",
-                LRScheduler(torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs),
-            )
-        )
+def make_callbacks(*, lr_plan, tol, verbose):
+    """The callbacks of a fit: the learning-rate plan (a callback), the relative-decrease
+    stop of ``tol`` and an optional progress bar."""
+    callbacks = [("lr_schedule", lr_plan)]
     if tol is not None:
         callbacks.append(("converged", _StopWhenConverged(tol)))
     if verbose:

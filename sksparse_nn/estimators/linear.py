@@ -84,6 +84,8 @@ class _SparseLinearModel(BaseDGated):
     _torch_dtype = torch.float64  # small problems, compared against exact solvers
     _fresh_init = "balanced"  # the ridge start, split into balanced factors
     _block_steps = False  # exact block steps before L-BFGS (squared error only)
+    # cheap exact points: the usual lasso grid, down to the nearly unpenalized end
+    _default_grid = {"n_lams": 30, "lam_min_ratio": 1e-3}
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,

@@ -1,0 +1,131 @@
+"""When training stops: the learning-rate plan and the "settled" rule of the automatic budget.
+
+A fit with ``max_epochs=None`` has a cap (long enough for a cold start) and stops once its
+support is stable, no selected group is on its way to zero and the objective has stopped
+falling; warm starts (path points) begin with a learning-rate warm-up.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes
+
+from sksparse_nn import DGatedMLPClassifier, DGatedMLPRegressor, DGatedNAMRegressor
+from sksparse_nn.estimators._schedule import LRPlan, in_transit, still_falling
+
+
+def test_plan_warms_up_decays_by_cosine_and_anneals_on_request():
+    plan = LRPlan(max_epochs=100, schedule="cosine", warmup=4).initialize()
+    assert [plan.factor(e) for e in range(4)] == [0.2, 0.4, 0.6, 0.8]
+    assert plan.factor(50) == pytest.approx(0.5 * (1 + math.cos(math.pi / 2)))
+    assert not plan.annealed(60)
+    f0 = plan.factor(60)
+    plan.anneal(60, 10)
+    assert plan.factor(60) == f0  # continuous where the anneal starts
+    assert plan.factor(65) == pytest.approx(f0 * 0.5)
+    assert plan.factor(70) == 0.0 and plan.annealed(69) and not plan.annealed(68)
+    plan.anneal(65, 3)  # a second request changes nothing
+    assert plan.factor(70) == 0.0
+    constant = LRPlan(max_epochs=10, schedule="constant").initialize()
+    assert {constant.factor(e) for e in range(10)} == {1.0}
+
+
+def test_plan_sets_each_parameter_groups_rate_from_its_own_base():
+    # the gate factors may have their own, capped step size: the factor multiplies each
+    plan = LRPlan(max_epochs=4, schedule="cosine", warmup=1).initialize()
+
+    class Net:
+        optimizer_ = torch.optim.SGD(
+            [{"params": [torch.zeros(1)], "lr": 0.1}, {"params": [torch.zeros(1)], "lr": 0.01}]
+        )
+        history = [{}]
+
+    net = Net()
+    plan.on_train_begin(net)
+    plan.on_epoch_begin(net)
+    assert [g["lr"] for g in net.optimizer_.param_groups] == [0.05, 0.005]
+
+
+def test_transit_and_falling_rules():
+    # halved over the window, or tiny and still shrinking: in transit; zeros never are
+    norms, before = np.array([1.0, 0.4, 1e-5, 0.0, 0.95]), np.array([1.0, 1.0, 2e-5, 1e-3, 1.0])
+    assert in_transit(norms, before, 1e-7).tolist() == [False, True, True, False, False]
+    flat = np.r_[np.linspace(1.0, 0.5, 50), np.full(50, 0.5)]
+    assert not still_falling(flat, 10)[0]
+    assert still_falling(np.linspace(1.0, 0.5, 100), 10)[0]
+
+
+def _diabetes_with_noise(n_noise=10):
+    X, y = load_diabetes(return_X_y=True)
+    rng = np.random.RandomState(0)
+    noise = rng.permutation(X.ravel())[: X.shape[0] * n_noise].reshape(X.shape[0], n_noise)
+    return np.hstack([X, noise]), y
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        DGatedMLPRegressor(D=3, hidden_layer_sizes=(16,), random_state=0),
+        DGatedNAMRegressor(D=3, hidden_layer_sizes=(8,), random_state=0),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_automatic_budget_stops_once_settled_with_a_clean_gap(estimator):
+    X, y = _diabetes_with_noise()
+    lam = 0.3 * estimator.lambda_max(X, y)  # a few features survive
+    est = clone(estimator).set_params(lam=lam).fit(X, y)
+    cap = est._max_epochs(X.shape[0], min(est.batch_size or X.shape[0], X.shape[0]))
+    assert est.n_iter_ < cap  # it stopped before the cap ...
+    dead, live = est.sparsity_gap_
+    assert 0 < len(est.selected_features_) < X.shape[1]
+    # ... with a clean gap: nothing selected is "in transit" (TINY = 1e-3 of the largest)
+    assert live > 1e-3 * est.group_norms_.max() and dead < est.zero_tol
+    # an explicit max_epochs is a fixed count
+    fixed = clone(estimator).set_params(lam=lam, max_epochs=7).fit(X, y)
+    assert fixed.n_iter_ == 7
+
+
+def test_groups_still_shrinking_keep_training_going():
+    # the same fit with a tiny constant step: groups shrink slowly all along, so the
+    # settled rule must not fire; the fit runs to its cap and says so
+    X, y = _diabetes_with_noise()
+    est = DGatedMLPRegressor(
+        D=3, hidden_layer_sizes=(16,), lr=1e-3, lr_schedule="constant", random_state=0
+    )
+    est.set_params(lam=0.3 * est.lambda_max(X, y))
+    with pytest.warns(Warning, match="max_epochs"):
+        est.fit(X, y)
+    assert est.n_iter_ == est._max_epochs(X.shape[0], est.batch_size)
+
+
+def test_warm_started_points_survive_a_sharp_previous_minimum():
+    # the default MLP's path on 442 rows with 10 noise columns: its 4th point diverged in
+    # its 6th step (lr=0.1 straight from the previous point's annealed minimum) before
+    # warm starts warmed up the learning rate
+    X, y = _diabetes_with_noise()
+    est = DGatedMLPRegressor(D=3, random_state=0)
+    lams = np.geomspace(est.lambda_max(X, y) * 1e-3, est.lambda_max(X, y), 30)[:4]
+    path = est.regularization_path(X, y, lams=lams)
+    assert not path.failed.any()
+    assert np.isfinite(path.train_score).all()
+
+
+def test_warm_start_fit_uses_the_warm_up():
+    X, y = _diabetes_with_noise()
+    est = DGatedMLPClassifier(D=3, hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
+    yc = (y > np.median(y)).astype(int)
+    est.fit(X, yc)
+    seen = []
+    original = est._plan_stopping
+
+    def spy(net, *args):
+        original(net, *args)
+        seen.append(dict(net.callbacks)["lr_schedule"].warmup)
+
+    est._plan_stopping = spy
+    est.fit(X, yc)  # not warm: no warm-up
+    est.set_params(warm_start=True).fit(X, yc)
+    assert seen[0] == 0 and seen[1] >= 1
