@@ -50,8 +50,13 @@ n_threads : int or None, default=None
 verbose : int, default=0
     Show a progress bar when > 0.""",
     "max_epochs_warning": """\
-When the cap ends training while the loss is still falling or groups are still
-shrinking towards zero, a ``ConvergenceWarning`` says so.""",
+With ``None`` that is a cap: a fit stops once it has settled (the
+same groups above ``zero_tol`` and none of them still shrinking, and a flat
+objective, over about 200 optimizer steps), after a short anneal of the learning
+rate; an integer runs that many epochs. Warm starts (path points) warm the learning
+rate up over about 100 steps. When the cap ends training while the loss is still
+falling or groups are still shrinking towards zero, a ``ConvergenceWarning`` says
+so.""",
     # method sections
     "fit_returns": """\
 Returns

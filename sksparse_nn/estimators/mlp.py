@@ -154,7 +154,7 @@ _MLP_DOC = fill(
         that no ``lam`` makes SGD diverge; a diverging fit raises
         :class:`~sksparse_nn.exceptions.TrainingDivergedError`.
     max_epochs : int or None, default=None
-        ``None``: at least 100 epochs and at least 4000 optimizer steps. Unused groups
+        ``None``: at most the larger of 100 epochs and 4000 optimizer steps. Unused groups
         shrink by a factor of about ``1 - 2 lr lam / D`` per step, so exact zeros need
         steps, not epochs: small data sets get more epochs.
         $max_epochs_warning

@@ -330,7 +330,7 @@ _NAM_DOC = fill(
         fitted module takes and returns the user's units. The D-Gating factors' step is
         capped at ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD diverge.
     max_epochs : int or None, default=None
-        ``None``: at least 100 epochs and at least 2000 optimizer steps (unused groups
+        ``None``: at most the larger of 100 epochs and 2000 optimizer steps (unused groups
         shrink geometrically per step, so exact zeros need steps, not epochs).
         $max_epochs_warning
     batch_size : int or None, default=64
