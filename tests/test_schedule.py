@@ -129,3 +129,57 @@ def test_warm_start_fit_uses_the_warm_up():
     est.fit(X, yc)  # not warm: no warm-up
     est.set_params(warm_start=True).fit(X, yc)
     assert seen[0] == 0 and seen[1] >= 1
+
+
+class _FakeNet:
+    """Just what the callbacks read: a skorch History and a module (norms patched in)."""
+
+    def __init__(self):
+        from skorch.history import History
+
+        self.history, self.module_ = History(), None
+
+
+def _drive(monkeypatch, norms_per_epoch, loss=1.0, window=3, anneal=4, cap=100):
+    """Run StopWhenSettled over given group norms; returns (stopped epoch, callback, plan)."""
+    from sksparse_nn.estimators import _schedule
+    from sksparse_nn.estimators._training import StopTraining
+
+    plan = LRPlan(cap, "stable").initialize()
+    rule = _schedule.StopWhenSettled(plan, window, 1e-7, anneal, nonconvex=True).initialize()
+    net, current = _FakeNet(), {}
+    monkeypatch.setattr(_schedule, "group_norms", lambda module: current)
+    for epoch, norms in enumerate(norms_per_epoch):
+        net.history.new_epoch()
+        net.history.record("train_loss", loss)
+        current.clear()
+        current["w"] = torch.tensor(norms, dtype=torch.float64)
+        try:
+            rule.on_epoch_end(net)
+        except StopTraining:
+            return epoch, rule, plan
+    return None, rule, plan
+
+
+def test_settled_rule_anneals_then_stops(monkeypatch):
+    steady = [[1.0, 0.5, 0.0]] * 20
+    stopped, rule, plan = _drive(monkeypatch, steady)
+    # settled once two windows have passed (epoch 5), then a 4-epoch anneal
+    assert stopped == 9 and rule.resumed_ == 0 and plan.factor(10) == 0.0
+
+
+def test_settled_rule_resumes_when_a_group_collapses_during_the_anneal(monkeypatch):
+    # settled at epoch 5; in the anneal the second group halves: back to the full rate
+    norms = [[1.0, 0.5, 0.0]] * 7 + [[1.0, 0.2, 0.0]] + [[1.0, 0.0, 0.0]] * 20
+    stopped, rule, plan = _drive(monkeypatch, norms)
+    assert rule.resumed_ == 1
+    assert plan.factor(7) < 1.0 and plan.factor(8 + 4) == 1.0  # ramped back up
+    assert stopped is not None and stopped > 12  # settled again on the new support
+
+
+def test_tiny_groups_of_a_nonconvex_fit_never_look_settled(monkeypatch):
+    # a group at 1e-5 of the largest, not moving: for D > 2 it is still on its way to 0
+    norms = [[1.0, 1e-5, 0.0]] * 30
+    stopped, rule, _ = _drive(monkeypatch, norms, cap=30)
+    assert rule.capped_ and rule.resumed_ == 0  # never looked settled; the cap ended it
+    assert stopped == 29

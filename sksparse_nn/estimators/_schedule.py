@@ -6,13 +6,15 @@ start, and stops earlier once it is done:
 - :class:`LRPlan` sets every optimizer parameter group's learning rate to its base rate
   times a factor per epoch: a linear warm-up (for warm starts: a path point starts at a
   sharp minimum of the previous lam, where the full rate can be unstable), then cosine
-  decay over the cap, or constant; :meth:`LRPlan.anneal` switches to a short cosine
-  from the current factor down to zero.
+  decay over ``max_epochs``, or constant ("stable" with the automatic budget: unused
+  groups shrink geometrically at a rate proportional to the learning rate, so a full
+  rate until the end removes them in half the steps of a cosine over the cap);
+  :meth:`LRPlan.anneal` switches to a short cosine from the current factor down to zero.
 - :class:`StopWhenSettled` watches the training objective and the group norms once per
   epoch; when, over a window of epochs, the support (groups above ``zero_tol``) has not
-  changed, no selected group is on its way to zero (:func:`in_transit`) and the objective
-  has stopped falling (:func:`still_falling`), it asks the plan to anneal and ends
-  training when the anneal is over.
+  changed, no selected group is still shrinking and the objective has stopped falling
+  (:func:`still_falling`), it asks the plan to anneal and ends training when the anneal
+  is over; at the latest the anneal starts so as to end at the cap.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ class LRPlan(Callback):
     ----------
     max_epochs : int
         The cap; the cosine decays to zero over it.
-    schedule : {"cosine", "constant"}
+    schedule : {"cosine", "constant", "stable"}
+        "stable": constant until :meth:`anneal` is called.
     warmup : int, default=0
         Epochs of linear warm-up (factor ``(e + 1) / (warmup + 1)`` in epoch ``e``).
     """
@@ -107,32 +110,46 @@ class LRPlan(Callback):
         self.max_epochs, self.schedule, self.warmup = max_epochs, schedule, warmup
 
     def initialize(self):
-        self.anneal_ = None  # (first epoch, length, starting factor) once annealing
+        self.segment_ = None  # (first epoch, length, from, to, shape) overriding the plan
         return self
 
     def on_train_begin(self, net, **kwargs):
         self.base_ = [group["lr"] for group in net.optimizer_.param_groups]
-        self.anneal_ = None
+        self.segment_ = None
 
     def factor(self, epoch):
         """The factor of epoch ``epoch`` (0-based)."""
-        if self.anneal_ is not None:
-            start, length, f0 = self.anneal_
-            return f0 * 0.5 * (1.0 + math.cos(math.pi * min(epoch - start, length) / length))
+        if self.segment_ is not None:
+            start, length, f0, f1, shape = self.segment_
+            t = min(epoch - start, length) / length
+            weight = 0.5 * (1.0 - math.cos(math.pi * t)) if shape == "cosine" else t
+            return f0 + (f1 - f0) * weight
         if epoch < self.warmup:
             return (epoch + 1) / (self.warmup + 1)
-        if self.schedule == "constant":
+        if self.schedule != "cosine":
             return 1.0
         return 0.5 * (1.0 + math.cos(math.pi * epoch / self.max_epochs))
 
     def anneal(self, epoch, length):
-        """From epoch ``epoch`` on, decay the current factor to zero over ``length``."""
-        if self.anneal_ is None:
-            self.anneal_ = (epoch, max(1, length), self.factor(epoch))
+        """From epoch ``epoch`` on, decay the current factor to zero over ``length``
+        (cosine-shaped)."""
+        if not self.annealing:
+            self.segment_ = (epoch, max(1, length), self.factor(epoch), 0.0, "cosine")
+
+    def resume(self, epoch, length):
+        """Cancel an anneal: from epoch ``epoch`` on, ramp the current factor linearly
+        back to 1 over ``length`` epochs (a warm-up from where the anneal had got to),
+        then keep it there."""
+        self.segment_ = (epoch, max(1, length), self.factor(epoch), 1.0, "linear")
+
+    @property
+    def annealing(self):
+        """Whether an anneal has been asked for (and not cancelled)."""
+        return self.segment_ is not None and self.segment_[3] == 0.0
 
     def annealed(self, epoch):
         """Whether an anneal started and has finished by the end of epoch ``epoch``."""
-        return self.anneal_ is not None and epoch + 1 >= self.anneal_[0] + self.anneal_[1]
+        return self.annealing and epoch + 1 >= self.segment_[0] + self.segment_[1]
 
     def on_epoch_begin(self, net, **kwargs):
         factor = self.factor(len(net.history) - 1)
@@ -144,10 +161,18 @@ class StopWhenSettled(Callback):
     """End a fit once its support, its selected groups and its objective have settled.
 
     Checked at the end of every epoch after the warm-up, over the last ``window`` epochs:
-    the set of groups above ``zero_tol`` did not change, no selected group is
-    :func:`in_transit` and the training objective is not :func:`still_falling`. Then the
-    plan anneals the learning rate over ``anneal`` epochs (a cosine plan; a constant one
-    stops at once) and training ends.
+    the set of groups above ``zero_tol`` did not change, no selected group shrank by
+    more than ``1 - STEADY`` and the training objective is not :func:`still_falling`.
+    Then the plan anneals the learning rate over ``anneal`` epochs and training ends (a
+    constant plan stops at once). Should a selected group start to collapse during the
+    anneal (leave the support, halve, or turn tiny), the fit had not settled: the plan
+    ramps back to the full rate and the watch starts again. A "stable" plan starts its
+    anneal ``anneal`` epochs before the cap at the latest.
+
+    With ``nonconvex=True`` (D > 2) a selected group below ``TINY`` times the largest
+    of its tensor has not settled either: the penalty ``||w||^(2/D)`` has an infinite
+    slope at 0, so its local minima keep every non-zero group away from 0, and a tiny
+    group is one still on its way there, however slowly.
 
     Parameters
     ----------
@@ -158,14 +183,19 @@ class StopWhenSettled(Callback):
         Group norms below it count as zero (as in the fit's collapse).
     anneal : int
         Epochs of the final anneal.
+    nonconvex : bool, default=False
+        Whether the induced penalty is non-convex (D > 2).
     """
 
-    def __init__(self, plan, window, zero_tol, anneal):
+    def __init__(self, plan, window, zero_tol, anneal, nonconvex=False):
         self.plan, self.window, self.zero_tol, self.anneal = plan, window, zero_tol, anneal
+        self.nonconvex = nonconvex
 
     def initialize(self):
         self.norms_ = deque(maxlen=self.window + 1)
-        self.settled_epoch_ = None
+        self.settled_ = None  # the group norms when the fit looked settled
+        self.capped_ = False  # annealing because the cap is near
+        self.resumed_ = 0  # anneals cancelled because a group started to collapse
         return self
 
     def on_train_begin(self, net, **kwargs):
@@ -173,20 +203,42 @@ class StopWhenSettled(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history) - 1
-        if self.settled_epoch_ is not None:
+        with torch.no_grad():
+            norms = {k: v.cpu().double().numpy() for k, v in group_norms(net.module_).items()}
+        if self.settled_ is not None:
             if self.plan.annealed(epoch):
                 raise StopTraining
-            return
-        with torch.no_grad():
-            norms = {k: v.detach().cpu().double().numpy() for k, v in group_norms(net.module_).items()}
+            if self.capped_ or not self._collapsing(norms):
+                return
+            # a selected group started to collapse during the anneal: not settled after
+            # all; back to the full rate (ramped) and watch again
+            self.settled_, self.resumed_ = None, self.resumed_ + 1
+            self.norms_.clear()
+            self.plan.resume(epoch + 1, self.anneal)
         self.norms_.append(norms)
+        if self.plan.schedule == "stable" and epoch + 1 + self.anneal >= self.plan.max_epochs:
+            self.settled_, self.capped_ = norms, True
+            self.plan.anneal(epoch + 1, self.plan.max_epochs - epoch - 1)
+            return
         if epoch + 1 < self.plan.warmup + 2 * self.window or len(self.norms_) <= self.window:
             return
         if self._settled(net.history[:, "train_loss"]):
-            self.settled_epoch_ = epoch
             if self.plan.schedule == "constant":
                 raise StopTraining
+            self.settled_ = norms
             self.plan.anneal(epoch + 1, self.anneal)
+
+    def _collapsing(self, norms):
+        """Whether a group selected when the fit looked settled has since left the
+        support, halved, or (non-convex) become tiny."""
+        for key, now in norms.items():
+            then = self.settled_[key]
+            selected = then >= self.zero_tol
+            if np.any(selected & ((now < self.zero_tol) | (now < IN_TRANSIT * then))):
+                return True
+            if self.nonconvex and np.any(selected & (now < TINY * now.max(initial=0.0))):
+                return True
+        return False
 
     def _settled(self, losses):
         first, last = self.norms_[0], self.norms_[-1]
@@ -195,6 +247,8 @@ class StopWhenSettled(Callback):
             if any(not np.array_equal(old[key] >= self.zero_tol, support) for old in self.norms_):
                 return False
             if np.any(support & (norms < STEADY * first[key])):  # still shrinking
+                return False
+            if self.nonconvex and np.any(support & (norms < TINY * norms.max(initial=0.0))):
                 return False
         losses = np.asarray(losses, dtype=np.float64)[self.plan.warmup :]
         return not still_falling(losses, self.window)[0]
