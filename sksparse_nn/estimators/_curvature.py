@@ -42,10 +42,16 @@ def _group_of(labels, penalized):
 
 
 class DenseCurvature:
-    """``G`` given as a (p, p) matrix; ``group`` is each feature's penalized group or -1."""
+    """``G`` given as a (p, p) matrix; ``group`` is each feature's penalized group or -1.
 
-    def __init__(self, gram, group):
+    ``design_solve`` (optional) solves the scaled systems on supports of more than
+    ``rank`` features in the design's low-rank (Woodbury) form instead: a working set's
+    Gram block of rank ``n`` wider than ``n``.
+    """
+
+    def __init__(self, gram, group, design_solve=None, rank=None):
         self.gram = gram
+        self.design_solve, self.rank = design_solve, rank
         self.n_features = gram.shape[0]
         # the diagonal blocks as a sparse matrix: sum of squared group sizes entries
         rows = np.flatnonzero(group >= 0)
@@ -76,6 +82,8 @@ class DenseCurvature:
 
     def scaled_solve(self, support, s, B, diag):
         """Solve ``(S G S + diag(diag)) V = B`` on the ``support`` features (``S = diag(s)``)."""
+        if self.design_solve is not None and s.size > self.rank:
+            return self.design_solve(support, s, B, diag)
         A = s[:, None] * self.gram[np.ix_(support, support)] * s[None, :]
         A[np.diag_indices_from(A)] += diag
         return solve_pos(A, B)
@@ -100,7 +108,15 @@ class DesignCurvature:
         diag = sq.ravel() / self.n - self.x_mean**2
         self.mean_diagonal = float(diag.sum()) / max(self.n_features, 1)
         self._rows = np.flatnonzero(self.penalized)
-        self._X_rows = X[:, self._rows]  # the penalized columns, sliced once
+        self._X_rows_copy = None
+
+    @property
+    def _X_rows(self):
+        """The penalized columns, sliced once on first use (a copy of most of ``X``:
+        only the whole-design block steps need it, not the working sets)."""
+        if self._X_rows_copy is None:
+            self._X_rows_copy = self.X[:, self._rows]
+        return self._X_rows_copy
 
     def _shift(self, row):
         """``u row^T`` (the centring of the design's rows), broadcastable against (n, k)."""
@@ -111,8 +127,14 @@ class DesignCurvature:
         return R.sum(axis=0) if self.u is None else self.u @ R
 
     def _xc(self, W):
-        """``X_c W``, shape (n, k)."""
-        return np.asarray(self.X @ W) - self._shift(self.x_mean @ W)
+        """``X_c W``, shape (n, k); only the columns of the nonzero rows of a sparse ``W``
+        (dense designs: a working set's cost, not the whole design's)."""
+        nz = np.flatnonzero(np.any(W != 0, axis=1))
+        if 4 * nz.size < self.n_features and not sp.issparse(self.X):
+            XW = self.X[:, nz] @ W[nz]
+        else:
+            XW = np.asarray(self.X @ W)
+        return XW - self._shift(self.x_mean[nz] @ W[nz])
 
     def _xct(self, R):
         """``X_c^T R``, shape (p, k)."""
@@ -139,19 +161,36 @@ class DesignCurvature:
             out[rows, j] = (np.asarray(cross).ravel() - centring) / self.n
         return out
 
+    def _columns(self, idx):
+        """``X_c[:, idx]``, dense (centred in the slice: no cancellation)."""
+        Xs = self.X[:, idx]
+        return (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self._shift(self.x_mean[idx])
+
+    def products(self, a, b):
+        """``X_c[:, a]^T X_c[:, b] / n`` (dense): the entries of a Gram cache."""
+        return self._columns(a).T @ self._columns(b) / self.n
+
     def submatrix(self, idx):
         """``G[idx][:, idx] = X_c[:, idx]^T X_c[:, idx] / n`` as a dense matrix."""
-        Xs = self.X[:, idx]
-        Xs = (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self._shift(self.x_mean[idx])
+        Xs = self._columns(idx)
         return Xs.T @ Xs / self.n
+
+    def columns_solve(self, idx):
+        """:meth:`scaled_solve` for the features ``idx`` (sorted; a working set), given a
+        support within them: for a :class:`DenseCurvature` of their Gram block."""
+
+        def solve(support, s, B, diag):
+            full = np.zeros(self.n_features, dtype=bool)
+            full[idx[support]] = True
+            return self.scaled_solve(full, s, B, diag)
+
+        return solve
 
     def scaled_solve(self, support, s, B, diag):
         """Solve ``(S G S + diag(a)) V = B`` on the support: directly when it has at most
         ``n`` features, else by Woodbury, ``n x n``."""
         idx = np.flatnonzero(support)
-        Xs = self.X[:, idx]
-        Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
-        F = (Xs - self._shift(self.x_mean[idx])) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
+        F = self._columns(idx) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
         m = idx.size
         if m <= self.n or np.any(diag < 1e-6 * max(self.mean_diagonal, 1e-300)):
             A = F.T @ F

@@ -9,10 +9,19 @@ the gated module.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
+from .._labels import count_groups
 from ..penalties import group_norms, penalty_value
+from ..solvers._data import extended_groups
+from ..solvers._design import GramCache
+from ..solvers._kkt import group_violations, kkt_scale
+from ..solvers._lipschitz import restricted_lipschitz
+from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 
 __all__ = [
@@ -23,6 +32,7 @@ __all__ = [
     "NEWTON_MAX_SIZE",
     "centered_moments",
     "curvature_operator",
+    "gram_cache",
     "is_wide",
     "row_scaled",
 ]
@@ -39,6 +49,17 @@ KKT_TOL = 1e-9
 # Largest number of coefficients (features x free class columns) for Newton steps;
 # beyond it only cheaper curvature models are used.
 NEWTON_MAX_SIZE = 2000
+# Most working-set rounds of one fit (each: a full gradient, then block steps on the set).
+_WS_MAX_ROUNDS = 50
+# Block steps per working set before, at D = 2 with one output, the reference solver's
+# inner iterations finish the set (the reweighted ridge steps crawl near the KKT
+# boundary, most of all on supports wider than n_samples).
+_WS_BLOCK_STEPS = 5
+# Most inner proximal iterations on one working set.
+_WS_PROXIMAL_MAX_ITER = 20000
+# Whole-design block steps taken, on wide data, while a working set is too large for the
+# Gram cache (after them the support has usually shrunk enough).
+_WHOLE_DESIGN_STEPS = 10
 
 
 def is_wide(X):
@@ -79,6 +100,13 @@ def centered_moments(X, Y, fit_intercept, with_gram=True, sample_weight=None):
     return gram, rhs, x_mean, y_mean, const
 
 
+def gram_cache(curv):
+    """An empty cache of the Gram blocks of ``curv`` (a :class:`DesignCurvature`) holding
+    at most ``sqrt(n p)`` features: no more memory than one copy of the design."""
+    n, p = curv.n, curv.n_features
+    return GramCache(curv.products, p, min(p, max(int(np.sqrt(float(n) * p)), 64)))
+
+
 def curvature_operator(X, x_mean, group, wide, gram, sample_weight):
     """The curvature operator of the (weighted) centred design: the Gram matrix, or the
     design itself when it is wide."""
@@ -107,7 +135,7 @@ class GatedLeastSquares:
     (see ``centered_moments``): objective values include the best intercept.
     """
 
-    def __init__(self, gram, rhs, const, labels, rho, lam, D, nonnegative=None):
+    def __init__(self, gram, rhs, const, labels, rho, lam, D, nonnegative=None, scale=None):
         self.rhs, self.const = rhs, const
         self.rho, self.lam, self.D = rho, lam, D
         # features whose coefficients are constrained to be >= 0 (bool (p,)), or None
@@ -118,9 +146,18 @@ class GatedLeastSquares:
         self.index = in_group[self.penalized]
         self.p = labels.shape[0]
         # the curvature: a (p, p) matrix, or an operator on the design (wide problems)
-        self.curv = DenseCurvature(gram, in_group) if isinstance(gram, np.ndarray) else gram
+        if isinstance(gram, tuple):  # a working set's Gram block and its design solves
+            self.curv = DenseCurvature(gram[0], in_group, *gram[1:])
+        elif isinstance(gram, np.ndarray):
+            self.curv = DenseCurvature(gram, in_group)
+        else:
+            self.curv = gram
         self.free_ridge = 1e-12 * max(self.curv.mean_diagonal, 1e-12)
-        self.kkt_scale = None
+        # the stopping rule's groups: free features alone, with lam rho_j = 0
+        n_pen = count_groups(in_group)
+        self.ext, rho_ext = extended_groups(in_group, np.zeros(n_pen))
+        self.lam_rho = np.concatenate([lam * rho[:n_pen], rho_ext[n_pen:]])
+        self.kkt_scale = scale
 
     @staticmethod
     def penalized_groups(labels, rho, lam):
@@ -287,33 +324,121 @@ class GatedLeastSquares:
         return W, f, norms
 
     def kkt_violation(self, W, G):
-        """Largest distance of ``-G`` to the D = 2 penalty's subdifferential, over groups.
+        """Largest distance of ``-G`` to the D = 2 penalty's subdifferential, over groups
+        (:func:`~sksparse_nn.solvers._kkt.group_violations`, the reference solver's rule).
 
         ``G`` is the gradient of the smooth part at ``W``; free (unpenalized) features
-        count with ``|G|``. Zero at the group-lasso solution.
+        count alone, with ``|G|``. Zero at the group-lasso solution.
         """
-        norms = self.norms(W)
-        lam_rho = self.lam * self.rho
-        unit = np.zeros_like(norms)
-        np.divide(lam_rho, norms, out=unit, where=norms > 0)
-        D = np.array(G, dtype=np.float64)
-        D[self.penalized] += unit[self.index][:, None] * W[self.penalized]
-        if self.nonneg is not None:  # at w = 0 the constraint absorbs any G >= 0
-            held = self.nonneg[:, None] & (W <= 0)
-            D = np.where(held, np.minimum(D, 0.0), D)
-        dist = self.norms(D)
-        viol = np.where(norms > 0, dist, np.maximum(dist - lam_rho, 0.0))
-        free = np.abs(D[~self.penalized])
-        return max(float(viol.max(initial=0.0)), float(free.max(initial=0.0)))
+        return float(self.group_violations(W, G)[0].max(initial=0.0))
+
+    def group_violations(self, W, G):
+        """Per stopping-rule group (``self.ext``): KKT violations and the live mask."""
+        positive = False if self.nonneg is None else self.nonneg
+        return group_violations(W, G, self.ext, self.lam_rho, self.lam_rho.size, positive)
 
     def relative_kkt(self, W):
         """:meth:`kkt_violation` over the largest group norm of the gradient at zero
         (the stopping rule of the proximal solver in :mod:`sksparse_nn.solvers`)."""
+        return self.kkt_violation(W, self.curv.dot(W) - self.rhs) / self.scale
+
+    @property
+    def scale(self):
+        """The stopping rule's scale: the largest group norm of the gradient at zero."""
         if self.kkt_scale is None:
-            scale = float(self.norms(self.rhs).max(initial=0.0))
-            free = float(np.abs(self.rhs[~self.penalized]).max(initial=0.0))
-            self.kkt_scale = max(scale, free, 1e-300)
-        return self.kkt_violation(W, self.curv.dot(W) - self.rhs) / self.kkt_scale
+            self.kkt_scale = kkt_scale(self.rhs, self.ext, self.lam_rho.size)
+        return self.kkt_scale
+
+    def restricted(self, idx, gram):
+        """The problem on the features ``idx`` (the others held at zero), with their
+        Gram block ``gram``: the same objective there, the same stopping-rule scale.
+        Solves on more features than samples go through the design (Woodbury)."""
+        labels = self.group[idx]
+        pen = labels >= 0
+        groups, compact = np.unique(labels[pen], return_inverse=True)
+        sub_labels = np.full(idx.size, -1)
+        sub_labels[pen] = compact
+        nonneg = None if self.nonneg is None else self.nonneg[idx]
+        rhs, rho = self.rhs[idx], self.rho[groups]
+        if isinstance(self.curv, DesignCurvature):
+            gram = (gram, self.curv.columns_solve(idx), self.curv.n)
+        return GatedLeastSquares(
+            gram, rhs, self.const, sub_labels, rho, self.lam, self.D, nonneg, self.scale
+        )
+
+    def proximal_finish(self, W, abs_tol):
+        """The D = 2 minimizer from ``W`` (one output) to the absolute KKT tolerance
+        ``abs_tol``, by the reference solver's inner iterations (FISTA with restarts and
+        Newton steps on the support, :func:`~sksparse_nn.solvers._working_set.ws_fista`)
+        on this problem's Gram block: the convex problem the block steps also solve."""
+        G = self.curv.gram
+        L, _ = restricted_lipschitz(G, None, max(float(np.trace(G)), 1e-300))
+        with warnings.catch_warnings():  # ill-conditioned Newton steps are checked there
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            x, *_ = ws_fista(
+                G,
+                self.rhs[:, 0],
+                self.lam_rho,
+                self.ext,
+                self.lam_rho.size,
+                W[:, 0].copy(),
+                L,
+                abs_tol,
+                _WS_PROXIMAL_MAX_ITER,
+                self.nonneg is not None,
+            )
+        return x[:, None]
+
+    def minimize_working_sets(self, W, cache, max_steps, tol, kkt_tol=None):
+        """:meth:`minimize` on wide data: block steps on working sets of groups, their
+        Gram blocks from ``cache`` (a :class:`GramCache` of this problem's design).
+
+        D = 2: the reference solver's outer loop. The full gradient gives every group's
+        KKT violation; when the largest is at most ``kkt_tol`` (relative) the point is
+        certified on all groups. Otherwise the set is the live groups plus the worst
+        violators (:func:`~sksparse_nn.solvers._working_set.working_set`), and the block
+        steps on it run to a tolerance below the violation left outside. D > 2: zero
+        groups are stationary (their factors get no gradient), so one run on the live
+        groups is the whole-design run at the live set's cost. A set too large for the
+        cache gets whole-design steps (Woodbury solves) until the support has shrunk.
+
+        Returns ``(W, objective, n_steps)`` as :meth:`minimize`.
+        """
+        certify = kkt_tol is not None and self.D == 2
+        abs_tol = kkt_tol * self.scale if certify else None
+        free = self.lam_rho == 0
+        n_steps = stalled = 0
+        for _ in range(_WS_MAX_ROUNDS):
+            if certify:
+                viol, live = self.group_violations(W, self.curv.dot(W) - self.rhs)
+                if viol.max(initial=0.0) <= abs_tol:
+                    break
+                idx, outside = working_set(self.ext, viol, live, free, abs_tol)
+                tol_in = max(0.5 * abs_tol, 0.3 * outside) if stalled < 2 else 0.5 * abs_tol
+            else:
+                idx = np.flatnonzero(self._per_feature(self.norms(W) > 0, True))
+            if not cache.cacheable(idx) and idx.size <= cache.max_features:
+                cache.keep(idx)  # make room: drop the blocks of features left behind
+            if not cache.cacheable(idx):
+                W, _, steps = self.minimize(W, _WHOLE_DESIGN_STEPS, tol, kkt_tol=kkt_tol)
+                n_steps += steps
+                if steps < _WHOLE_DESIGN_STEPS:  # converged, or stalled, on the whole design
+                    break
+                continue
+            sub = self.restricted(idx, cache.block(idx))
+            inner = tol_in / self.scale if certify else None
+            finish = certify and W.shape[1] == 1
+            budget = _WS_BLOCK_STEPS if finish else max_steps
+            W_ws, _, steps = sub.minimize(W[idx], budget, tol, kkt_tol=inner)
+            n_steps += steps
+            if finish and sub.relative_kkt(W_ws) > inner:
+                W_ws = sub.proximal_finish(W_ws, tol_in)
+            stalled = stalled + 1 if np.array_equal(W_ws, W[idx]) else 0
+            W = np.zeros_like(W)
+            W[idx] = W_ws
+            if not certify or stalled >= 4:
+                break
+        return W, self.objective(W)[0], n_steps
 
     def polish(self, W, max_iter=20):
         """Newton steps on the live groups' smooth problem (the support held fixed).

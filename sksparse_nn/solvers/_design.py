@@ -50,6 +50,15 @@ class GramCache:
         limit = self.max_features if max_features is None else max_features
         return self._idx.size + int(np.count_nonzero(self._pos[idx] < 0)) <= limit
 
+    def keep(self, idx):
+        """Drop the cached features not in ``idx``."""
+        held = self._idx[np.isin(self._idx, idx)]
+        q = self._pos[held]
+        self._gram = self._gram[np.ix_(q, q)]
+        self._pos[self._idx] = -1
+        self._pos[held] = np.arange(held.size)
+        self._idx = held
+
     def block(self, idx):
         """The Gram block of the (sorted) features ``idx``, computing what is missing."""
         pos = self._pos
