@@ -23,6 +23,7 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from skorch.callbacks import Callback
+from skorch.history import History
 
 from .._labels import check_groups, resolve_group_weights
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
@@ -36,6 +37,7 @@ from ._gated_least_squares import (
     GatedLeastSquares,
     centered_moments,
     curvature_operator,
+    gram_cache,
     is_wide,
 )
 from ._gated_logistic import GatedLogistic
@@ -45,14 +47,23 @@ from ._training import as_numpy
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
 
 _RIDGE_INIT_MAX_FEATURES = 4000
-# Widest problem on which a fit first runs exact block steps (each costs one solve of the
-# size of the live features, or of n_samples when that is smaller). Beyond it the steps
-# would need working sets (near the KKT boundary they need many steps at D = 2).
-_BLOCK_STEPS_MAX_FEATURES = 2000
+# Widest problem on which the classifier first runs exact block steps (each costs one
+# solve of the size of the live features, or of n_samples when that is smaller; its
+# proximal-Newton steps have no working sets). The regressor's steps on wide data use
+# working sets, whose cost follows the active set: no limit.
+_LOGISTIC_BLOCK_STEPS_MAX_FEATURES = 2000
 # Most block steps before L-BFGS takes over.
 _BLOCK_STEPS_MAX = 100
 # Relative KKT violation of a zero group beyond which L-BFGS may revive it (D = 2).
 _REVIVE_MARGIN = 1e-9
+
+
+def _same_key(a, b):
+    """Whether two data keys (tuples of arrays, shapes, flags, None) are equal."""
+    return len(a) == len(b) and all(
+        np.array_equal(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) else x == y
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def _weights(dataset):
@@ -78,12 +89,33 @@ class _ProjectNonNegative(Callback):
                 weight.clamp_(min=0.0)
 
 
+class _CertifiedNet:
+    """What a fit certified by the block steps trains with: nothing.
+
+    It answers what the fit reads of a skorch net (``fit``, ``module_``, an empty
+    ``history``, ``callbacks``) without building one: the block steps certified the
+    solution, so a net would run no epoch (the fitted attributes are those of a net with
+    ``max_epochs=0``).
+    """
+
+    optimizer = torch.optim.LBFGS
+
+    def __init__(self, module, batch_size):
+        self.module_, self.batch_size = module, batch_size
+        self.history = History()
+        self.callbacks, self.callbacks_ = [], []
+
+    def fit(self, dataset, y=None):
+        return self
+
+
 class _SparseLinearModel(BaseDGated):
     """The linear model family: one ``nn.Linear``, groups of input features gated."""
 
     _torch_dtype = torch.float64  # small problems, compared against exact solvers
     _fresh_init = "balanced"  # the ridge start, split into balanced factors
     _block_steps = False  # exact block steps before L-BFGS (squared error only)
+    _block_steps_max_features = None  # widest data the block steps run on (None: any)
     # cheap exact points: the usual lasso grid, down to the nearly unpenalized end
     _default_grid = {"n_lams": 30, "lam_min_ratio": 1e-3}
 
@@ -179,6 +211,11 @@ class _SparseLinearModel(BaseDGated):
         """
         X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
         p = X.shape[1]
+        if self._working_sets(X) and self.D == 2:
+            # the convex problem's working sets grow from zero, as the reference solver's
+            with torch.no_grad():
+                module.weight.zero_()
+            return
         if p > _RIDGE_INIT_MAX_FEATURES:
             return
         Y = targets.double().numpy() if targets.dtype.is_floating_point else None
@@ -217,25 +254,38 @@ class _SparseLinearModel(BaseDGated):
                 "constant per feature and cannot all be made non-negative."
             )
         objective, certified = None, False
-        if (
-            self._block_steps
-            and not self.early_stopping
-            and dataset.X.shape[1] <= _BLOCK_STEPS_MAX_FEATURES
-            and any(True for _ in gated_tensors(module))
-        ):
+        if self._runs_block_steps(dataset.X) and any(True for _ in gated_tensors(module)):
             objective, certified = self._run_block_steps(module, dataset)
+        if certified:  # nothing left to train: no skorch net
+            return _CertifiedNet(module, len(dataset))
         net = super()._make_net(module, dataset, seed)
-        # Nothing left for gradient steps when the block steps certified the D = 2
-        # solution (relative KKT violation below KKT_TOL), nor after the constrained
-        # block steps with L-BFGS, whose projected steps would only undo their work.
+        # Nothing left for gradient steps after the constrained block steps with L-BFGS,
+        # whose projected steps would only undo their work (nor, above, when the block
+        # steps certified the D = 2 solution: relative KKT violation below KKT_TOL).
         positive_done = self.positive and objective is not None and self.optimizer == "lbfgs"
-        if certified or positive_done:
+        if positive_done:
             net.set_params(max_epochs=0)
         if objective is not None and self.optimizer == "lbfgs" and self.tol is not None:
             net.set_params(optimizer__tolerance_change=self.tol * abs(objective))
         if self.positive:
             net.callbacks.append(("nonnegative", _ProjectNonNegative()))
         return net
+
+    def _plan_stopping(self, net, *args, **kwargs):
+        """No stopping plan for a certified fit (it trains nothing)."""
+        if not isinstance(net, _CertifiedNet):
+            super()._plan_stopping(net, *args, **kwargs)
+
+    def _runs_block_steps(self, X):
+        """Whether a fit on ``X`` starts with exact block steps."""
+        limit = self._block_steps_max_features
+        return (
+            self._block_steps and not self.early_stopping and (limit is None or X.shape[1] <= limit)
+        )
+
+    def _working_sets(self, X):
+        """Whether the block steps on ``X`` run on working sets (wide data, regression)."""
+        return is_regressor(self) and self._runs_block_steps(X) and is_wide(X)
 
     @torch.no_grad()
     def _run_block_steps(self, module, dataset):
@@ -315,9 +365,13 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     with plain L2 on all factors. From the start (ridge at ``alpha = lam``, or the previous
     solution along a path) a fit first takes exact block steps on this smooth problem:
     with the gates fixed it is a ridge problem in the vectors, solved exactly, after which
-    the factors are re-balanced (one ``p x p`` solve per step; skipped with early stopping
-    or more than 2000 features). Full-batch L-BFGS in float64 (closure steps through
-    skorch) then finishes the D-gated problem. Groups the data do not need reach exact
+    the factors are re-balanced (one solve per step, of the size of the live features;
+    on wide data, ``p > n`` or more than 4000 features, on working sets of groups grown
+    until every group meets the KKT conditions at ``D = 2``, started from zero, where the
+    reference solver's proximal iterations finish a working set the steps approach
+    slowly; skipped with early stopping). A ``D = 2`` fit they certify ends there;
+    otherwise full-batch L-BFGS in float64 (closure steps through skorch) finishes the
+    D-gated problem. Groups the data do not need reach exact
     zero during training; the final ``zero_tol`` threshold only removes numerical dust
     (``sparsity_gap_`` shows it).
 
@@ -408,18 +462,53 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         gram, rhs, x_mean, y_mean, const = centered_moments(
             X, Y, self.fit_intercept, with_gram=not wide, sample_weight=sample_weight
         )
-        if wide:  # never form the p x p Gram matrix: Woodbury solves on the design
+        if wide:  # never form the p x p Gram matrix: products with the design
             group = GatedLeastSquares.penalized_groups(labels, rho, self.lam)
             gram = curvature_operator(X, x_mean, group, True, None, sample_weight)
         nonneg = np.ones(X.shape[1], dtype=bool) if self.positive else None
         problem = GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D, nonneg)
-        W, objective, self._n_block_steps = problem.minimize(
-            weight, _BLOCK_STEPS_MAX, BLOCK_STEPS_TOL, kkt_tol=KKT_TOL
-        )
+        if wide:  # working sets, their Gram blocks kept along a warm-started path
+            cache = self._gram_cache(X, gram, sample_weight)
+            W, objective, self._n_block_steps = problem.minimize_working_sets(
+                weight, cache, _BLOCK_STEPS_MAX, BLOCK_STEPS_TOL, kkt_tol=KKT_TOL
+            )
+        else:
+            W, objective, self._n_block_steps = problem.minimize(
+                weight, _BLOCK_STEPS_MAX, BLOCK_STEPS_TOL, kkt_tol=KKT_TOL
+            )
         intercept = y_mean - x_mean @ W
         certified = self.D == 2 and problem.relative_kkt(W) <= KKT_TOL
         gradient = rhs - problem.curv.dot(W)
         return W, intercept, objective, gradient, problem.norms(W), certified
+
+    def _gram_cache(self, X, curv, sample_weight):
+        """The Gram-block cache of the design ``curv``: the previous fit's when this one
+        is a warm start on the same data (a path), else a new one.
+
+        The data are recognized by a probe, ``X^T v`` for a fixed random ``v`` (one
+        product with the design), with the shape, the sample weights and
+        ``fit_intercept``; only warm starts keep the cache (see ``__getstate__``).
+        """
+        v = np.random.RandomState(0).standard_normal(X.shape[0])
+        key = (
+            X.shape,
+            self.fit_intercept,
+            np.asarray(X.T @ v).ravel(),
+            None if sample_weight is None else np.asarray(sample_weight),
+        )
+        kept = getattr(self, "_kept_gram_cache", None)
+        if not (self.warm_start and kept is not None and _same_key(kept[0], key)):
+            kept = (key, gram_cache(curv))
+        kept[1].products = curv.products  # the blocks of this fit's design object
+        self._kept_gram_cache = kept if self.warm_start else None
+        return kept[1]
+
+    def __getstate__(self):
+        """The state without the Gram-block cache of warm starts (copies and pickles
+        stay the size of the model)."""
+        state = super().__getstate__()
+        state.pop("_kept_gram_cache", None)
+        return state
 
     def _coef_shape(self, weight, bias):
         if self._y_1d:
@@ -460,6 +549,7 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     """
 
     _block_steps = True
+    _block_steps_max_features = _LOGISTIC_BLOCK_STEPS_MAX_FEATURES
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated logistic: ``(W, intercept, objective, gradient, norms, certified)``."""
