@@ -34,11 +34,14 @@ __all__ = [
     "curvature_operator",
     "gram_cache",
     "is_wide",
+    "uses_working_sets",
     "row_scaled",
 ]
 
 # Widest problem whose block steps use the p x p Gram matrix (else the design itself).
 DENSE_GRAM_MAX_FEATURES = 4000
+# Narrowest problem whose block steps run on working sets of groups.
+WORKING_SET_MIN_FEATURES = 200
 # Stopping tolerance of the block steps (relative decrease of the objective per step,
 # for so many steps in a row).
 BLOCK_STEPS_TOL = 1e-10
@@ -54,7 +57,7 @@ _WS_MAX_ROUNDS = 50
 # Block steps per working set before, at D = 2 with one output, the reference solver's
 # inner iterations finish the set (the reweighted ridge steps crawl near the KKT
 # boundary, most of all on supports wider than n_samples).
-_WS_BLOCK_STEPS = 5
+_WS_BLOCK_STEPS = 2
 # Most inner proximal iterations on one working set.
 _WS_PROXIMAL_MAX_ITER = 20000
 # Whole-design block steps taken, on wide data, while a working set is too large for the
@@ -66,6 +69,13 @@ def is_wide(X):
     """Whether the block steps work on the design (Woodbury) instead of a Gram matrix."""
     n, p = X.shape
     return p > n or p > DENSE_GRAM_MAX_FEATURES
+
+
+def uses_working_sets(X):
+    """Whether the block steps on ``X`` run on working sets of groups: wide data, or more
+    than ``WORKING_SET_MIN_FEATURES`` features (narrower: the whole Gram matrix costs
+    less than the working sets' bookkeeping)."""
+    return is_wide(X) or X.shape[1] > WORKING_SET_MIN_FEATURES
 
 
 def row_scaled(X, sample_weight):

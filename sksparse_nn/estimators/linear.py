@@ -39,6 +39,7 @@ from ._gated_least_squares import (
     curvature_operator,
     gram_cache,
     is_wide,
+    uses_working_sets,
 )
 from ._gated_logistic import GatedLogistic
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
@@ -284,8 +285,8 @@ class _SparseLinearModel(BaseDGated):
         )
 
     def _working_sets(self, X):
-        """Whether the block steps on ``X`` run on working sets (wide data, regression)."""
-        return is_regressor(self) and self._runs_block_steps(X) and is_wide(X)
+        """Whether the block steps on ``X`` run on working sets (regression)."""
+        return is_regressor(self) and self._runs_block_steps(X) and uses_working_sets(X)
 
     @torch.no_grad()
     def _run_block_steps(self, module, dataset):
@@ -458,16 +459,16 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated least squares: ``(W, intercept, objective, gradient, norms, certified)``."""
         Y = targets.cpu().double().numpy()
-        wide = is_wide(X)
+        sets = uses_working_sets(X)
         gram, rhs, x_mean, y_mean, const = centered_moments(
-            X, Y, self.fit_intercept, with_gram=not wide, sample_weight=sample_weight
+            X, Y, self.fit_intercept, with_gram=not sets, sample_weight=sample_weight
         )
-        if wide:  # never form the p x p Gram matrix: products with the design
+        if sets:  # never form the p x p Gram matrix: products with the design
             group = GatedLeastSquares.penalized_groups(labels, rho, self.lam)
             gram = curvature_operator(X, x_mean, group, True, None, sample_weight)
         nonneg = np.ones(X.shape[1], dtype=bool) if self.positive else None
         problem = GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D, nonneg)
-        if wide:  # working sets, their Gram blocks kept along a warm-started path
+        if sets:  # working sets, their Gram blocks kept along a warm-started path
             cache = self._gram_cache(X, gram, sample_weight)
             W, objective, self._n_block_steps = problem.minimize_working_sets(
                 weight, cache, _BLOCK_STEPS_MAX, BLOCK_STEPS_TOL, kkt_tol=KKT_TOL

@@ -1,0 +1,138 @@
+"""The regressor's block steps on wide data: working sets of groups, certified on all groups."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+from sksparse_nn import SparseLinearRegressor
+from sksparse_nn.estimators._gated_least_squares import KKT_TOL
+from sksparse_nn.solvers import lambda_max, solve_group_lasso
+
+EPS = np.finfo(np.float64).eps
+# wider than the old limit of the block steps (2000 features) and than n: working sets
+N, P, SIZE = 60, 2500, 5
+# the reference's tolerance in the comparisons: tighter than the estimator's KKT_TOL
+REF_TOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def wide():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(N, P))
+    y = X[:, :20] @ rng.normal(size=20) + 0.5 * rng.normal(size=N)
+    return X, y, np.arange(P) // SIZE
+
+
+def _group_norms(w, labels):
+    return np.sqrt(np.bincount(labels, weights=w * w))
+
+
+def _centred(X, y, fit_intercept):
+    return (X - X.mean(0), y - y.mean()) if fit_intercept else (X, y)
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_wide_D2_meets_the_group_lasso_kkt_and_matches_the_reference(wide, fit_intercept):
+    X, y, labels = wide
+    rho = np.ones(labels.max() + 1)
+    lam = 0.3 * lambda_max(X, y, labels, rho, fit_intercept=fit_intercept)
+    est = SparseLinearRegressor(lam=lam, D=2, groups=SIZE, fit_intercept=fit_intercept)
+    est.fit(X, y)
+    assert est.n_iter_ == 0  # certified by the block steps: no gradient epoch
+
+    # the KKT conditions written out, on every group
+    Xc, yc = _centred(X, y, fit_intercept)
+    grad = Xc.T @ (Xc @ est.coef_ - yc) / N
+    scale = _group_norms(Xc.T @ yc / N, labels).max()
+    norms = _group_norms(est.coef_, labels)
+    viol = np.zeros(rho.size)
+    for g in range(rho.size):
+        block, w = grad[labels == g], est.coef_[labels == g]
+        if norms[g] > 0:
+            viol[g] = np.linalg.norm(block + lam * w / norms[g])
+        else:
+            viol[g] = max(np.linalg.norm(block) - lam, 0.0)
+    # the estimator's stopping rule (KKT_TOL of the scale), plus the rounding of a
+    # gradient recomputed in another order: a few thousand ulps of its size
+    rounding = 1e4 * EPS * scale
+    assert viol.max() <= KKT_TOL * scale + rounding
+    assert 0 < (norms > 0).sum() < 0.1 * rho.size  # a sparse, non-trivial solution
+
+    ref = solve_group_lasso(X, y, lam, labels, rho, tol=REF_TOL, fit_intercept=fit_intercept)
+    assert ref.converged
+    live = norms > 0
+    np.testing.assert_array_equal(live, _group_norms(ref.coef, labels) > 0)
+    # on the common support (fewer features than samples) the objective is strongly
+    # convex with modulus mu, the smallest eigenvalue of X_S^T X_S / n; two points whose
+    # KKT residuals (per group at most tol * scale) are r1, r2 lie within
+    # (|r1| + |r2|) / mu of each other
+    support = live[labels]
+    mu = np.linalg.eigvalsh(Xc[:, support].T @ Xc[:, support] / N)[0]
+    residual = np.sqrt(live.sum()) * ((KKT_TOL + REF_TOL) * scale + 2 * rounding)
+    assert np.abs(est.coef_ - ref.coef).max() <= residual / mu
+    assert est.intercept_ == pytest.approx(ref.intercept, abs=residual / mu * np.abs(X).max())
+
+
+@pytest.mark.numerics
+def test_wide_D3_reaches_a_stationary_point(wide):
+    X, y, labels = wide
+    D, q = 3, 2.0 / 3.0
+    lam = 0.05 * lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    est = SparseLinearRegressor(lam=lam, D=D, groups=SIZE, random_state=0).fit(X, y)
+    norms = _group_norms(est.coef_, labels)
+    assert 0 < (norms > 0).sum() < 0.1 * norms.size
+    # on the live groups the objective is smooth: its gradient
+    # X_j^T (X w - y) / n + lam q ||w_j||^(q - 2) w_j vanishes at a stationary point
+    # (zero groups are stationary for D > 2: the factors' gradient is zero there)
+    Xc, yc = _centred(X, y, True)
+    resid = Xc @ est.coef_ - yc
+    grad = Xc.T @ resid / N
+    live = norms[labels] > 0
+    grad[live] += lam * q * norms[labels][live] ** (q - 2.0) * est.coef_[live]
+    # the fit stops when a step lowers the objective f by less than tol * f (tol = 1e-12,
+    # the default): a gradient step of size 1/L lowers it by |g|^2 / (2 L), so at the
+    # stop |g| <= sqrt(2 L tol f), L the curvature on the support (data and penalty)
+    f = est.objective_
+    XS = Xc[:, live]
+    L = np.linalg.eigvalsh(XS.T @ XS / N)[-1] + lam * q * (norms[norms > 0] ** (q - 2)).max()
+    assert np.linalg.norm(grad[live]) <= np.sqrt(2 * L * 1e-12 * f)
+
+
+def test_certified_fit_has_the_attributes_of_a_trained_fit(wide):
+    X, y, labels = wide
+    lam = 0.2 * lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    certified = SparseLinearRegressor(lam=lam, D=2, groups=SIZE).fit(X, y)
+    trained = SparseLinearRegressor(lam=lam, D=3, groups=SIZE, random_state=0).fit(X, y)
+    assert certified.n_iter_ == 0 and trained.n_iter_ > 0
+
+    def kinds(est):
+        return {k: type(v) for k, v in vars(est).items() if k.endswith("_")}
+
+    assert kinds(certified) == kinds(trained)
+    assert len(certified.history_) == 0
+    assert certified.predict(X).shape == trained.predict(X).shape == (N,)
+    np.testing.assert_allclose(
+        certified.predict(X), X @ certified.coef_ + certified.intercept_, rtol=1e-12
+    )
+
+
+def test_wide_path_keeps_a_bounded_gram_cache_and_certifies_every_point(wide):
+    X, y, labels = wide
+    lam_max = lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    est = SparseLinearRegressor(D=2, groups=SIZE, warm_start=True)
+    for ratio in (0.05, 0.1, 0.3, 1.0):
+        est.set_params(lam=ratio * lam_max).fit(X, y)
+        assert est.n_iter_ == 0
+    key, cache = est._kept_gram_cache
+    # memory: the cached Gram blocks hold at most sqrt(n p) features, no more than X
+    assert cache.max_features <= np.sqrt(N * P)
+    assert 0 < len(cache) <= cache.max_features
+    # copies and pickles of the estimator leave the cache behind
+    assert not hasattr(copy.deepcopy(est), "_kept_gram_cache")
+    assert not hasattr(pickle.loads(pickle.dumps(est)), "_kept_gram_cache")
+    # another data set of the same shape gets a fresh cache
+    est.fit(X[::-1].copy(), y[::-1].copy())
+    assert est._kept_gram_cache[1] is not cache
