@@ -400,14 +400,18 @@ class GatedLeastSquares:
         return x[:, None]
 
     def minimize_working_sets(self, W, cache, max_steps, tol, kkt_tol=None):
-        """:meth:`minimize` on wide data: block steps on working sets of groups, their
-        Gram blocks from ``cache`` (a :class:`GramCache` of this problem's design).
+        """:meth:`minimize` at the active set's cost: block steps on working sets of
+        groups, their Gram blocks from ``cache`` (a :class:`GramCache` of this problem's
+        design, a :class:`DesignCurvature`).
 
         D = 2: the reference solver's outer loop. The full gradient gives every group's
         KKT violation; when the largest is at most ``kkt_tol`` (relative) the point is
         certified on all groups. Otherwise the set is the live groups plus the worst
-        violators (:func:`~sksparse_nn.solvers._working_set.working_set`), and the block
-        steps on it run to a tolerance below the violation left outside. D > 2: zero
+        violators (:func:`~sksparse_nn.solvers._working_set.working_set`), and the
+        problem on it is solved to a tolerance below the violation left outside: with
+        one output by ``_WS_BLOCK_STEPS`` block steps (they drop doomed groups and move
+        the new ones in, one solve each) and :meth:`proximal_finish`, else by up to
+        ``max_steps`` block steps per set. D > 2: zero
         groups are stationary (their factors get no gradient), so one run on the live
         groups is the whole-design run at the live set's cost. A set too large for the
         cache gets whole-design steps (Woodbury solves) until the support has shrunk.
