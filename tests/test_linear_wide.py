@@ -133,6 +133,7 @@ def test_wide_path_keeps_a_bounded_gram_cache_and_certifies_every_point(wide):
     # copies and pickles of the estimator leave the cache behind
     assert not hasattr(copy.deepcopy(est), "_kept_gram_cache")
     assert not hasattr(pickle.loads(pickle.dumps(est)), "_kept_gram_cache")
+    assert est._kept_gram_cache[1] is cache  # while the estimator keeps it
     # another data set of the same shape gets a fresh cache
     est.fit(X[::-1].copy(), y[::-1].copy())
     assert est._kept_gram_cache[1] is not cache

@@ -507,7 +507,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     def __getstate__(self):
         """The state without the Gram-block cache of warm starts (copies and pickles
         stay the size of the model)."""
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: the default is __dict__ itself
         state.pop("_kept_gram_cache", None)
         return state
 
