@@ -54,13 +54,13 @@ __all__ = ["BaseDGated"]
 
 _AUTO_MIN_STEPS = 4000
 #: Optimizer steps of the learning-rate warm-up of a warm start: a path point starts at
-#: the previous lam's minimum, which a cosine schedule reached at a vanishing rate and
+#: the previous lam's minimum, which that fit's final anneal reached at a vanishing rate and
 #: can be too sharp for the full rate (seen: an MLP path on 442 rows diverging in its
 #: 6th step at lr=0.1 without it).
-_WARMUP_STEPS = 100
+_WARMUP_STEPS = 50
 #: Optimizer steps over which a fit with the automatic budget must look settled
 #: (support, group norms, objective) before it anneals and stops.
-_SETTLE_STEPS = 200
+_SETTLE_STEPS = 100
 
 
 def _epochs_for(steps, steps_per_epoch, max_epochs):

@@ -52,9 +52,9 @@ verbose : int, default=0
     "max_epochs_warning": """\
 With ``None`` that is a cap: a fit stops once it has settled (the
 same groups above ``zero_tol`` and none of them still shrinking, and a flat
-objective, over about 200 optimizer steps), after a short anneal of the learning
+objective, over about 100 optimizer steps), after a short anneal of the learning
 rate; an integer runs that many epochs. Warm starts (path points) warm the learning
-rate up over about 100 steps. When the cap ends training while the loss is still
+rate up over about 50 steps. When the cap ends training while the loss is still
 falling or groups are still shrinking towards zero, a ``ConvergenceWarning`` says
 so.""",
     # method sections
