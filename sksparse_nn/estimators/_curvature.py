@@ -23,6 +23,9 @@ import scipy.sparse as sp
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
+# Columns of the design sliced at a time for Gram-cache products.
+_PRODUCT_CHUNK = 512
+
 
 def solve_pos(A, B):
     """Solve the symmetric positive (semi-)definite system ``A V = B``; least norm when
@@ -104,7 +107,10 @@ class DesignCurvature:
         self.n, self.n_features = X.shape
         self.penalized = group >= 0
         self.n_groups = int(group.max(initial=-1)) + 1
-        sq = np.asarray(X.multiply(X).sum(axis=0) if sp.issparse(X) else (X * X).sum(axis=0))
+        # squared column norms (dense: no temporary of the size of X)
+        sq = (
+            np.asarray(X.multiply(X).sum(axis=0)) if sp.issparse(X) else np.einsum("ij,ij->j", X, X)
+        )
         diag = sq.ravel() / self.n - self.x_mean**2
         self.mean_diagonal = float(diag.sum()) / max(self.n_features, 1)
         self._rows = np.flatnonzero(self.penalized)
@@ -167,8 +173,21 @@ class DesignCurvature:
         return (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self._shift(self.x_mean[idx])
 
     def products(self, a, b):
-        """``X_c[:, a]^T X_c[:, b] / n`` (dense): the entries of a Gram cache."""
-        return self._columns(a).T @ self._columns(b) / self.n
+        """``X_c[:, a]^T X_c[:, b] / n`` (dense): the entries of a Gram cache.
+
+        ``X_c[:, a]`` is copied once; ``b`` is sliced ``_PRODUCT_CHUNK`` columns at a
+        time (or taken from that copy when it is ``a``), so the products need at most
+        one copy of the design beyond their result.
+        """
+        Fa = self._columns(a)
+        same = a is b or np.array_equal(a, b)
+        out = np.empty((a.size, b.size))
+        for start in range(0, b.size, _PRODUCT_CHUNK):
+            part = slice(start, start + _PRODUCT_CHUNK)
+            Fb = Fa[:, part] if same else self._columns(b[part])
+            out[:, part] = Fa.T @ Fb
+        out /= self.n
+        return out
 
     def submatrix(self, idx):
         """``G[idx][:, idx] = X_c[:, idx]^T X_c[:, idx] / n`` as a dense matrix."""

@@ -41,7 +41,7 @@ __all__ = [
 # Widest problem whose block steps use the p x p Gram matrix (else the design itself).
 DENSE_GRAM_MAX_FEATURES = 4000
 # Narrowest problem whose block steps run on working sets of groups.
-WORKING_SET_MIN_FEATURES = 200
+WORKING_SET_MIN_FEATURES = 100
 # Stopping tolerance of the block steps (relative decrease of the objective per step,
 # for so many steps in a row).
 BLOCK_STEPS_TOL = 1e-10

@@ -67,6 +67,19 @@ def _same_key(a, b):
     )
 
 
+def _column_variances(X):
+    """Column variances of a dense ``X`` without a temporary of its size (every fit
+    computes them for ``zero_tol``): ``mean(x^2) - mean(x)^2``, and ``np.var`` on the
+    columns where that difference cancels (spread below 1e-3 of the mean: its rounding
+    is then beyond ``1e6 eps`` relative) or is zero (constant columns, exactly)."""
+    mean = X.mean(axis=0, dtype=np.float64)
+    var = np.einsum("ij,ij->j", X, X, dtype=np.float64) / X.shape[0] - mean**2
+    exact = ~(var > 1e-6 * mean**2)
+    if exact.any():
+        var[exact] = np.var(X[:, exact], axis=0, dtype=np.float64)
+    return var
+
+
 def _weights(dataset):
     """The dataset's sample weights (mean 1) as float64 numpy, or None."""
     return None if dataset.weight is None else as_numpy(dataset.weight)
@@ -338,7 +351,7 @@ class _SparseLinearModel(BaseDGated):
         if sp.issparse(X):
             _, var = mean_variance_axis(X.tocsc(), axis=0)
         else:
-            var = np.var(X, axis=0, dtype=np.float64)
+            var = _column_variances(X)
         x_std = np.sqrt(var[var > 0])
         if not x_std.size:
             return 1.0
