@@ -395,9 +395,9 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         Penalty strength; at ``D=2`` the same as ``GroupLassoRegressor(lam=...)`` and,
         for singleton groups and 1-d ``y``, scikit-learn's ``Lasso(alpha=...)``. It is
         in the units of the data's correlations (``lambda_max(X, y)`` is where every
-        group is zero): the default keeps a sparse model on standardized X (and y), as
-        the networks' ``lam=1e-2`` does (``Lasso``'s ``alpha=1.0`` empties a model of
-        standardized data); in other units, choose it along ``regularization_path``. A 2-d
+        group is zero): the default keeps a sparse model on standardized X (and y)
+        (``Lasso``'s ``alpha=1.0`` empties a model of standardized data); in other
+        units, choose it along ``regularization_path``. A 2-d
         ``y`` is fitted as one multi-task group lasso (a feature's coefficients across
         outputs form one group, as ``MultiTaskLasso``); to fit the columns independently,
         as ``Lasso`` does with 2-d ``y``, wrap the estimator in

@@ -58,7 +58,7 @@ class _DGatedNAM(BaseDGated):
 
     def __init__(
         self,
-        lam=1e-2,
+        lam=3e-2,
         *,
         D=3,
         hidden_layer_sizes=(64,),
@@ -304,11 +304,15 @@ _NAM_DOC = fill(
 
     Parameters
     ----------
-    lam : float, default=1e-2
+    lam : float, default=3e-2
         Penalty strength on ``sum_j ||theta_j||^(2/D)``, ``theta_j`` being the first
         layer (weights and biases) of feature ``j``'s subnetwork. The loss is the mean
         over samples plus ``lam * penalty``, measured on standardized features (and
         standardized targets for regression), so ``lam`` means the same in any units.
+        The default keeps a sparse, accurate model of small noisy tables (measured with
+        as many permuted-noise columns as real ones on diabetes, breast cancer and wine:
+        1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose
+        it along ``regularization_path`` or with ``SparsePathCV``.
     $D
     hidden_layer_sizes : tuple of int, default=(64,)
         Hidden widths of every feature's subnetwork. Much lighter than the NAM papers'
