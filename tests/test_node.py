@@ -27,7 +27,14 @@ def regression_problem():
 def sparse_fit(regression_problem):
     X, y = regression_problem
     return NODERegressor(
-        lam=1e-2, D=3, num_trees=32, depth=3, max_epochs=30, batch_size=32, random_state=0
+        lam=1e-2,
+        D=3,
+        num_trees=32,
+        depth=3,
+        num_layers=1,
+        max_epochs=30,
+        batch_size=32,
+        random_state=0,
     ).fit(X, y)
 
 
@@ -136,7 +143,7 @@ def test_gating_changes_nothing_at_initialization(regression_problem):
     est._init_module(plain, ArrayDataset(X, None, dtype=torch.float32), targets)
     gated = copy.deepcopy(plain)
     est._gate_module(gated, "identity")
-    assert len(list(gated_tensors(gated))) == 1
+    assert len(list(gated_tensors(gated))) == est.num_layers  # one per layer's responses
     x = torch.as_tensor(X, dtype=torch.float32)
     with torch.no_grad():
         # identity gates multiply by exactly 1.0: bitwise the same weights and outputs
@@ -151,7 +158,7 @@ def test_large_lam_switches_every_tree_off_exactly(regression_problem):
     est.fit(X, y)
     assert est.n_active_trees_ == 0 and est.active_trees_.size == 0
     assert est.sparsity_gap_[0] < 1e-12  # dead before thresholding, far below zero_tol=1.2e-7
-    assert torch.all(est.module_.layers[0].response == 0)
+    assert all(torch.all(layer.response == 0) for layer in est.module_.layers)
     assert est.selected_features_.size == 0
     assert np.all(est.feature_importances_ == 0)
     pred = est.predict(X)
@@ -159,7 +166,7 @@ def test_large_lam_switches_every_tree_off_exactly(regression_problem):
     # ... near the mean: an optimization tolerance (the bias is trained by 20 epochs of
     # Adam), not a rounding one
     np.testing.assert_allclose(pred, y.mean(), atol=1e-2 * y.std())
-    assert est.compact().num_trees == (0,)
+    assert est.compact().num_trees == (0, 0)  # both (default) layers empty
 
 
 def test_active_trees_are_the_nonzero_ones(sparse_fit, regression_problem):
@@ -240,3 +247,61 @@ def test_bad_parameters_raise():
         NODERegressor(tree_dim=1, **SMALL).fit(X, np.column_stack([y, y]))
     with pytest.raises(ValueError, match="lbfgs"):
         NODERegressor(optimizer="lbfgs", **SMALL).fit(X, y)
+
+
+# ------------------------------------------------------------ defaults: init, stopping
+def test_data_init_puts_thresholds_inside_the_data_range():
+    torch.manual_seed(0)
+    x = torch.randn(200, 5) * torch.tensor([1.0, 10.0, 100.0, 0.1, 1.0]) + 50.0
+    node = NODE(5, 1, num_trees=[8, 6], depth=4).data_init(x)
+    inputs = x
+    for layer in node.layers:  # the second layer on the first's outputs (dense inputs)
+        with torch.no_grad():
+            values = layer.split_values(inputs)  # (n, T, depth)
+            assert torch.all(values.amin(0) <= layer.thresholds)
+            assert torch.all(layer.thresholds <= values.amax(0))
+            # temperature: the largest |v - threshold| (temperature_quantile=1)
+            spread = (values - layer.thresholds).abs().amax(0)
+            np.testing.assert_allclose(layer.log_temperatures.exp(), spread, rtol=1e-5)
+            inputs = torch.cat((inputs, layer(inputs).flatten(start_dim=1)), dim=1)
+    one_row = NODE(5, 1, num_trees=4, depth=3).data_init(x[:1])
+    # no spread in one row: unit temperatures (not 1e-6, a step that diverged on 1 sample)
+    assert torch.all(one_row.layers[0].log_temperatures == 0)
+
+
+def test_early_stopping_is_on_with_the_automatic_budget_only(regression_problem):
+    X, y = regression_problem
+    params = {"num_trees": 8, "depth": 3, "batch_size": 64, "random_state": 0}
+    given = NODERegressor(max_epochs=5, **params).fit(X, y)
+    assert given.n_iter_ == 5 and "valid_loss" not in given.history_[-1]
+    auto = NODERegressor(lam=0.0, **params).fit(X, y)
+    assert "valid_loss" in auto.history_[-1]
+    assert auto.n_iter_ < auto._max_epochs(len(y), 64)  # stopped by the validation loss
+
+
+def _validation_loss(est, X, y):
+    """The fitted model's loss on the rows early stopping held out (same split, same loss)."""
+    seed = int(np.random.RandomState(est.random_state).randint(np.iinfo(np.int32).max))
+    n_valid = int(round(est.validation_fraction * len(y)))
+    rows = np.random.RandomState(seed).permutation(len(y))[:n_valid]
+    return 0.5 * np.mean(((est.predict(X[rows]) - y[rows]) / y.std()) ** 2)
+
+
+@pytest.mark.parametrize("lam", [0.0, 3e-2])
+def test_early_stopping_restores_the_best_epoch_with_exact_zero_trees(regression_problem, lam):
+    X, y = regression_problem
+    est = NODERegressor(lam=lam, num_trees=16, depth=3, batch_size=64, random_state=0)
+    est.fit(X, y)  # max_epochs=None: early stopping on
+    losses = est.history_[:, "valid_loss"]
+    patience = est.n_iter_no_change
+    assert patience < est.n_iter_ < est._max_epochs(len(y), 64)
+    # restored: the best of the last patience + 1 epochs (float32 training vs float64
+    # prediction of the collapsed module: ~1e-6 relative)
+    best = min(losses[-(patience + 1) :])
+    assert best < losses[-1]
+    np.testing.assert_allclose(_validation_loss(est, X, y), best, rtol=1e-4)
+    if lam > 0:  # a sparse model with a clean gap, not one with trees half-way to zero
+        dead, live = est.sparsity_gap_
+        assert 0 < est.n_active_trees_ < 32
+        assert dead < 1e-2 * est.zero_tol
+        assert live > 1e-3 * est.tree_norms_.max() and live > 1e3 * est.zero_tol

@@ -204,7 +204,8 @@ class ObliviousTreeLayer(nn.Module):
         random quantile of the batch, so splits start inside the data; each temperature is
         the ``temperature_quantile`` quantile of ``|v - threshold|`` over the batch, so the
         initial split logits lie in ``[-1, 1]`` (where entmoid15 is neither flat nor
-        saturated) for that fraction of the batch.
+        saturated) for that fraction of the batch. A question whose tested value does
+        not vary over the batch (e.g. a batch of one row) gets temperature 1.
         """
         if self.num_trees == 0 or x.shape[0] == 0:
             return
@@ -213,7 +214,9 @@ class ObliviousTreeLayer(nn.Module):
         thresholds = _gather_quantiles(values, levels)
         spread = (values - thresholds).abs()
         cut = torch.full_like(levels, float(temperature_quantile))
-        temperatures = _gather_quantiles(spread, cut).clamp_min(1e-6)
+        temperatures = _gather_quantiles(spread, cut)
+        # no spread (one row, or a constant tested value): unit temperature, not a step
+        temperatures = torch.where(temperatures > 1e-6, temperatures, torch.ones_like(cut))
         self.thresholds.copy_(thresholds.reshape(self.thresholds.shape))
         self.log_temperatures.copy_(temperatures.log().reshape(self.log_temperatures.shape))
 
