@@ -70,6 +70,7 @@ def run_split(split, X, y, args):
         lam=0.0,
         D=2,
         num_trees=args.num_trees,
+        num_layers=1,  # the paper's single layer (the estimator's default is two)
         depth=args.depth,
         max_epochs=args.dense_epochs,
         batch_size=args.batch_size,
