@@ -49,6 +49,15 @@ def test_plan_sets_each_parameter_groups_rate_from_its_own_base():
     assert [g["lr"] for g in net.optimizer_.param_groups] == [0.05, 0.005]
 
 
+def test_a_rising_loss_is_no_plateau():
+    from sksparse_nn.estimators._schedule import on_plateau
+
+    flat = np.r_[np.linspace(1.0, 0.5, 50), np.full(50, 0.5)]
+    assert on_plateau(flat, 10)
+    rising = np.r_[np.linspace(1.0, 0.5, 50), np.linspace(0.5, 0.7, 50)]
+    assert not on_plateau(rising, 10) and not still_falling(rising, 10)[0]
+
+
 def test_transit_and_falling_rules():
     # halved over the window, or tiny and still shrinking: in transit; zeros never are
     norms, before = np.array([1.0, 0.4, 1e-5, 0.0, 0.95]), np.array([1.0, 1.0, 2e-5, 1e-3, 1.0])
@@ -146,11 +155,13 @@ def _drive(monkeypatch, norms_per_epoch, loss=1.0, window=3, anneal=4, cap=100):
     from sksparse_nn.estimators import _schedule
     from sksparse_nn.estimators._training import StopTraining
 
-    plan = LRPlan(cap, "stable").initialize()
+    plan = LRPlan(cap, "cosine").initialize()
     rule = _schedule.StopWhenSettled(plan, window, 1e-7, anneal, nonconvex=True).initialize()
     net, current = _FakeNet(), {}
     monkeypatch.setattr(_schedule, "group_norms", lambda module: current)
+    plan.factors_ = []  # the factor of every epoch, as the plan had it then
     for epoch, norms in enumerate(norms_per_epoch):
+        plan.factors_.append(plan.factor(epoch))
         net.history.new_epoch()
         net.history.record("train_loss", loss)
         current.clear()
@@ -174,7 +185,11 @@ def test_settled_rule_resumes_when_a_group_collapses_during_the_anneal(monkeypat
     norms = [[1.0, 0.5, 0.0]] * 7 + [[1.0, 0.2, 0.0]] + [[1.0, 0.0, 0.0]] * 20
     stopped, rule, plan = _drive(monkeypatch, norms)
     assert rule.resumed_ == 1
-    assert plan.factor(7) < 1.0 and plan.factor(8 + 4) == 1.0  # ramped back up
+    # annealing from epoch 6, cancelled at the end of epoch 7, ramped back up over 4
+    # epochs to the plan's own cosine (where the new support settles and anneals again)
+    f = plan.factors_
+    assert f[7] < f[6] == pytest.approx(plan._scheduled(6))
+    assert f[8] < plan._scheduled(8) and f[12] == pytest.approx(plan._scheduled(12))
     assert stopped is not None and stopped > 12  # settled again on the new support
 
 
@@ -182,5 +197,5 @@ def test_tiny_groups_of_a_nonconvex_fit_never_look_settled(monkeypatch):
     # a group at 1e-5 of the largest, not moving: for D > 2 it is still on its way to 0
     norms = [[1.0, 1e-5, 0.0]] * 30
     stopped, rule, _ = _drive(monkeypatch, norms, cap=30)
-    assert rule.capped_ and rule.resumed_ == 0  # never looked settled; the cap ended it
-    assert stopped == 29
+    assert stopped is None  # ran to the cap ...
+    assert rule.settled_ is None and rule.resumed_ == 0  # ... never looking settled

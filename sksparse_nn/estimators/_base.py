@@ -323,8 +323,6 @@ class BaseDGated(BaseEstimator):
         if warm and net.optimizer is not torch.optim.LBFGS:  # a line search needs none
             plan.warmup = _epochs_for(_WARMUP_STEPS, steps_per_epoch, plan.max_epochs)
         if self.max_epochs is None and plan.max_epochs > 0:
-            if plan.schedule == "cosine":  # full rate until settled, then the anneal
-                plan.schedule = "stable"
             window = _epochs_for(_SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
             zero_tol = self.zero_tol * self._weight_scale(X, y)
             settled = StopWhenSettled(plan, window, zero_tol, window, nonconvex=self.D > 2)

@@ -6,15 +6,13 @@ start, and stops earlier once it is done:
 - :class:`LRPlan` sets every optimizer parameter group's learning rate to its base rate
   times a factor per epoch: a linear warm-up (for warm starts: a path point starts at a
   sharp minimum of the previous lam, where the full rate can be unstable), then cosine
-  decay over ``max_epochs``, or constant ("stable" with the automatic budget: unused
-  groups shrink geometrically at a rate proportional to the learning rate, so a full
-  rate until the end removes them in half the steps of a cosine over the cap);
+  decay over ``max_epochs`` (the cap, with the automatic budget), or constant;
   :meth:`LRPlan.anneal` switches to a short cosine from the current factor down to zero.
 - :class:`StopWhenSettled` watches the training objective and the group norms once per
   epoch; when, over a window of epochs, the support (groups above ``zero_tol``) has not
   changed, no selected group is still shrinking and the objective has stopped falling
-  (:func:`still_falling`), it asks the plan to anneal and ends training when the anneal
-  is over; at the latest the anneal starts so as to end at the cap.
+  (:func:`on_plateau`), it asks the plan to anneal and ends training when the anneal
+  is over.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from skorch.callbacks import Callback
 from ..gating import group_norms
 from ._training import StopTraining
 
-__all__ = ["LRPlan", "StopWhenSettled", "in_transit", "still_falling"]
+__all__ = ["LRPlan", "StopWhenSettled", "in_transit", "on_plateau", "still_falling"]
 
 #: The objective is "still falling" when the last window lowered its mean by more than
 #: this fraction of the fit's whole decrease so far (scale-free; SGD noise around a
@@ -51,6 +49,17 @@ SHRINKING = 0.9
 STEADY = 0.95
 
 
+def _window_means(losses, width):
+    losses = np.asarray(losses, dtype=np.float64)
+    return float(losses[-2 * width : -width].mean()), float(losses[-width:].mean())
+
+
+def _tolerated_change(losses, recent):
+    """How much two window means may differ on a plateau: ``STILL_FALLING`` of the fit's
+    whole decrease so far, or ``FLAT`` of the loss, whichever is larger."""
+    return max(STILL_FALLING * abs(float(losses[0]) - recent), FLAT * abs(recent))
+
+
 def still_falling(losses, width):
     """Whether the mean of the last ``width`` losses is clearly below the ``width`` before.
 
@@ -67,11 +76,16 @@ def still_falling(losses, width):
     before, recent : float
         Means of the two windows.
     """
-    losses = np.asarray(losses, dtype=np.float64)
-    recent, before = losses[-width:].mean(), losses[-2 * width : -width].mean()
-    drop = before - recent
-    falling = drop > STILL_FALLING * (losses[0] - recent) and drop > FLAT * abs(recent)
-    return bool(falling), float(before), float(recent)
+    before, recent = _window_means(losses, width)
+    return before - recent > _tolerated_change(losses, recent), before, recent
+
+
+def on_plateau(losses, width):
+    """Whether the last two windows of ``losses`` have the same mean, up to what
+    :func:`still_falling` tolerates: neither falling nor rising (a rising loss at a
+    constant rate is instability, not convergence)."""
+    before, recent = _window_means(losses, width)
+    return abs(before - recent) <= _tolerated_change(losses, recent)
 
 
 def in_transit(norms, before, zero_tol):
@@ -100,8 +114,7 @@ class LRPlan(Callback):
     ----------
     max_epochs : int
         The cap; the cosine decays to zero over it.
-    schedule : {"cosine", "constant", "stable"}
-        "stable": constant until :meth:`anneal` is called.
+    schedule : {"cosine", "constant"}
     warmup : int, default=0
         Epochs of linear warm-up (factor ``(e + 1) / (warmup + 1)`` in epoch ``e``).
     """
@@ -119,14 +132,19 @@ class LRPlan(Callback):
 
     def factor(self, epoch):
         """The factor of epoch ``epoch`` (0-based)."""
-        if self.segment_ is not None:
-            start, length, f0, f1, shape = self.segment_
+        segment = self.segment_
+        if segment is not None and not (segment[4] == "linear" and epoch >= sum(segment[:2])):
+            start, length, f0, f1, shape = segment
             t = min(epoch - start, length) / length
             weight = 0.5 * (1.0 - math.cos(math.pi * t)) if shape == "cosine" else t
             return f0 + (f1 - f0) * weight
+        return self._scheduled(epoch)
+
+    def _scheduled(self, epoch):
+        """The plan's own factor: warm-up, then cosine or constant."""
         if epoch < self.warmup:
             return (epoch + 1) / (self.warmup + 1)
-        if self.schedule != "cosine":
+        if self.schedule == "constant":
             return 1.0
         return 0.5 * (1.0 + math.cos(math.pi * epoch / self.max_epochs))
 
@@ -138,9 +156,11 @@ class LRPlan(Callback):
 
     def resume(self, epoch, length):
         """Cancel an anneal: from epoch ``epoch`` on, ramp the current factor linearly
-        back to 1 over ``length`` epochs (a warm-up from where the anneal had got to),
-        then keep it there."""
-        self.segment_ = (epoch, max(1, length), self.factor(epoch), 1.0, "linear")
+        back to the plan's own over ``length`` epochs (a warm-up from where the anneal had
+        got to), then follow the plan again."""
+        length = max(1, length)
+        target = self._scheduled(epoch + length)
+        self.segment_ = (epoch, length, self.factor(epoch), target, "linear")
 
     @property
     def annealing(self):
@@ -162,12 +182,11 @@ class StopWhenSettled(Callback):
 
     Checked at the end of every epoch after the warm-up, over the last ``window`` epochs:
     the set of groups above ``zero_tol`` did not change, no selected group shrank by
-    more than ``1 - STEADY`` and the training objective is not :func:`still_falling`.
+    more than ``1 - STEADY`` and the training objective is :func:`on_plateau`.
     Then the plan anneals the learning rate over ``anneal`` epochs and training ends (a
     constant plan stops at once). Should a selected group start to collapse during the
     anneal (leave the support, halve, or turn tiny), the fit had not settled: the plan
-    ramps back to the full rate and the watch starts again. A "stable" plan starts its
-    anneal ``anneal`` epochs before the cap at the latest.
+    ramps back to where it was and the watch starts again.
 
     With ``nonconvex=True`` (D > 2) a selected group below ``TINY`` times the largest
     of its tensor has not settled either: the penalty ``||w||^(2/D)`` has an infinite
@@ -194,7 +213,6 @@ class StopWhenSettled(Callback):
     def initialize(self):
         self.norms_ = deque(maxlen=self.window + 1)
         self.settled_ = None  # the group norms when the fit looked settled
-        self.capped_ = False  # annealing because the cap is near
         self.resumed_ = 0  # anneals cancelled because a group started to collapse
         return self
 
@@ -208,7 +226,7 @@ class StopWhenSettled(Callback):
         if self.settled_ is not None:
             if self.plan.annealed(epoch):
                 raise StopTraining
-            if self.capped_ or not self._collapsing(norms):
+            if not self._collapsing(norms):
                 return
             # a selected group started to collapse during the anneal: not settled after
             # all; back to the full rate (ramped) and watch again
@@ -216,10 +234,6 @@ class StopWhenSettled(Callback):
             self.norms_.clear()
             self.plan.resume(epoch + 1, self.anneal)
         self.norms_.append(norms)
-        if self.plan.schedule == "stable" and epoch + 1 + self.anneal >= self.plan.max_epochs:
-            self.settled_, self.capped_ = norms, True
-            self.plan.anneal(epoch + 1, self.plan.max_epochs - epoch - 1)
-            return
         if epoch + 1 < self.plan.warmup + 2 * self.window or len(self.norms_) <= self.window:
             return
         if self._settled(net.history[:, "train_loss"]):
@@ -251,4 +265,4 @@ class StopWhenSettled(Callback):
             if self.nonconvex and np.any(support & (norms < TINY * norms.max(initial=0.0))):
                 return False
         losses = np.asarray(losses, dtype=np.float64)[self.plan.warmup :]
-        return not still_falling(losses, self.window)[0]
+        return on_plateau(losses, self.window)
