@@ -143,7 +143,7 @@ def test_gating_changes_nothing_at_initialization(regression_problem):
     est._init_module(plain, ArrayDataset(X, None, dtype=torch.float32), targets)
     gated = copy.deepcopy(plain)
     est._gate_module(gated, "identity")
-    assert len(list(gated_tensors(gated))) == est.num_layers  # one per layer's responses
+    assert len(list(gated_tensors(gated))) == len(plain.layers)  # one per layer
     x = torch.as_tensor(X, dtype=torch.float32)
     with torch.no_grad():
         # identity gates multiply by exactly 1.0: bitwise the same weights and outputs
