@@ -42,7 +42,9 @@ def make_problem(n_true, n_features, noise, seed, n_samples=1200):
     rng = np.random.RandomState(seed)
     X = rng.uniform(-2.5, 2.5, size=(n_samples, n_features))
     names = rng.choice(list(SHAPES), size=n_true, replace=False)
-    signal = sum(SHAPES[name](X[:, j]) - SHAPES[name](X[:, j]).mean() for j, name in enumerate(names))
+    signal = sum(
+        SHAPES[name](X[:, j]) - SHAPES[name](X[:, j]).mean() for j, name in enumerate(names)
+    )
     y = signal + noise * rng.randn(n_samples)
     return X, y, list(names)
 
@@ -92,7 +94,8 @@ def lasso_cv(X, y, n_true):
 
     coef = LassoCV(random_state=0).fit(X, y).coef_
     selected = np.flatnonzero(coef)
-    return {"true_kept": int(np.sum(selected < n_true)), "noise_kept": int(np.sum(selected >= n_true))}
+    true_kept = int(np.sum(selected < n_true))
+    return {"true_kept": true_kept, "noise_kept": len(selected) - true_kept}
 
 
 def run(args):
@@ -139,7 +142,8 @@ def report(results, out):
     fig, ax = plt.subplots(figsize=(7, 3.5))
     labels = [f"{r['case']}\n{r['method']}" for r in rows]
     x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r["true_kept"] / r["n_true"] for r in rows], 0.4, label="true kept (fraction)")
+    kept = [r["true_kept"] / r["n_true"] for r in rows]
+    ax.bar(x - 0.2, kept, 0.4, label="true kept (fraction)")
     ax.bar(x + 0.2, [r["noise_kept"] for r in rows], 0.4, label="noise kept (count)")
     ax.set_xticks(x, labels, fontsize=6, rotation=30, ha="right")
     ax.set_title("SparsePathCV defaults (1-SE rule) on additive problems")

@@ -2,10 +2,10 @@
 
 For each data set and random 80/20 split, in one process on one torch thread:
 HistGradientBoostingRegressor(), a dense NODE (``NODERegressor(lam=0)``, every other
-parameter at its default), the default ``NODERegressor()`` (lam=3e-3) and
-``NODERegressor(lam=1e-3)`` and ``lam=1e-2``. Reports test RMSE, the gap of dense NODE to HGB, the best
-sparse NODE with at most 10 trees (lowest mean test RMSE among the lams) and its gap to
-dense, and fit times; writes ``benchmarks/results/node_defaults.json`` and ``.png``.
+parameter at its default), the default ``NODERegressor()`` (lam=3e-3),
+``NODERegressor(lam=1e-3)`` and ``lam=1e-2``. Reports test RMSE, the gap of dense NODE to
+HGB, the best sparse NODE with at most 10 trees (lowest mean test RMSE among the lams) and
+its gap to dense, and fit times; writes ``benchmarks/results/node_defaults.json`` and ``.png``.
 
 Data: white and red wine quality (``load_wine_quality``, local files in
 ``--data-home`` or ``$SKSPARSE_NN_DATA``), scikit-learn's diabetes and Friedman #1

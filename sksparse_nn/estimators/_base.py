@@ -38,6 +38,7 @@ from ._guards import (
     warn_not_converged,
 )
 from ._scaling import Scaling
+from ._schedule import LRPlan, StopWhenSettled
 from ._training import (
     ArrayDataset,
     BatchIterator,
@@ -48,7 +49,6 @@ from ._training import (
     make_callbacks,
     resolve_optimizer,
 )
-from ._schedule import LRPlan, StopWhenSettled
 
 __all__ = ["BaseDGated"]
 

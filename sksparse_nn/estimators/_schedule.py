@@ -173,7 +173,7 @@ class LRPlan(Callback):
 
     def on_epoch_begin(self, net, **kwargs):
         factor = self.factor(len(net.history) - 1)
-        for group, base in zip(net.optimizer_.param_groups, self.base_):
+        for group, base in zip(net.optimizer_.param_groups, self.base_, strict=True):
             group["lr"] = base * factor
 
 
