@@ -60,7 +60,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     scoring : str or callable, default=None
         ``None`` uses the estimator's ``score``.
     n_jobs : int, default=None
-        Parallel jobs over folds (joblib; works with the dask or ray backends).
+        Parallel jobs over folds (joblib; works with the dask or ray backends); the
+        full-data path runs in the calling process meanwhile. Each worker process
+        imports torch first (a few seconds), so it pays off when a fold's path takes
+        well over that: ``n_jobs=2`` made a 5-fold ``DGatedNAMRegressor`` search on
+        900 rows 1.7x faster on 2 cores (202 s -> 118 s).
     verbose : int, default=0
 
     Attributes
