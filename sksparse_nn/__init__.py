@@ -25,6 +25,7 @@ from .groups import AxisGroups, group_labels_from_sizes
 from .model_selection import SparsePathCV
 from .path import RegularizationPath, regularization_path
 from .solvers import GroupLassoClassifier, GroupLassoRegressor
+from .sparsifiers import sparsify, support
 
 __version__ = "0.1.0.dev0"
 
@@ -53,4 +54,6 @@ __all__ = [
     "misalignment",
     "penalty",
     "regularization_path",
+    "sparsify",
+    "support",
 ]

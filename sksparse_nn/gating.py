@@ -25,7 +25,10 @@ by any gradient method solves the non-smooth problem ``loss + lam * induced_pena
 data do not need shrink geometrically to exact zero during training; :func:`collapse`
 then bakes the effective weights back into plain parameters.
 
-This module knows nothing of scikit-learn; it works on any ``nn.Module``.
+D-Gating is the ``"dgating"`` method of :mod:`sksparse_nn.sparsifiers`; the penalty,
+group norms and :func:`collapse` exported here are that module's and cover every
+sparsifier of a model. This module knows nothing of scikit-learn; it works on any
+``nn.Module``.
 """
 
 from __future__ import annotations
@@ -33,15 +36,24 @@ from __future__ import annotations
 import math
 import numbers
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from .groups import resolve_groups
+from .sparsifiers._base import (
+    ZERO_TOL,
+    Sparsifier,
+    collapse,
+    group_norms,
+    penalty,
+    penalty_function,
+    sparsified_tensors,
+    sparsify,
+)
 
 __all__ = [
     "DGate",
+    "ZERO_TOL",
     "collapse",
     "dgate",
     "gate_factors",
@@ -54,10 +66,6 @@ __all__ = [
     "set_weight",
 ]
 
-#: Default threshold of :func:`collapse`: float32 machine epsilon. D-Gating drives unused
-#: groups far below it (typically 1e-30 or exact 0); it only removes numerical dust.
-ZERO_TOL = float(np.finfo(np.float32).eps)
-
 
 def _check_D(D):
     if isinstance(D, bool) or not isinstance(D, numbers.Integral) or D < 2:
@@ -65,10 +73,11 @@ def _check_D(D):
     return int(D)
 
 
-class DGate(nn.Module):
+class DGate(Sparsifier):
     """The parametrization ``omega -> omega * prod_d gamma_d`` (expanded per group).
 
-    Not usually built by hand: see :func:`dgate`.
+    The ``"dgating"`` method of :func:`~sksparse_nn.sparsifiers.sparsify`; not usually
+    built by hand: see :func:`dgate`.
 
     Parameters
     ----------
@@ -80,16 +89,18 @@ class DGate(nn.Module):
         Per-group penalty weights ``rho_j`` (``None`` means all ones).
     """
 
-    def __init__(self, grouping, D, group_weights=None):
-        super().__init__()
-        self.D = _check_D(D)
-        self.grouping = grouping
-        self.gates = nn.Parameter(torch.ones(self.D - 1, grouping.n_groups))
-        self.register_buffer("group_weights", group_weights)
+    method = "dgating"
 
-    @property
-    def n_groups(self):
-        return self.grouping.n_groups
+    def __init__(self, grouping, D=3, group_weights=None):
+        super().__init__(grouping, group_weights)
+        self.D = _check_D(D)
+        self.gates = nn.Parameter(torch.ones(self.D - 1, grouping.n_groups))
+
+    def initialize(self, original, init):
+        """Gates 1 (``"identity"``) or balanced factors of the same weight (``"balanced"``)."""
+        self.gates.data.fill_(1.0)
+        if init == "balanced":
+            original.copy_(_balance(original, self))
 
     def gate_product(self):
         """Product of the ``D - 1`` gates of each group, shape ``(J,)``."""
@@ -98,9 +109,6 @@ class DGate(nn.Module):
     def forward(self, omega):
         return omega * self.grouping.expand(self.gate_product())
 
-    def _weighted(self, per_group):
-        return per_group.sum() if self.group_weights is None else per_group @ self.group_weights
-
     def penalty(self, omega):
         """Smooth surrogate ``(1/D) sum_j rho_j (||omega_j||^2 + ||gamma_j||^2)``."""
         if self.group_weights is None and self.grouping.complete:
@@ -108,20 +116,12 @@ class DGate(nn.Module):
         per_group = self.grouping.group_sum(omega.pow(2)) + self.gates.pow(2).sum(dim=0)
         return self._weighted(per_group) / self.D
 
-    def group_norms(self, weight):
-        """Euclidean norm of each group of the effective weight, shape ``(J,)``."""
-        return self.grouping.group_sum(weight.pow(2)).sqrt()
-
     def induced_penalty(self, weight):
         """Non-smooth penalty ``sum_j rho_j ||w_j||^(2/D)`` of the effective weight."""
         return self._weighted(self.group_norms(weight).pow(2.0 / self.D))
 
     def extra_repr(self):
         return f"D={self.D}"
-
-
-def _qualified(prefix, name):
-    return f"{prefix}.{name}" if prefix else name
 
 
 def gated_tensors(model):
@@ -138,13 +138,9 @@ def gated_tensors(model):
     gate : DGate
         The parametrization.
     """
-    for prefix, module in model.named_modules():
-        if not parametrize.is_parametrized(module):
-            continue
-        for name, plist in module.parametrizations.items():
-            for p in plist:
-                if isinstance(p, DGate):
-                    yield _qualified(prefix, name), module, name, p
+    for qname, module, name, sparsifier in sparsified_tensors(model):
+        if isinstance(sparsifier, DGate):
+            yield qname, module, name, sparsifier
 
 
 def gate_factors(model):
@@ -309,84 +305,34 @@ def dgate(
     >>> loss = layer(torch.randn(8, 5)).pow(2).mean() + 0.1 * penalty(layer)
     """
     D = _check_D(D)
-    if not isinstance(module, nn.Module):
-        raise ValueError(f"dgate needs a torch.nn.Module, got {type(module).__name__}.")
-    params = dict(module.named_parameters(recurse=False))
-    if parametrize.is_parametrized(module, name):
-        if any(isinstance(p, DGate) for p in module.parametrizations[name]):
-            raise ValueError(f"'{name}' of {type(module).__name__} is already D-gated.")
-        raise ValueError(
-            f"'{name}' of {type(module).__name__} already has a parametrization; D-gate it first."
-        )
-    if not isinstance(params.get(name), nn.Parameter):
-        raise ValueError(
-            f"'{name}' is not a parameter of {type(module).__name__}; its parameters are "
-            f"{sorted(params)}."
-        )
-    weight = params[name]
-    grouping = resolve_groups(groups, weight.shape).to(weight.device)
-    rho = None
-    if group_weights is not None:
-        rho = torch.as_tensor(np.asarray(group_weights, dtype=np.float64))
-        if rho.shape != (grouping.n_groups,):
-            raise ValueError(
-                f"group_weights must have one entry per group ({grouping.n_groups}), "
-                f"got shape {tuple(rho.shape)}."
-            )
-        if not torch.all(torch.isfinite(rho)) or torch.any(rho < 0):
-            raise ValueError("group_weights must be finite and non-negative.")
-        rho = rho.to(dtype=weight.dtype, device=weight.device)
     if init not in ("identity", "balanced", "dwf"):
         raise ValueError(f"init must be 'identity', 'balanced' or 'dwf', got {init!r}.")
     if init == "dwf" and not (isinstance(groups, str) and groups == "element"):
         raise ValueError("init='dwf' is the deep-weight-factorization init: use groups='element'.")
-
-    gate = DGate(grouping, D, rho).to(device=weight.device, dtype=weight.dtype)
-    parametrize.register_parametrization(module, name, gate)
-    original = module.parametrizations[name].original
-    with torch.no_grad():
-        if init == "balanced":
-            original.copy_(_balance(original, gate))
-        elif init == "dwf":
-            sigma = float(weight.detach().std()) if dwf_sigma is None else float(dwf_sigma)
-            if not sigma > 0:
-                raise ValueError("init='dwf' needs dwf_sigma > 0 (the weight has zero spread).")
-            factors = _dwf_factors(weight.shape, D, sigma, dwf_eps, generator)
-            original.copy_(factors[0])
-            gate.gates.copy_(factors[1:].reshape(D - 1, -1))
+    sparsify(
+        module,
+        name,
+        method=DGate,
+        groups=groups,
+        group_weights=group_weights,
+        init="identity" if init == "dwf" else init,
+        D=D,
+    )
+    if init == "dwf":
+        original = module.parametrizations[name].original
+        gate = module.parametrizations[name][0]
+        try:
+            with torch.no_grad():
+                sigma = float(original.std()) if dwf_sigma is None else float(dwf_sigma)
+                if not sigma > 0:
+                    raise ValueError("init='dwf' needs dwf_sigma > 0 (the weight has zero spread).")
+                factors = _dwf_factors(original.shape, D, sigma, dwf_eps, generator)
+                original.copy_(factors[0])
+                gate.gates.copy_(factors[1:].reshape(D - 1, -1))
+        except ValueError:
+            parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+            raise
     return module
-
-
-def penalty(model):
-    """Smooth D-Gating penalty ``(1/D)(||omega||^2 + ||Gamma||^2)`` over all gated tensors.
-
-    Per-group weights given to :func:`dgate` are applied. Differentiable; add
-    ``lam * penalty(model)`` to the training loss. Returns a 0-dim tensor (0 if nothing
-    is gated).
-    """
-    return penalty_function(model)()
-
-
-def penalty_function(model):
-    """A callable returning :func:`penalty` of ``model``, with the gated tensors looked up once.
-
-    For training loops: calling it costs only the penalty arithmetic, not a walk over the
-    model's modules. Re-create it if gating is added or removed.
-    """
-    terms = [
-        (gate, module.parametrizations[name].original)
-        for _, module, name, gate in gated_tensors(model)
-    ]
-    if not terms:
-        return lambda: torch.zeros(())
-
-    def _penalty():
-        total = terms[0][0].penalty(terms[0][1])
-        for gate, omega in terms[1:]:
-            total = total + gate.penalty(omega)
-        return total
-
-    return _penalty
 
 
 def induced_penalty(model):
@@ -402,48 +348,9 @@ def induced_penalty(model):
 
 
 def misalignment(model):
-    """``penalty(model) - induced_penalty(model)`` (>= 0, zero at balanced factors)."""
-    return penalty(model).cpu() - induced_penalty(model)
-
-
-@torch.no_grad()
-def group_norms(model):
-    """Norm of every group of every gated tensor's effective weight.
-
-    Returns
-    -------
-    norms : dict of str to tensor of shape (J,)
-        Keyed by the tensor's qualified name (e.g. ``"0.weight"``), detached.
-    """
-    return {
-        qname: gate.group_norms(getattr(module, name)).detach()
-        for qname, module, name, gate in gated_tensors(model)
-    }
-
-
-@torch.no_grad()
-def collapse(model, zero_tol=ZERO_TOL):
-    """Remove every D-Gating parametrization, leaving plain effective weights.
-
-    Groups whose norm is below ``zero_tol`` are set to exactly 0; entries in no group are
-    never touched. Works in place.
-
-    Parameters
-    ----------
-    model : nn.Module
-    zero_tol : float, default=float32 eps
-        Absolute threshold on group norms. ``0`` keeps every weight as computed.
-
-    Returns
-    -------
-    model : nn.Module
-        The same module, without D-Gating.
-    """
-    if zero_tol is None or not zero_tol >= 0:
-        raise ValueError(f"zero_tol must be a number >= 0, got {zero_tol!r}.")
-    for _, module, name, gate in list(gated_tensors(model)):
-        weight = getattr(module, name)
-        keep = (gate.group_norms(weight) >= zero_tol).to(weight.dtype)
-        parametrize.remove_parametrizations(module, name, leave_parametrized=True)
-        getattr(module, name).mul_(gate.grouping.expand(keep))
-    return model
+    """Smooth minus induced penalty of the D-gated tensors (>= 0, zero at balanced factors)."""
+    total = torch.zeros(())
+    for _, module, name, gate in gated_tensors(model):
+        original = module.parametrizations[name].original
+        total = total + (gate.penalty(original) - gate.induced_penalty(getattr(module, name))).cpu()
+    return total

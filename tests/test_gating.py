@@ -328,7 +328,7 @@ def test_buffers_and_gating_twice_are_rejected():
         dgate(bn, "running_mean", groups="element")
     layer = nn.Linear(3, 2)
     dgate(layer, groups="in")
-    with pytest.raises(ValueError, match="already D-gated"):
+    with pytest.raises(ValueError, match="already sparsified"):
         dgate(layer, groups="out")
     with pytest.raises(ValueError, match="zero_tol"):
         collapse(layer, zero_tol=-1.0)

@@ -3,8 +3,10 @@
 Every estimator is ``(model family mixin) + (task mixin) + BaseDGated``. The family says
 which torch module to build and which of its tensors to D-gate (``_build_module``,
 ``_gate_module``); the task mixin says how targets are encoded and predictions decoded.
-Neither knows how gating is parametrized: they call :func:`sksparse_nn.gating.dgate` and
-read :func:`sksparse_nn.gating.group_norms`.
+Neither knows how gating is parametrized: they attach a sparsifier with
+:meth:`BaseDGated._sparsify` (:func:`sksparse_nn.sparsifiers.sparsify`, D-Gating or the
+method the ``sparsifier`` parameter names) and read
+:func:`sksparse_nn.sparsifiers.group_norms` / :func:`~sksparse_nn.sparsifiers.support`.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from .._validation import (
     value_limit,
 )
 from ..exceptions import TrainingDivergedError
-from ..gating import collapse, gate_factors, group_norms, penalty
+from ..gating import gate_factors
 from ..path import regularization_path
 from ..solvers import lambda_max
+from ..sparsifiers import collapse, get_sparsifier, group_norms, penalty, sparsify, support
 from ._docs import fill
 from ._guards import (
     ConvergenceMonitor,
@@ -222,15 +225,16 @@ class BaseDGated(BaseEstimator):
                 self._divergence_message(X, y)(self.n_iter_, float("nan")), lam=self.lam
             )
         zero_tol = self.zero_tol * self._weight_scale(X, y)
+        keep = {k: as_numpy(v).astype(bool) for k, v in support(module, zero_tol).items()}
         collapse(module, zero_tol=zero_tol)
         self.module_ = module.eval()
-        dead = np.concatenate([v[v < zero_tol] for v in raw.values()] + [[0.0]])
-        live = np.concatenate([v[v >= zero_tol] for v in raw.values()] + [[np.inf]])
+        dead = np.concatenate([v[~keep[k]] for k, v in raw.items()] + [[0.0]])
+        live = np.concatenate([v[keep[k]] for k, v in raw.items()] + [[np.inf]])
         self.sparsity_gap_ = (float(dead.max()), float(live.min()))
         # norms and importances in the units the penalty saw (standardized inputs where
         # used); the group norms of every gated tensor, in the module's order, with the
         # groups that collapse removed at exactly zero
-        norms = [np.where(v < zero_tol, 0.0, v) for v in raw.values()]
+        norms = [np.where(keep[k], v, 0.0) for k, v in raw.items()]
         self.group_norms_ = np.concatenate(norms) if norms else np.zeros(0)
         self.feature_importances_ = self._feature_importances(self.module_)
         self.selected_features_ = np.flatnonzero(self.feature_importances_)
@@ -325,7 +329,8 @@ class BaseDGated(BaseEstimator):
         if self.max_epochs is None and plan.max_epochs > 0:
             window = _epochs_for(_SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
             zero_tol = self.zero_tol * self._weight_scale(X, y)
-            settled = StopWhenSettled(plan, window, zero_tol, window, nonconvex=self.D > 2)
+            nonconvex = self._sparsifier_name() == "dgating" and self.D > 2
+            settled = StopWhenSettled(plan, window, zero_tol, window, nonconvex=nonconvex)
             net.callbacks.append(("settled", settled))
 
     def _factor_step_sizes(self, module, optimizer):
@@ -446,6 +451,38 @@ class BaseDGated(BaseEstimator):
             ``{"n_lams": int, "lam_min_ratio": float}``.
         """
         return dict(self._default_grid)
+
+    # ---------------------------------------------------------- sparsifier
+    def _sparsifier_name(self):
+        """The registered name of the estimator's sparsifier ("dgating" for families
+        without a ``sparsifier`` parameter)."""
+        return get_sparsifier(getattr(self, "sparsifier", "dgating")).method
+
+    def _sparsify(self, module, name, groups, init, units):
+        """Make the ``groups`` of ``module.<name>`` removable by the estimator's sparsifier.
+
+        ``units`` names what the groups are ("input features", "hidden neurons"): methods
+        that mask groups in a fixed order only apply to interchangeable units, never to
+        features. ``D`` goes to D-Gating, ``sparsifier_params`` to the method.
+        """
+        method = get_sparsifier(getattr(self, "sparsifier", "dgating"))
+        if method.ordered and "feature" in units:
+            raise ValueError(
+                f"sparsifier={method.method!r} masks groups in a fixed order, which suits "
+                f"interchangeable units such as hidden neurons but cannot choose {units}. "
+                "Use it on hidden neurons only (e.g. gate_inputs=False, gate_hidden=True "
+                "for the MLPs), or choose 'dgating', 'ds' or 'l21' to select features."
+            )
+        options = dict(getattr(self, "sparsifier_params", None) or {})
+        if method.method == "dgating":
+            options.setdefault("D", self.D)
+        try:
+            sparsify(module, name, method=method, groups=groups, init=init, **options)
+        except TypeError as exc:  # an option the method does not take
+            raise ValueError(
+                f"sparsifier_params={getattr(self, 'sparsifier_params', None)!r} do not fit "
+                f"sparsifier={method.method!r}: {exc}"
+            ) from None
 
     # -------------------------------------------------------------- hooks
     def _penalty_groups(self, n_features):

@@ -16,6 +16,21 @@ D : int, default=3
     Gating depth >= 2: 2 is the group lasso (convex); 3 and 4 give the sparser
     non-convex penalties ``||w_j||^(2/3)`` and ``||w_j||^(1/2)``, which remove groups
     faster and more cleanly.""",
+    "sparsifier": """\
+sparsifier : {"dgating", "dam", "ds", "l21"}, default="dgating"
+    How groups are removed during training (:mod:`sksparse_nn.sparsifiers`):
+    ``"dgating"`` (D-Gating, the penalty ``lam * sum_j ||w_j||^(2/D)``); ``"ds"``
+    (differentiable sparsification: thresholded scales of the groups with an l1 norm, by
+    default the group lasso's penalty ``lam * sum_j ||w_j||``); ``"l21"`` (that penalty
+    by plain subgradient steps: no exact zeros, groups below a magnitude threshold,
+    ``sparsifier_params={"threshold": 1e-3}`` by default, are removed at the end);
+    ``"dam"`` (discriminative masking: ordered gates of hidden neurons with the penalty
+    ``lam * (beta + k)``; it cannot select input features). ``D`` applies to
+    ``"dgating"`` only.""",
+    "sparsifier_params": """\
+sparsifier_params : dict or None, default=None
+    Options of the sparsifier (e.g. ``{"norm": "l0.5"}`` for ``"ds"``, ``{"k": 5.0}``
+    for ``"dam"``); see its class in :mod:`sksparse_nn.sparsifiers`.""",
     "tol": """\
 tol : float or None, default=None
     Stop early when an epoch lowers the training loss by less than ``tol`` (relative).""",

@@ -9,7 +9,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..gating import ZERO_TOL, dgate
+from ..gating import ZERO_TOL
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
 from ._base import BaseDGated
 from ._docs import fill
@@ -26,9 +26,12 @@ class _DGatedMLP(BaseDGated):
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
+        "sparsifier": [str, type],
+        "sparsifier_params": [dict, None],
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
+        "gate_inputs": ["boolean"],
         "gate_hidden": ["boolean"],
     }
 
@@ -37,9 +40,12 @@ class _DGatedMLP(BaseDGated):
         lam=3e-2,
         *,
         D=3,
+        sparsifier="dgating",
+        sparsifier_params=None,
         hidden_layer_sizes=(100,),
         activation="relu",
         dropout=0.0,
+        gate_inputs=True,
         gate_hidden=False,
         optimizer="sgd",
         lr=0.1,
@@ -59,9 +65,12 @@ class _DGatedMLP(BaseDGated):
     ):
         self.lam = lam
         self.D = D
+        self.sparsifier = sparsifier
+        self.sparsifier_params = sparsifier_params
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.dropout = dropout
+        self.gate_inputs = gate_inputs
         self.gate_hidden = gate_hidden
         self.optimizer = optimizer
         self.lr = lr
@@ -86,9 +95,17 @@ class _DGatedMLP(BaseDGated):
         return MLP(n_features, sizes, n_outputs, self.activation, self.dropout)
 
     def _gate_module(self, module, init):
-        layers = module.linears if self.gate_hidden else module.linears[:1]
-        for layer in layers:  # "in": one group per input feature / per hidden neuron
-            dgate(layer, "weight", groups="in", D=self.D, init=init)
+        if not (self.gate_inputs or self.gate_hidden):
+            raise ValueError("gate_inputs=False and gate_hidden=False leave nothing to sparsify.")
+        if self.gate_hidden and len(module.linears) < 2:
+            raise ValueError("gate_hidden=True needs at least one hidden layer.")
+        # "in": one group per column, i.e. per input feature / per hidden neuron (its
+        # outgoing weights)
+        if self.gate_inputs:
+            self._sparsify(module.linears[0], "weight", "in", init, "input features")
+        if self.gate_hidden:
+            for layer in module.linears[1:]:
+                self._sparsify(layer, "weight", "in", init, "hidden neurons")
 
     def _input_weight(self, module):
         return module.linears[0].weight
@@ -141,9 +158,14 @@ _MLP_DOC = fill(
         1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose
         it along ``regularization_path`` or with ``SparsePathCV``.
     $D
+    $sparsifier
+    $sparsifier_params
     hidden_layer_sizes : tuple of int, default=(100,)
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
+    gate_inputs : bool, default=True
+        Penalize each input feature's first-layer weights (feature selection). ``False``
+        keeps every feature, e.g. to prune only hidden neurons.
     gate_hidden : bool, default=False
         Also gate each hidden neuron (its outgoing weights): removes neurons for
         structured compression, see :meth:`compact`.

@@ -25,7 +25,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..gating import ZERO_TOL, dgate
+from ..gating import ZERO_TOL
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
@@ -49,6 +49,8 @@ class _DGatedNAM(BaseDGated):
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
+        "sparsifier": [str, type],
+        "sparsifier_params": [dict, None],
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
@@ -61,6 +63,8 @@ class _DGatedNAM(BaseDGated):
         lam=3e-2,
         *,
         D=3,
+        sparsifier="dgating",
+        sparsifier_params=None,
         hidden_layer_sizes=(64,),
         activation="relu",
         dropout=0.0,
@@ -84,6 +88,8 @@ class _DGatedNAM(BaseDGated):
     ):
         self.lam = lam
         self.D = D
+        self.sparsifier = sparsifier
+        self.sparsifier_params = sparsifier_params
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.dropout = dropout
@@ -152,7 +158,7 @@ class _DGatedNAM(BaseDGated):
             module.intercept.sub_(module.centers.sum(dim=0))
             module.centers.zero_()
         # (p, 2, h1) tensor, one group per slice along axis 0: feature j's weights and biases
-        dgate(module, "first", groups=AxisGroups(0), D=self.D, init=init)
+        self._sparsify(module, "first", AxisGroups(0), init, "input features")
 
     @torch.no_grad()
     def _rescale_inputs(self, module, shift, scale):
@@ -314,6 +320,8 @@ _NAM_DOC = fill(
         1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose
         it along ``regularization_path`` or with ``SparsePathCV``.
     $D
+    $sparsifier
+    $sparsifier_params
     hidden_layer_sizes : tuple of int, default=(64,)
         Hidden widths of every feature's subnetwork. Much lighter than the NAM papers'
         (100, 100, 64) with batch norm: one hidden ReLU layer on a scalar input is a

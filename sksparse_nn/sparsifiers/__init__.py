@@ -1,0 +1,55 @@
+"""Structured sparsity by training: D-Gating and its peers as tensor parametrizations.
+
+Every method turns the groups of a weight tensor into something SGD can remove, through
+one class of the :class:`Sparsifier` protocol:
+
+================  ====================================================================
+``"dgating"``     :class:`~sksparse_nn.gating.DGate` -- a vector times ``D - 1`` scalar
+                  gates with L2 on all factors: the penalty ``sum_j ||w_j||^(2/D)``
+                  (*Structured Sparsity via D-Gating*); exact zeros.
+``"dam"``         :class:`DAM` -- ordered gates with one learnable offset
+                  (*DiscriminAtive Masking*); for interchangeable units (neurons).
+``"ds"``          :class:`DS` -- thresholded architecture parameters with a norm penalty
+                  (*Differentiable Sparsification*); exact zeros.
+``"l21"``         :class:`L21` -- the group-lasso penalty by plain subgradient steps; no
+                  exact zeros, selection by a stated magnitude threshold.
+================  ====================================================================
+
+:func:`sparsify` attaches one; :func:`penalty`, :func:`group_norms`, :func:`support` and
+:func:`collapse` work on any mix of them. A new method is one subclass with a ``method``
+name (see :class:`Sparsifier`). Pure PyTorch.
+"""
+
+from ._base import (
+    ZERO_TOL,
+    Sparsifier,
+    collapse,
+    get_sparsifier,
+    group_norms,
+    penalty,
+    penalty_function,
+    sparsified_tensors,
+    sparsifier_names,
+    sparsify,
+    support,
+)
+from ._dam import DAM
+from ._ds import DS
+from ._l21 import L21
+
+__all__ = [
+    "DAM",
+    "DS",
+    "L21",
+    "ZERO_TOL",
+    "Sparsifier",
+    "collapse",
+    "get_sparsifier",
+    "group_norms",
+    "penalty",
+    "penalty_function",
+    "sparsified_tensors",
+    "sparsifier_names",
+    "sparsify",
+    "support",
+]

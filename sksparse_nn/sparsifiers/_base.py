@@ -1,0 +1,351 @@
+"""The sparsifier protocol: structured sparsity as a parametrization of one tensor.
+
+A *sparsifier* rewrites a weight tensor ``W`` (split into groups by a
+:class:`~sksparse_nn.groups.Grouping`) as a differentiable function of free parameters,
+and adds a penalty on them to the training loss, so that training with any gradient method
+removes whole groups. Every method is one subclass of :class:`Sparsifier`, registered under
+its ``method`` name; everything else (attaching with :func:`sparsify`, the summed penalty,
+group norms, the support, :func:`collapse`) works on any of them.
+
+A subclass defines
+
+``forward(original)``
+    the effective weight from the stored tensor ``original`` (the parametrization's
+    ``original``, of the weight's shape) and the sparsifier's own parameters;
+``penalty(original)``
+    its differentiable penalty (the training loss is ``loss + lam * penalty``);
+``initialize(original, init)``
+    sets ``original`` and its own parameters, in place, so that the effective weight equals
+    the tensor's value when it was attached (``init="identity"``, a fresh model) or, for a
+    warm start (``init="balanced"``), the same effective weight at the method's preferred
+    representation, with groups at zero kept at zero;
+
+and may override ``keep(weight, zero_tol)`` (which groups survive :func:`collapse`) and the
+class attributes ``ordered`` (the method masks groups in a fixed order, so they must be
+interchangeable units such as the neurons of a layer, never input features) and
+``exact_zeros`` (training itself produces exact zeros; ``False`` for penalties whose
+selection needs a magnitude threshold).
+
+Pure PyTorch; nothing here knows scikit-learn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from ..groups import resolve_groups
+
+__all__ = [
+    "Sparsifier",
+    "collapse",
+    "get_sparsifier",
+    "group_norms",
+    "penalty",
+    "penalty_function",
+    "sparsified_tensors",
+    "sparsifier_names",
+    "sparsify",
+    "support",
+]
+
+#: Default threshold of :func:`collapse`: float32 machine epsilon. Methods with exact zeros
+#: drive unused groups far below it (typically 1e-30 or exact 0); it only removes dust.
+ZERO_TOL = float(np.finfo(np.float32).eps)
+
+_REGISTRY = {}
+
+
+class Sparsifier(nn.Module):
+    """Base class of the structured-sparsity parametrizations (see the module docstring).
+
+    Parameters
+    ----------
+    grouping : Grouping
+        Which entries of the tensor form a group.
+    group_weights : tensor of shape (J,) or None
+        Per-group penalty weights ``rho_j`` (``None``: all ones), for methods that use them.
+    """
+
+    #: Name under which :func:`sparsify` finds the class (set by each method).
+    method = None
+    #: Groups are masked in a fixed order (DAM): they must be interchangeable units.
+    ordered = False
+    #: Training reaches exact zeros by itself (else :meth:`keep` applies a threshold).
+    exact_zeros = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("method"):
+            _REGISTRY[cls.method] = cls
+
+    def __init__(self, grouping, group_weights=None):
+        super().__init__()
+        self.grouping = grouping
+        self.register_buffer("group_weights", group_weights)
+
+    @property
+    def n_groups(self):
+        return self.grouping.n_groups
+
+    def forward(self, original):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def penalty(self, original):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def initialize(self, original, init):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def group_norms(self, weight):
+        """Euclidean norm of each group of the effective weight, shape ``(J,)``."""
+        return self.grouping.group_sum(weight.pow(2)).sqrt()
+
+    def keep(self, weight, zero_tol):
+        """Groups that survive :func:`collapse`: norm at least ``zero_tol``, shape ``(J,)``."""
+        return self.group_norms(weight) >= zero_tol
+
+    def _weighted(self, per_group):
+        return per_group.sum() if self.group_weights is None else per_group @ self.group_weights
+
+
+def sparsifier_names():
+    """Names of the registered sparsifiers (the ``method`` values of :func:`sparsify`)."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_sparsifier(method):
+    """The :class:`Sparsifier` subclass registered as ``method``."""
+    _load_builtin()
+    if isinstance(method, type) and issubclass(method, Sparsifier):
+        return method
+    try:
+        return _REGISTRY[method]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown sparsifier {method!r}; the registered ones are {sorted(_REGISTRY)}."
+        ) from None
+
+
+def _load_builtin():
+    # the built-in methods register themselves when their modules are imported
+    from .. import gating  # noqa: F401
+    from . import _dam, _ds, _l21  # noqa: F401
+
+
+def _qualified(prefix, name):
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _check_target(module, name, label):
+    """The parameter ``module.<name>``, or a ValueError saying why it cannot be ``label``."""
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"{label} needs a torch.nn.Module, got {type(module).__name__}.")
+    params = dict(module.named_parameters(recurse=False))
+    if parametrize.is_parametrized(module, name):
+        for p in module.parametrizations[name]:
+            if isinstance(p, Sparsifier):
+                raise ValueError(
+                    f"'{name}' of {type(module).__name__} is already sparsified "
+                    f"(method {p.method!r})."
+                )
+        raise ValueError(
+            f"'{name}' of {type(module).__name__} already has a parametrization; sparsify it first."
+        )
+    if not isinstance(params.get(name), nn.Parameter):
+        raise ValueError(
+            f"'{name}' is not a parameter of {type(module).__name__}; its parameters are "
+            f"{sorted(params)}."
+        )
+    return params[name]
+
+
+def _group_weights(group_weights, grouping, weight):
+    if group_weights is None:
+        return None
+    rho = torch.as_tensor(np.asarray(group_weights, dtype=np.float64))
+    if rho.shape != (grouping.n_groups,):
+        raise ValueError(
+            f"group_weights must have one entry per group ({grouping.n_groups}), "
+            f"got shape {tuple(rho.shape)}."
+        )
+    if not torch.all(torch.isfinite(rho)) or torch.any(rho < 0):
+        raise ValueError("group_weights must be finite and non-negative.")
+    return rho.to(dtype=weight.dtype, device=weight.device)
+
+
+def sparsify(
+    module,
+    name="weight",
+    *,
+    method="dgating",
+    groups="in",
+    group_weights=None,
+    init="identity",
+    **options,
+):
+    """Make the groups of ``module.<name>`` removable by a sparsifier, in place.
+
+    Parameters
+    ----------
+    module : nn.Module
+        Module owning the parameter (e.g. an ``nn.Linear``).
+    name : str, default="weight"
+        Name of an ``nn.Parameter`` of ``module``.
+    method : str or Sparsifier subclass, default="dgating"
+        ``"dgating"`` (:class:`~sksparse_nn.gating.DGate`), ``"dam"``
+        (:class:`~sksparse_nn.sparsifiers.DAM`), ``"ds"``
+        (:class:`~sksparse_nn.sparsifiers.DS`), ``"l21"``
+        (:class:`~sksparse_nn.sparsifiers.L21`), or any registered subclass.
+    groups : {"in", "out", "element"}, AxisGroups or array-like of int, default="in"
+        The group structure, see :mod:`sksparse_nn.groups`.
+    group_weights : array-like of shape (J,), default=None
+        Non-negative penalty weight of each group, for methods that weight groups.
+    init : {"identity", "balanced"}, default="identity"
+        ``"identity"`` leaves the module's output unchanged; ``"balanced"`` also (the
+        method's representation of the same weight for a warm start, zero groups stay 0).
+    **options
+        The method's own parameters (e.g. ``D`` for D-Gating, ``norm`` for DS).
+
+    Returns
+    -------
+    module : nn.Module
+        The same module, now parametrized.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sksparse_nn.sparsifiers import sparsify, penalty
+    >>> layer = torch.nn.Linear(5, 3)
+    >>> _ = sparsify(layer, groups="in", method="ds")
+    >>> loss = layer(torch.randn(8, 5)).pow(2).mean() + 0.1 * penalty(layer)
+    """
+    cls = get_sparsifier(method)
+    weight = _check_target(module, name, "sparsify")
+    if init not in ("identity", "balanced"):
+        raise ValueError(f"init must be 'identity' or 'balanced', got {init!r}.")
+    grouping = resolve_groups(groups, weight.shape).to(weight.device)
+    rho = _group_weights(group_weights, grouping, weight)
+    sparsifier = cls(grouping, group_weights=rho, **options)
+    sparsifier = sparsifier.to(device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        value = weight.detach().clone()
+    parametrize.register_parametrization(module, name, sparsifier)
+    original = module.parametrizations[name].original
+    with torch.no_grad():
+        original.copy_(value)
+        sparsifier.initialize(original, init)
+    return module
+
+
+def sparsified_tensors(model):
+    """Iterate over every sparsified tensor of ``model``.
+
+    Yields
+    ------
+    qualified_name : str
+        e.g. ``"0.weight"`` for the weight of the first layer of a ``Sequential``.
+    module : nn.Module
+        The module owning the tensor.
+    name : str
+        The tensor's name in ``module``.
+    sparsifier : Sparsifier
+        The parametrization.
+    """
+    for prefix, module in model.named_modules():
+        if not parametrize.is_parametrized(module):
+            continue
+        for name, plist in module.parametrizations.items():
+            for p in plist:
+                if isinstance(p, Sparsifier):
+                    yield _qualified(prefix, name), module, name, p
+
+
+def penalty(model):
+    """Sum of the penalties of every sparsified tensor of ``model`` (0-dim tensor).
+
+    Differentiable; add ``lam * penalty(model)`` to the training loss.
+    """
+    return penalty_function(model)()
+
+
+def penalty_function(model):
+    """A callable returning :func:`penalty` of ``model``, with the tensors looked up once.
+
+    For training loops: calling it costs only the penalty arithmetic, not a walk over the
+    model's modules. Re-create it if sparsifiers are added or removed.
+    """
+    terms = [
+        (sparsifier, module.parametrizations[name].original)
+        for _, module, name, sparsifier in sparsified_tensors(model)
+    ]
+    if not terms:
+        return lambda: torch.zeros(())
+
+    def _penalty():
+        total = terms[0][0].penalty(terms[0][1])
+        for sparsifier, original in terms[1:]:
+            total = total + sparsifier.penalty(original)
+        return total
+
+    return _penalty
+
+
+@torch.no_grad()
+def group_norms(model):
+    """Norm of every group of every sparsified tensor's effective weight.
+
+    Returns
+    -------
+    norms : dict of str to tensor of shape (J,)
+        Keyed by the tensor's qualified name (e.g. ``"0.weight"``), detached.
+    """
+    return {
+        qname: sparsifier.group_norms(getattr(module, name)).detach()
+        for qname, module, name, sparsifier in sparsified_tensors(model)
+    }
+
+
+@torch.no_grad()
+def support(model, zero_tol=ZERO_TOL):
+    """Which groups of every sparsified tensor survive :func:`collapse` at ``zero_tol``.
+
+    Returns
+    -------
+    keep : dict of str to bool tensor of shape (J,)
+    """
+    return {
+        qname: sparsifier.keep(getattr(module, name), zero_tol).detach()
+        for qname, module, name, sparsifier in sparsified_tensors(model)
+    }
+
+
+@torch.no_grad()
+def collapse(model, zero_tol=ZERO_TOL):
+    """Remove every sparsifier, leaving plain effective weights with exact zeros.
+
+    Groups the sparsifier does not keep at ``zero_tol`` (for most methods: norm below it)
+    are set to exactly 0; entries in no group are never touched. Works in place.
+
+    Parameters
+    ----------
+    model : nn.Module
+    zero_tol : float, default=float32 eps
+        Absolute threshold on group norms. ``0`` keeps every weight as computed.
+
+    Returns
+    -------
+    model : nn.Module
+        The same module, without sparsifiers.
+    """
+    if zero_tol is None or not zero_tol >= 0:
+        raise ValueError(f"zero_tol must be a number >= 0, got {zero_tol!r}.")
+    for _, module, name, sparsifier in list(sparsified_tensors(model)):
+        weight = getattr(module, name)
+        keep = sparsifier.keep(weight, zero_tol).to(weight.dtype)
+        parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        getattr(module, name).mul_(sparsifier.grouping.expand(keep))
+    return model
