@@ -10,6 +10,7 @@ tolerance silently relies on one summation order. (BLAS threads follow
 import os
 
 import matplotlib
+import pytest
 import torch
 
 THREADS_ENV = "SKSPARSE_NN_TEST_THREADS"
@@ -44,3 +45,13 @@ if _THREADS is None or _THREADS > 1:
 def pytest_report_header(config):
     source = "torch default" if _THREADS is None else f"{THREADS_ENV}={_THREADS}"
     return f"torch intra-op threads: {torch.get_num_threads()} ({source})"
+
+
+@pytest.fixture
+def float64_default():
+    """Exact-math tests of the torch layer run in float64 (training the estimators is
+    float32's business); use with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)

@@ -18,14 +18,7 @@ from sksparse_nn.gating import (
 )
 from sksparse_nn.groups import AxisGroups
 
-
-@pytest.fixture(autouse=True)
-def _float64():
-    """Exact-math tests run in float64; float32 training is the estimators' business."""
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64_default")  # exact math in float64
 
 
 def _gate(module, name="weight"):

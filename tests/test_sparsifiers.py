@@ -36,12 +36,7 @@ METHODS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64_default")  # exact math in float64
 
 
 def _layer_with_a_zero_column(seed=0):
