@@ -1,6 +1,7 @@
 """sksparse_nn: scikit-learn compatible sparse neural estimators trained with D-Gating."""
 
 from .estimators import (
+    DGatedAutoencoder,
     DGatedMLPClassifier,
     DGatedMLPRegressor,
     DGatedNAMClassifier,
@@ -31,6 +32,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AxisGroups",
+    "DGatedAutoencoder",
     "DGatedMLPClassifier",
     "DGatedMLPRegressor",
     "DGatedNAMClassifier",

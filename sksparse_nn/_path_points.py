@@ -160,7 +160,7 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
         "lam": lam,
         "failed": False,
         "not_converged": not_converged,
-        "selected": est.selected_features_.copy(),
+        "selected": selection(est).copy(),
         "norms": np.copy(est.group_norms_),
         "importances": np.copy(est.feature_importances_),
         "coefs": np.copy(getattr(est, "coef_", np.nan)),
@@ -171,6 +171,13 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
     if X_val is not None:
         point["val"] = scorer(est, X_val, y_val) if scorer else est.score(X_val, y_val)
     return point
+
+
+def selection(est):
+    """What a path point selects: ``selected_components_`` for estimators that select
+    components of a representation (the autoencoder), else ``selected_features_``."""
+    components = getattr(est, "selected_components_", None)
+    return est.selected_features_ if components is None else components
 
 
 def failed_point(lam, has_val):

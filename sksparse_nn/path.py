@@ -51,9 +51,10 @@ class RegularizationPath:
     ----------
     lams : ndarray of shape (n_lams,)
     n_selected : ndarray of int of shape (n_lams,)
-        Number of selected features at each lam.
+        Number of selected features at each lam (of components, for estimators with
+        ``selected_components_`` such as :class:`~sksparse_nn.DGatedAutoencoder`).
     selected : list of ndarray
-        ``selected_features_`` at each lam.
+        ``selected_features_`` (or ``selected_components_``) at each lam.
     group_norms : ndarray of shape (n_lams, n_groups)
         ``group_norms_`` at each lam: the norm of every penalized group (input features
         for the networks, feature groups for linear models, trees for NODE).

@@ -376,12 +376,14 @@ class BaseDGated(BaseEstimator):
         )
         return self._module_output(X)
 
-    def _module_output(self, X):
-        """Module output on already validated X (no feature-name checks)."""
+    def _module_output(self, X, call=None):
+        """Output of ``call`` (default: the module) on already validated 2-d X (no
+        feature-name checks), in batches, as CPU float64 numpy."""
+        call = self.module_ if call is None else call
         dataset = ArrayDataset(X, None, dtype=self._torch_dtype)
         with torch.no_grad():
             outs = [
-                self.module_(dataset.rows(slice(i, i + self._predict_batch)))
+                call(dataset.rows(slice(i, i + self._predict_batch)))
                 for i in range(0, len(dataset), self._predict_batch)
             ]
         return as_numpy(torch.cat(outs))

@@ -1,14 +1,17 @@
 """Plain PyTorch modules used by the estimators (no scikit-learn, no gating)."""
 
+from .autoencoder import Autoencoder, compact_autoencoder
 from .mlp import MLP, compact_mlp
 from .nam import NAM, compact_nam
 from .node import NODE, ObliviousTreeLayer, compact_node
 
 __all__ = [
+    "Autoencoder",
     "MLP",
     "NAM",
     "NODE",
     "ObliviousTreeLayer",
+    "compact_autoencoder",
     "compact_mlp",
     "compact_nam",
     "compact_node",
