@@ -61,13 +61,13 @@ class DenseCurvature:
         order = rows[np.argsort(group[rows], kind="stable")]
         sizes = np.bincount(group[order]) if order.size else np.zeros(0, dtype=int)
         starts = np.concatenate([[0], np.cumsum(sizes)])
-        I, J = [], []
-        for a, b in zip(starts[:-1], starts[1:], strict=True):
-            members = order[a:b]
-            I.append(np.repeat(members, members.size))
-            J.append(np.tile(members, members.size))
-        I = np.concatenate(I) if I else np.zeros(0, dtype=int)
-        J = np.concatenate(J) if J else np.zeros(0, dtype=int)
+        # every (member, member) pair of each group, without a loop over groups: member
+        # i of a group of size s pairs with the s members from its group's start
+        size_of = sizes[group[order]] if order.size else np.zeros(0, dtype=int)
+        I = np.repeat(order, size_of)
+        first = np.repeat(starts[group[order]] if order.size else size_of, size_of)
+        offset = np.arange(I.size) - np.repeat(np.cumsum(size_of) - size_of, size_of)
+        J = order[first + offset]
         shape = (self.n_features, self.n_features)
         self.block = sp.csr_matrix((gram[I, J], (I, J)), shape=shape)
         self.mean_diagonal = float(np.trace(gram)) / max(self.n_features, 1)

@@ -19,7 +19,7 @@ from .._labels import count_groups
 from ..penalties import group_norms, penalty_value
 from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
-from ..solvers._kkt import group_violations, kkt_scale
+from ..solvers._kkt import group_violations, kkt_scale, row_squares
 from ..solvers._lipschitz import restricted_lipschitz
 from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
@@ -35,6 +35,7 @@ __all__ = [
     "gram_cache",
     "is_wide",
     "uses_working_sets",
+    "working_set_rounds",
     "row_scaled",
 ]
 
@@ -124,6 +125,42 @@ def curvature_operator(X, x_mean, group, wide, gram, sample_weight):
         return DenseCurvature(gram, group)
     Xs, root = row_scaled(X, sample_weight)
     return DesignCurvature(Xs, x_mean, group, row_scale=root)
+
+
+def working_set_rounds(W, gradient, violations, solve_set, ext, lam_rho, abs_tol, near=None):
+    """The D = 2 working-set rounds of the block steps (both losses).
+
+    Each round takes the full gradient (``gradient(W)``) and every group's KKT violation
+    (``violations(W, G) -> (viol, live)``, per stopping-rule group ``ext``); when the
+    largest is at most ``abs_tol`` the point is certified on all groups. Otherwise the
+    set is the live and free groups plus the worst violators
+    (:func:`~sksparse_nn.solvers._working_set.working_set`; with ``near``, the zero groups
+    with ``||G_j|| >= near lam rho_j`` too, ranked by that ratio), and
+    ``solve_set(idx, W, tol_in) -> (W, n_steps, stop)`` solves the problem on its
+    features to the absolute tolerance ``tol_in``, below the violation left outside
+    (after two rounds without progress: half of ``abs_tol``). Returns ``(W, n_steps)``.
+    """
+    free = lam_rho == 0
+    n_steps = stalled = 0
+    for _ in range(_WS_MAX_ROUNDS):
+        G = gradient(W)
+        viol, live = violations(W, G)
+        if viol.max(initial=0.0) <= abs_tol:
+            break
+        ratio = None
+        if near is not None:
+            norms = np.sqrt(np.bincount(ext, weights=row_squares(G), minlength=lam_rho.size))
+            ratio = np.full(lam_rho.size, -1.0)
+            np.divide(norms, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
+        idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, near)
+        tol_in = max(0.5 * abs_tol, 0.3 * outside) if stalled < 2 else 0.5 * abs_tol
+        W_new, steps, stop = solve_set(idx, W, tol_in)
+        n_steps += steps
+        stalled = stalled + 1 if np.array_equal(W_new, W) else 0
+        W = W_new
+        if stop or stalled >= 4:
+            break
+    return W, n_steps
 
 
 class GatedLeastSquares:
@@ -404,54 +441,58 @@ class GatedLeastSquares:
         groups, their Gram blocks from ``cache`` (a :class:`GramCache` of this problem's
         design, a :class:`DesignCurvature`).
 
-        D = 2: the reference solver's outer loop. The full gradient gives every group's
-        KKT violation; when the largest is at most ``kkt_tol`` (relative) the point is
-        certified on all groups. Otherwise the set is the live groups plus the worst
-        violators (:func:`~sksparse_nn.solvers._working_set.working_set`), and the
-        problem on it is solved to a tolerance below the violation left outside: with
-        one output by ``_WS_BLOCK_STEPS`` block steps (they drop doomed groups and move
-        the new ones in, one solve each) and :meth:`proximal_finish`, else by up to
-        ``max_steps`` block steps per set. D > 2: zero
-        groups are stationary (their factors get no gradient), so one run on the live
-        groups is the whole-design run at the live set's cost. A set too large for the
-        cache gets whole-design steps (Woodbury solves) until the support has shrunk.
+        D = 2: the rounds of :func:`working_set_rounds` (shared with the logistic
+        model); the problem on a set is solved with one output by ``_WS_BLOCK_STEPS``
+        block steps (they drop doomed groups and move the new ones in, one solve each)
+        and :meth:`proximal_finish`, else by up to ``max_steps`` block steps per set.
+        D > 2: zero groups are stationary (their factors get no gradient), so one run
+        on the live groups is the whole-design run at the live set's cost. A set too
+        large for the cache gets whole-design steps (Woodbury solves) until the support
+        has shrunk.
 
         Returns ``(W, objective, n_steps)`` as :meth:`minimize`.
         """
         certify = kkt_tol is not None and self.D == 2
-        abs_tol = kkt_tol * self.scale if certify else None
-        free = self.lam_rho == 0
-        n_steps = stalled = 0
-        for _ in range(_WS_MAX_ROUNDS):
-            if certify:
-                viol, live = self.group_violations(W, self.curv.dot(W) - self.rhs)
-                if viol.max(initial=0.0) <= abs_tol:
-                    break
-                idx, outside = working_set(self.ext, viol, live, free, abs_tol)
-                tol_in = max(0.5 * abs_tol, 0.3 * outside) if stalled < 2 else 0.5 * abs_tol
-            else:
-                idx = np.flatnonzero(self._per_feature(self.norms(W) > 0, True))
+        whole = [False]  # whether the last solve_set took whole-design steps
+
+        def solve_set(idx, W, tol_in):
+            """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
             if not cache.cacheable(idx) and idx.size <= cache.max_features:
                 cache.keep(idx)  # make room: drop the blocks of features left behind
-            if not cache.cacheable(idx):
+            whole[0] = not cache.cacheable(idx)
+            if whole[0]:
                 W, _, steps = self.minimize(W, _WHOLE_DESIGN_STEPS, tol, kkt_tol=kkt_tol)
-                n_steps += steps
-                if steps < _WHOLE_DESIGN_STEPS:  # converged, or stalled, on the whole design
-                    break
-                continue
+                # converged, or stalled, on the whole design
+                return W, steps, steps < _WHOLE_DESIGN_STEPS
             sub = self.restricted(idx, cache.block(idx))
             inner = tol_in / self.scale if certify else None
             finish = certify and W.shape[1] == 1
             budget = _WS_BLOCK_STEPS if finish else max_steps
             W_ws, _, steps = sub.minimize(W[idx], budget, tol, kkt_tol=inner)
-            n_steps += steps
             if finish and sub.relative_kkt(W_ws) > inner:
                 W_ws = sub.proximal_finish(W_ws, tol_in)
-            stalled = stalled + 1 if np.array_equal(W_ws, W[idx]) else 0
             W = np.zeros_like(W)
             W[idx] = W_ws
-            if not certify or stalled >= 4:
-                break
+            return W, steps, False
+
+        if certify:
+            W, n_steps = working_set_rounds(
+                W,
+                lambda W: self.curv.dot(W) - self.rhs,
+                self.group_violations,
+                solve_set,
+                self.ext,
+                self.lam_rho,
+                kkt_tol * self.scale,
+            )
+        else:
+            n_steps = 0
+            for _ in range(_WS_MAX_ROUNDS):  # the live set, once it fits in the cache
+                live = np.flatnonzero(self._per_feature(self.norms(W) > 0, True))
+                W, steps, stop = solve_set(live, W, None)
+                n_steps += steps
+                if stop or not whole[0]:
+                    break
         return W, self.objective(W)[0], n_steps
 
     def polish(self, W, max_iter=20):

@@ -41,17 +41,17 @@ from ._gated_least_squares import (
     is_wide,
     uses_working_sets,
 )
-from ._gated_logistic import GatedLogistic
+from ._gated_logistic import GatedLogisticProblem
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from ._training import as_numpy
 
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
 
 _RIDGE_INIT_MAX_FEATURES = 4000
-# Widest problem on which the classifier first runs exact block steps (each costs one
-# solve of the size of the live features, or of n_samples when that is smaller; its
-# proximal-Newton steps have no working sets). The regressor's steps on wide data use
-# working sets, whose cost follows the active set: no limit.
+# Widest problem on which the classifier runs exact block steps at D > 2 (they run on
+# the live groups, all of them from a dense start: each proximal-Newton step costs a
+# curvature matrix of the live features). At D = 2 they run on working sets grown from
+# zero, whose cost follows the active set: no limit (nor for the regressor).
 _LOGISTIC_BLOCK_STEPS_MAX_FEATURES = 2000
 # Most block steps before L-BFGS takes over.
 _BLOCK_STEPS_MAX = 100
@@ -291,15 +291,16 @@ class _SparseLinearModel(BaseDGated):
             super()._plan_stopping(net, *args, **kwargs)
 
     def _runs_block_steps(self, X):
-        """Whether a fit on ``X`` starts with exact block steps."""
-        limit = self._block_steps_max_features
+        """Whether a fit on ``X`` starts with exact block steps (at D = 2 on any data;
+        ``_block_steps_max_features`` limits the D > 2 steps)."""
+        limit = None if self.D == 2 else self._block_steps_max_features
         return (
             self._block_steps and not self.early_stopping and (limit is None or X.shape[1] <= limit)
         )
 
     def _working_sets(self, X):
-        """Whether the block steps on ``X`` run on working sets (regression)."""
-        return is_regressor(self) and self._runs_block_steps(X) and uses_working_sets(X)
+        """Whether the block steps on ``X`` run on working sets."""
+        return self._runs_block_steps(X) and uses_working_sets(X)
 
     @torch.no_grad()
     def _run_block_steps(self, module, dataset):
@@ -571,12 +572,10 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated logistic: ``(W, intercept, objective, gradient, norms, certified)``."""
-        codes = targets.cpu().numpy()
-        k = weight.shape[1]
-        problem = GatedLogistic(
+        problem = GatedLogisticProblem(
             X,
-            codes,
-            k,
+            targets.cpu().numpy(),
+            weight.shape[1],
             labels,
             rho,
             self.lam,
@@ -589,7 +588,7 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
             bias = bias + problem.x_mean @ weight  # the intercept of the centred columns
         start = weight if bias is None else np.vstack([weight, bias[None, :]])
         V, objective, self._n_block_steps = problem.minimize(
-            problem.to_reduced(start), _BLOCK_STEPS_MAX, KKT_TOL
+            problem.to_reduced(start), _BLOCK_STEPS_MAX, KKT_TOL, uses_working_sets(X)
         )
         W, p = problem.to_full(V), X.shape[1]
         gradient = -problem.gradient[:p]  # the descent direction, as the regressor's

@@ -26,6 +26,29 @@ def _weighted_gram(A, d, n):
     return B.T @ B / n
 
 
+def update_hessian(A, d, H=None, d_model=None):
+    """The logistic Hessian ``A^T diag(d) A`` of dense columns ``A`` at sample curvatures
+    ``d >= 0`` (weights of the mean included), and the curvatures it was formed with.
+
+    Formed once (``H`` None), then updated only on the samples whose curvature moved by
+    more than ``_HESSIAN_RTOL`` relative since: the model Hessian stays within that
+    factor of the exact one in the PSD order (a linear rate of that size near the
+    optimum), for a fraction of the cost once the steps are small. Returns
+    ``(H, d_model)``.
+    """
+    if H is None:
+        return _weighted_gram(A, d, 1.0), d
+    moved = np.flatnonzero(np.abs(d - d_model) > _HESSIAN_RTOL * d)
+    if moved.size > A.shape[0] // 2:
+        return _weighted_gram(A, d, 1.0), d
+    if moved.size:
+        Am = A[moved]
+        H = H + Am.T @ (Am * (d[moved] - d_model[moved])[:, None])
+        d_model = d_model.copy()
+        d_model[moved] = d[moved]
+    return H, d_model
+
+
 def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
     """Binary logistic group lasso by working sets and proximal Newton steps (dense X).
 
@@ -88,7 +111,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
         xw = x[idx]
         z = A @ xw
         it_ws = 0
-        d_model = None  # the sample curvatures the Hessian H was formed with
+        H = d_model = None  # the Hessian and the sample curvatures it was formed with
         ext_nw = groups_ws.size
 
         def penalty(v, lr=lr, ext_ws=ext_ws, ext_nw=ext_nw):
@@ -107,22 +130,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
             blind = None
             if kkt_w <= tol_in:
                 break
-            dcur = wn * P * (1.0 - P)
-            if d_model is None:
-                H, d_model = _weighted_gram(A, dcur, 1.0), dcur
-            else:
-                # Update the Hessian only on the samples whose curvature moved by more
-                # than _HESSIAN_RTOL relative: the model Hessian stays within that factor
-                # of the exact one in the PSD order (a linear rate of that size near the
-                # optimum), for a fraction of the cost once the steps are small.
-                moved = np.flatnonzero(np.abs(dcur - d_model) > _HESSIAN_RTOL * dcur)
-                if moved.size > n // 2:
-                    H, d_model = _weighted_gram(A, dcur, 1.0), dcur
-                elif moved.size:
-                    Am = A[moved]
-                    H += Am.T @ (Am * (dcur[moved] - d_model[moved])[:, None])
-                    d_model = d_model.copy()
-                    d_model[moved] = dcur[moved]
+            H, d_model = update_hessian(A, wn * P * (1.0 - P), H, d_model)
             L, vec = restricted_lipschitz(
                 H, state.get("vec") if state.get("k") == idx.size else None, np.inf
             )
