@@ -162,7 +162,7 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
         "not_converged": not_converged,
         "selected": selection(est).copy(),
         "norms": np.copy(est.group_norms_),
-        "importances": np.copy(est.feature_importances_),
+        "importances": np.copy(getattr(est, "feature_importances_", np.zeros(0))),
         "coefs": np.copy(getattr(est, "coef_", np.nan)),
         "intercepts": np.copy(getattr(est, "intercept_", np.nan)),
         "obj": getattr(est, "objective_", np.nan),

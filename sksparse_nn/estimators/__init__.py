@@ -4,6 +4,7 @@ from .autoencoder import DGatedAutoencoder
 from .linear import SparseLinearClassifier, SparseLinearRegressor
 from .mlp import DGatedMLPClassifier, DGatedMLPRegressor
 from .nam import DGatedNAMClassifier, DGatedNAMRegressor
+from .neural_net import DGatedNeuralNetClassifier, DGatedNeuralNetRegressor
 from .node import NODEClassifier, NODERegressor
 
 __all__ = [
@@ -12,6 +13,8 @@ __all__ = [
     "DGatedMLPRegressor",
     "DGatedNAMClassifier",
     "DGatedNAMRegressor",
+    "DGatedNeuralNetClassifier",
+    "DGatedNeuralNetRegressor",
     "NODEClassifier",
     "NODERegressor",
     "SparseLinearClassifier",

@@ -102,6 +102,9 @@ class BaseDGated(BaseEstimator):
     _standardize_targets = False
     #: The default lam grid of paths (see ``default_grid``).
     _default_grid = {"n_lams": 16, "lam_min_ratio": 0.02}
+    #: How X is validated (``validate_data`` keywords): CSR or dense 2-d arrays; a family
+    #: taking images or sequences adds ``allow_nd``.
+    _X_validation = {"accept_sparse": "csr"}
 
     _parameter_constraints = {
         "lam": [Interval(Real, 0, None, closed="left")],
@@ -152,7 +155,7 @@ class BaseDGated(BaseEstimator):
             self,
             X,
             y,
-            accept_sparse="csr",
+            **self._X_validation,
             dtype=(np.float64, np.float32),
             order="C",  # row-major whatever the input (pandas is column-major): the same
             # model from the same numbers, bit for bit
@@ -236,8 +239,10 @@ class BaseDGated(BaseEstimator):
         # groups that collapse removed at exactly zero
         norms = [np.where(keep[k], v, 0.0) for k, v in raw.items()]
         self.group_norms_ = np.concatenate(norms) if norms else np.zeros(0)
-        self.feature_importances_ = self._feature_importances(self.module_)
-        self.selected_features_ = np.flatnonzero(self.feature_importances_)
+        importances = self._feature_importances(self.module_)
+        if importances is not None:  # families that select input features
+            self.feature_importances_ = importances
+            self.selected_features_ = np.flatnonzero(importances)
         scaling.fold(self, self.module_)  # the fitted module takes the user's units
         self._after_fit(X, y, sample_weight)
         monitor = dict(net.callbacks_).get("convergence")
@@ -372,7 +377,7 @@ class BaseDGated(BaseEstimator):
         """Raw module output on X as CPU float64 numpy, evaluated in batches."""
         check_is_fitted(self, "module_")
         X = validate_data(
-            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), order="C", reset=False
+            self, X, **self._X_validation, dtype=(np.float64, np.float32), order="C", reset=False
         )
         return self._module_output(X)
 
@@ -496,7 +501,8 @@ class BaseDGated(BaseEstimator):
         raise NotImplementedError
 
     def _feature_importances(self, module):
-        """Norm of each input feature's weights: exactly 0 for removed features."""
+        """Norm of each input feature's weights: exactly 0 for removed features (``None``
+        for families whose groups are not input features: no ``feature_importances_``)."""
         return np.linalg.norm(as_numpy(self._input_weight(module)), axis=0)
 
     def _init_module(self, module, dataset, targets):

@@ -1,0 +1,429 @@
+"""Any PyTorch module as a scikit-learn estimator, with the tensors it names sparsified."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from numbers import Real
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.sparsefuncs import mean_variance_axis
+from sklearn.utils.validation import check_array
+
+from ..gating import ZERO_TOL
+from ..groups import resolve_groups
+from ..sparsifiers import sparsified_tensors
+from ._base import BaseDGated
+from ._docs import fill
+from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
+from ._training import ArrayDataset
+
+__all__ = ["DGatedNeuralNetClassifier", "DGatedNeuralNetRegressor"]
+
+_MODULE_PREFIX = "module__"
+#: Rows of the gradient that estimates ``lambda_max``.
+_LAM_MAX_ROWS = 2048
+
+
+class Standardized(torch.nn.Module):
+    """``module((x - in_shift) / in_scale) * out_scale + out_shift``, 1-d outputs as columns.
+
+    The estimators train a user's module on standardized inputs (per feature, or per
+    channel of images and sequences: axis 1) and, for regression, standardized targets;
+    the four buffers hold these maps, so the wrapped module (``.module``, the user's,
+    unchanged in structure) sees standardized data and the wrapper the user's units.
+    """
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+        for name, value in (("in_shift", 0.0), ("in_scale", 1.0)):
+            self.register_buffer(name, torch.tensor(value))
+        for name, value in (("out_shift", 0.0), ("out_scale", 1.0)):
+            self.register_buffer(name, torch.tensor(value))
+
+    def forward(self, x):
+        out = self.module((x - self.in_shift) / self.in_scale)
+        return out.reshape(len(out), -1) * self.out_scale + self.out_shift
+
+
+def _input_moments(dataset):
+    """Mean and standard deviation of the inputs per feature (2-d X) or per channel
+    (axis 1 of n-d X), shaped to broadcast against a batch; constant ones get scale 1."""
+    if dataset.sparse:
+        mean, var = mean_variance_axis(dataset.X.tocsc(), axis=0)
+        mean, var = torch.as_tensor(mean), torch.as_tensor(var)
+    else:
+        X = dataset.X.double()
+        axes = [a for a in range(X.dim()) if a != 1]
+        mean, var = X.mean(dim=axes), X.var(dim=axes, unbiased=False)
+    std = var.sqrt()
+    std = torch.where(std > 1e-12 * mean.abs().clamp_min(1.0), std, torch.ones_like(std))
+    shape = (1, -1) + (1,) * (dataset.X.dim() - 2 if not dataset.sparse else 0)
+    return mean.reshape(shape), std.reshape(shape)
+
+
+class _DGatedNeuralNet(BaseDGated):
+    """A user's module with declared gates (see the public classes)."""
+
+    _X_validation = {"accept_sparse": "csr", "allow_nd": True}
+
+    _parameter_constraints = {
+        **BaseDGated._parameter_constraints,
+        "module": [type, torch.nn.Module],
+        "gates": [dict],
+        "sparsifier": [str, type],
+        "sparsifier_params": [dict, None],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        module,
+        *,
+        gates,
+        lam=1e-2,
+        D=3,
+        sparsifier="dgating",
+        sparsifier_params=None,
+        optimizer="sgd",
+        lr=0.05,
+        max_epochs=None,
+        batch_size=64,
+        lr_schedule="cosine",
+        tol=None,
+        zero_tol=ZERO_TOL,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        warm_start=False,
+        random_state=None,
+        device="cpu",
+        n_threads=None,
+        verbose=0,
+        **kwargs,
+    ):
+        self.module = module
+        self.gates = gates
+        self.lam = lam
+        self.D = D
+        self.sparsifier = sparsifier
+        self.sparsifier_params = sparsifier_params
+        self.optimizer = optimizer
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr_schedule = lr_schedule
+        self.tol = tol
+        self.zero_tol = zero_tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.device = device
+        self.n_threads = n_threads
+        self.verbose = verbose
+        for key, value in kwargs.items():  # module__* are parameters; others fail in fit
+            if key.startswith(_MODULE_PREFIX):
+                setattr(self, key, value)
+        self._unexpected = sorted(k for k in kwargs if not k.startswith(_MODULE_PREFIX))
+
+    # ------------------------------------------------ module__* parameters
+    def _module_kwargs(self):
+        n = len(_MODULE_PREFIX)
+        return {k[n:]: v for k, v in vars(self).items() if k.startswith(_MODULE_PREFIX)}
+
+    def get_params(self, deep=True):
+        params = super().get_params(deep=False)
+        params.update({_MODULE_PREFIX + k: v for k, v in self._module_kwargs().items()})
+        return params
+
+    def set_params(self, **params):
+        """Set parameters, ``module__*`` ones included (errors surface in ``fit``)."""
+        valid = set(super().get_params(deep=False))
+        for key in list(params):
+            if key.startswith(_MODULE_PREFIX):
+                setattr(self, key, params.pop(key))
+            elif key.split("__")[0] not in valid:
+                params.pop(key)
+                self._unexpected = sorted({*getattr(self, "_unexpected", []), key})
+        return super().set_params(**params) if params else self
+
+    # ----------------------------------------------------------- base hooks
+    def _validate_params(self):
+        if getattr(self, "_unexpected", None):
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword argument(s) "
+                f"{self._unexpected} (only '{_MODULE_PREFIX}*' arguments go to the module)."
+            )
+        super()._validate_params()
+
+    def _build_module(self, n_features, n_outputs):
+        kwargs = self._module_kwargs()
+        if isinstance(self.module, torch.nn.Module):
+            if kwargs:
+                raise ValueError(
+                    f"{sorted(_MODULE_PREFIX + k for k in kwargs)} need `module` to be a "
+                    "class; got an instance (copied as it is)."
+                )
+            user = copy.deepcopy(self.module)
+        else:
+            # sizes the data decide, for module classes that ask for them by these names
+            accepted = inspect.signature(self.module).parameters
+            for key, value in (("n_features", n_features), ("n_outputs", n_outputs)):
+                if key in accepted and key not in kwargs:
+                    kwargs[key] = value
+            try:
+                inspect.signature(self.module).bind(**kwargs)
+            except TypeError as exc:
+                raise ValueError(
+                    f"module__* parameters do not fit {self.module!r}: {exc}"
+                ) from None
+            user = self.module(**kwargs)
+        return Standardized(user)
+
+    def _init_module(self, module, dataset, targets):
+        """Set the input standardization; check the module runs on the data and returns
+        what the task needs."""
+        shift, scale = _input_moments(dataset)
+        module.in_shift = shift.to(module.in_shift.dtype)
+        module.in_scale = scale.to(module.in_scale.dtype)
+        with torch.no_grad():
+            try:
+                out = module(dataset.rows(slice(0, 2)))
+            except Exception as exc:  # the user's module on the user's data
+                raise ValueError(
+                    f"The module failed on a batch of X with shape "
+                    f"{tuple(dataset.X.shape[1:])} per sample: {type(exc).__name__}: {exc}"
+                ) from exc
+        self._check_output_width(out.shape[1])
+
+    def _gate_module(self, module, init):
+        gates = self.gates
+        if not gates:
+            raise ValueError(
+                "gates is empty: name at least one parameter to sparsify, e.g. "
+                "gates={'0.weight': 'in'}."
+            )
+        names = dict(module.module.named_parameters())
+        for name, groups in gates.items():
+            if name not in names:
+                raise ValueError(
+                    f"gates: {name!r} is not a parameter of the module; its parameters are "
+                    f"{sorted(names)}."
+                )
+            path, _, attr = name.rpartition(".")
+            owner = module.module.get_submodule(path)
+            try:
+                self._sparsify(owner, attr, groups, init, f"groups of {name}")
+            except ValueError as exc:
+                raise ValueError(f"gates[{name!r}]: {exc}") from None
+
+    def _feature_importances(self, module):
+        return None  # the declared groups are the model's own units, not input features
+
+    def _after_fit(self, X, y, sample_weight=None):
+        # group norms of every gated tensor, in the order of `gates`
+        bounds = np.cumsum([0, *self._group_counts_])
+        self.tensor_group_norms_ = {
+            name: self.group_norms_[a:b]
+            for name, a, b in zip(self.gates, bounds[:-1], bounds[1:], strict=True)
+        }
+        self.selected_components_ = np.flatnonzero(self.group_norms_ > 0)
+
+    def _make_net(self, module, dataset, seed):
+        self._group_counts_ = [s.n_groups for _, _, _, s in sparsified_tensors(module)]
+        return super()._make_net(module, dataset, seed)
+
+    def _rescale_outputs(self, module, shift, scale):
+        dtype = module.out_scale.dtype
+        scale, shift = torch.as_tensor(scale, dtype=dtype), torch.as_tensor(shift, dtype=dtype)
+        module.out_scale = module.out_scale * scale
+        module.out_shift = module.out_shift * scale + shift
+
+    # ----------------------------------------------------------------- paths
+    def lambda_max(self, X, y):
+        """Top of the default lam grid: the largest gradient norm of a declared group at
+        the freshly initialized module.
+
+        For ``D = 2`` a group at zero whose data gradient has norm ``g`` stays at zero for
+        ``lam >= g``; for a network this is read at the initialization, a heuristic top
+        (paths extend their grid upward until every group is zero).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        lam_max : float
+        """
+        probe = clone(self)
+        probe._validate_params()
+        X = check_array(X, allow_nd=True, dtype=np.float32)
+        y = np.asarray(y)
+        rows = check_random_state(0).permutation(len(X))[:_LAM_MAX_ROWS]
+        targets, probe.n_outputs_ = probe._fit_targets(y)
+        scaling = probe._fit_scaling(None, targets)
+        _, targets = scaling.transform(None, targets)
+        if targets.dtype.is_floating_point:
+            targets = targets.to(torch.float32)
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = probe._build_module(X.shape[1], probe.n_outputs_).to(torch.float32)
+            dataset = ArrayDataset(X[rows], targets[rows], torch.float32)
+            probe._init_module(module, dataset, targets)
+            names = dict(module.module.named_parameters())
+            missing = [name for name in self.gates if name not in names]
+            if missing or not self.gates:
+                probe._gate_module(module, "identity")  # raises the clear error
+            params = [names[name] for name in self.gates]
+            loss = probe._criterion()(module(dataset.rows(slice(None))), dataset.y)
+            grads = torch.autograd.grad(loss, params)
+        top = 0.0
+        for spec, grad in zip(self.gates.values(), grads, strict=True):
+            norms = resolve_groups(spec, grad.shape).group_sum(grad.double().pow(2)).sqrt()
+            top = max(top, float(norms.max()) if norms.numel() else 0.0)
+        if not top > 0:
+            raise ValueError("Cannot build a lam grid: no declared group has a gradient.")
+        return top
+
+
+
+class DGatedNeuralNetRegressor(RegressorTaskMixin, _DGatedNeuralNet):
+    _standardize_targets = True
+
+    def _check_output_width(self, width):
+        if width != self.n_outputs_:
+            raise ValueError(
+                f"The module returns {width} values per sample; y has {self.n_outputs_} "
+                "output(s)."
+            )
+
+
+class DGatedNeuralNetClassifier(ClassifierTaskMixin, _DGatedNeuralNet):
+    def _check_output_width(self, width):
+        k = len(self.classes_)
+        allowed = (1, 2) if k == 2 else (k,)
+        if width not in allowed:
+            raise ValueError(
+                f"The module returns {width} logits per sample; {k} classes need "
+                f"{' or '.join(map(str, allowed))}."
+            )
+        self._n_logits = width
+
+    def _criterion(self):
+        if getattr(self, "_n_logits", None) == 2:
+            from ._tasks import _CrossEntropy
+
+            return _CrossEntropy()
+        return super()._criterion()
+
+    def _constant_output(self, targets, n_outputs):
+        width = getattr(self, "_n_logits", n_outputs)
+        return super()._constant_output(targets, width)
+
+
+_GATES_DOC = fill(
+    """
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance
+        The model. A class is instantiated with the ``module__*`` parameters at every
+        fit, plus ``n_features`` (``X.shape[1]``: features, or channels of images) and
+        ``n_outputs`` (targets; logits: the number of classes, 1 for two) when its
+        ``__init__`` takes arguments of these names and they are not given; an instance
+        is copied (the original is never trained). It takes a float32
+        batch of X (any shape after the first axis: tabular, images ``(n, C, H, W)``,
+        sequences) and returns the outputs (regression: one column per target;
+        classification: one logit per class, or one or two for two classes).
+    gates : dict
+        What to sparsify: parameter name (as in ``module.named_parameters()``) to group
+        structure (see :mod:`sksparse_nn.groups`), e.g. ``{"features.0.weight": "out"}``
+        (convolution filters), ``{"0.weight": "in"}`` (input features of a first Linear),
+        ``{"attn.in_proj_weight": AxisGroups(0, head_labels)}`` (attention heads).
+    lam : float, default=1e-2
+        Penalty strength; the loss is the mean over samples (regression: of half the
+        squared error on standardized targets) plus ``lam * penalty``.
+    $D
+    $sparsifier
+    $sparsifier_params
+    optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
+    lr : float, default=0.05
+    max_epochs : int or None, default=None
+        ``None``: at most the larger of 100 epochs and 4000 optimizer steps.
+        $max_epochs_warning
+    batch_size : int or None, default=64
+    lr_schedule : {"cosine", "constant"}, default="cosine"
+    $tol
+    zero_tol : float, default=float32 eps
+    $common_parameters
+    **kwargs
+        ``module__<name>``: arguments of the module class.
+
+    Attributes
+    ----------
+    module_ : Standardized
+        The fitted model in the user's units (``module_.module`` is the user's module,
+        with plain weights and exact zeros, which sees standardized inputs: per feature,
+        or per channel for n-d X).
+    tensor_group_norms_ : dict of str to ndarray
+        The group norms of every gated tensor (exactly 0 for removed groups).
+    selected_components_ : ndarray of int
+        Indices of the live groups in ``group_norms_`` (what paths count).
+    $group_norms_
+    $sparsity_gap_
+    $history_
+    $n_iter_
+    $n_features_in_
+"""
+)
+
+
+DGatedNeuralNetRegressor.__doc__ = (
+    """Any torch module as a regressor, with the named tensors' groups sparsified.
+    """
+    + _GATES_DOC
+    + """
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sksparse_nn import DGatedNeuralNetRegressor
+    >>> X = np.random.RandomState(0).randn(200, 6)
+    >>> y = X[:, 0] - 2 * X[:, 1]
+    >>> net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    >>> reg = DGatedNeuralNetRegressor(net, gates={"0.weight": "in"}, lam=0.05,
+    ...                                max_epochs=60, random_state=0).fit(X, y)
+    >>> reg.tensor_group_norms_["0.weight"].shape
+    (6,)
+    """
+)
+DGatedNeuralNetClassifier.__doc__ = (
+    """Any torch module as a classifier, with the named tensors' groups sparsified.
+    """
+    + _GATES_DOC
+    + """    classes_ : ndarray of shape (n_classes,)
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sksparse_nn import DGatedNeuralNetClassifier
+    >>> X = np.random.RandomState(0).randn(200, 1, 8, 8).astype(np.float32)  # images
+    >>> y = (X[:, 0, :4].mean(axis=(1, 2)) > 0).astype(int)
+    >>> cnn = torch.nn.Sequential(
+    ...     torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(),
+    ...     torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 2))
+    >>> clf = DGatedNeuralNetClassifier(cnn, gates={"0.weight": "out"}, max_epochs=20,
+    ...                                 random_state=0).fit(X, y)
+    >>> clf.predict(X[:3]).shape
+    (3,)
+    """
+)
