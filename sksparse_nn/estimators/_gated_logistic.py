@@ -156,21 +156,24 @@ class GatedLogistic:
             return None
         if self.k == 1:
             d = P[:, 0] * (1.0 - P[:, 0])
-            if sp.issparse(self.X):
-                return self._weighted_gram(d)
-            d = d / self.n if self.s is None else d * self.s / self.n
+        else:
+            d = np.einsum("ik,ka,kb->iab", P, self.Q, self.Q)  # Q^T diag(p_i) Q
+            PQ = P @ self.Q
+            d -= PQ[:, :, None] * PQ[:, None, :]
+        weight = np.full(self.n, 1.0 / self.n) if self.s is None else self.s / self.n
+        d = d * weight.reshape(-1, *[1] * (d.ndim - 1))  # the weights of the mean
+        if not sp.issparse(self.X):
             self._hess = update_hessian(self.X, d, *self._hess)
             return self._hess[0]
-        R = np.einsum("ik,ka,kb->iab", P, self.Q, self.Q)  # Q^T diag(p_i) Q
-        PQ = P @ self.Q
-        R -= PQ[:, :, None] * PQ[:, None, :]
-        # one weighted Gram matrix (a BLAS product) per pair of reduced classes
-        # (_weighted_gram applies the sample weights)
-        p = self.X.shape[1]
+        # sparse: one weighted Gram matrix per pair of reduced classes
+        X = self.X
+        if self.k == 1:
+            return np.asarray((X.T @ sp.diags(d) @ X).todense())
+        p = X.shape[1]
         H = np.empty((p, width, p, width))
         for a in range(width):
             for b in range(a, width):
-                block = self._weighted_gram(R[:, a, b])
+                block = np.asarray((X.T @ sp.diags(d[:, a, b]) @ X).todense())
                 H[:, a, :, b] = block
                 H[:, b, :, a] = block
         return H.reshape(p * width, p * width)
@@ -398,6 +401,7 @@ class GatedLogisticProblem:
         D = 2: until the relative KKT violation on all groups is at most ``tol``.
         ``self.gradient`` is the full gradient at the result.
         """
+
         def solve_set(idx, V, tol_in):
             sub = self.restricted(idx)
             rel = tol if tol_in is None else tol_in / self.kkt_scale

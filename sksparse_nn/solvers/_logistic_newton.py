@@ -26,24 +26,56 @@ def _weighted_gram(A, d, n):
     return B.T @ B / n
 
 
+def _curvature_gram(A, d, signed=False):
+    """``sum_i a_i a_i^T (x) d_i``: ``A^T diag(d) A`` for ``d`` of shape (n,), or for
+    per-sample (w, w) curvatures ``d`` of shape (n, w, w) the Hessian in ``vec(V)``
+    (row-major, (m w, m w)); the diagonal pairs by rank-k updates unless ``signed``
+    (``d`` may then be negative: an update)."""
+
+    def gram(weights):
+        if signed:
+            return A.T @ (A * weights[:, None])
+        # a PSD curvature's diagonal, >= 0 up to rounding (seen: -3e-18)
+        return _weighted_gram(A, np.maximum(weights, 0.0), 1.0)
+
+    if d.ndim == 1:
+        return gram(d)
+    m, w = A.shape[1], d.shape[1]
+    H = np.empty((m, w, m, w))
+    for a in range(w):
+        H[:, a, :, a] = gram(d[:, a, a])
+        for b in range(a + 1, w):
+            block = A.T @ (A * d[:, a, b][:, None])
+            H[:, a, :, b] = block
+            H[:, b, :, a] = block.T
+    return H.reshape(m * w, m * w)
+
+
 def update_hessian(A, d, H=None, d_model=None):
-    """The logistic Hessian ``A^T diag(d) A`` of dense columns ``A`` at sample curvatures
-    ``d >= 0`` (weights of the mean included), and the curvatures it was formed with.
+    """The logistic Hessian of dense columns ``A`` at sample curvatures ``d`` (weights of
+    the mean included): ``A^T diag(d) A`` for ``d >= 0`` of shape (n,) (binary), or the
+    multinomial Hessian in ``vec(V)`` for per-sample PSD (w, w) curvatures (see
+    :func:`_curvature_gram`); returns ``(H, d_model)``, ``d_model`` the curvatures it
+    was formed with.
 
     Formed once (``H`` None), then updated only on the samples whose curvature moved by
-    more than ``_HESSIAN_RTOL`` relative since: the model Hessian stays within that
-    factor of the exact one in the PSD order (a linear rate of that size near the
-    optimum), for a fraction of the cost once the steps are small. Returns
-    ``(H, d_model)``.
+    more than ``_HESSIAN_RTOL`` relative (multinomial: of its largest diagonal entry)
+    since: the model Hessian stays within that factor of the exact one in the PSD order
+    (a linear rate of that size near the optimum), for a fraction of the cost once the
+    steps are small.
     """
     if H is None:
-        return _weighted_gram(A, d, 1.0), d
-    moved = np.flatnonzero(np.abs(d - d_model) > _HESSIAN_RTOL * d)
+        return _curvature_gram(A, d), d
+    change = np.abs(d - d_model)
+    if d.ndim == 1:
+        moved = np.flatnonzero(change > _HESSIAN_RTOL * d)
+    else:
+        size = np.einsum("iaa->ia", d).max(axis=1)
+        moved = np.flatnonzero(change.max(axis=(1, 2)) > _HESSIAN_RTOL * size)
     if moved.size > A.shape[0] // 2:
-        return _weighted_gram(A, d, 1.0), d
+        return _curvature_gram(A, d), d
     if moved.size:
-        Am = A[moved]
-        H = H + Am.T @ (Am * (d[moved] - d_model[moved])[:, None])
+        H = H + _curvature_gram(A[moved], d[moved] - d_model[moved], signed=True)
         d_model = d_model.copy()
         d_model[moved] = d[moved]
     return H, d_model
