@@ -12,8 +12,9 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.sparsefuncs import mean_variance_axis
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, check_is_fitted
 
+from ..compaction import compact_sequential
 from ..gating import ZERO_TOL
 from ..groups import resolve_groups
 from ..sparsifiers import sparsified_tensors
@@ -190,6 +191,7 @@ class _DGatedNeuralNet(BaseDGated):
     def _init_module(self, module, dataset, targets):
         """Set the input standardization; check the module runs on the data and returns
         what the task needs."""
+        self._sample_shape_ = tuple(dataset.X.shape[1:])
         shift, scale = _input_moments(dataset)
         module.in_shift = shift.to(module.in_shift.dtype)
         module.in_scale = scale.to(module.in_scale.dtype)
@@ -239,6 +241,42 @@ class _DGatedNeuralNet(BaseDGated):
     def _make_net(self, module, dataset, seed):
         self._group_counts_ = [s.n_groups for _, _, _, s in sparsified_tensors(module)]
         return super()._make_net(module, dataset, seed)
+
+    def compact(self, return_report=False):
+        """A smaller copy of the fitted model without its removable units (same outputs).
+
+        For a module that is an ``nn.Sequential`` of ``Linear`` / ``Conv2d`` layers with
+        per-channel layers between them (see
+        :func:`~sksparse_nn.compaction.compact_sequential`): neurons and filters whose
+        outgoing weights are zero, or whose incoming weights are zero (their constant
+        output goes into the next layer's bias), are removed.
+
+        Parameters
+        ----------
+        return_report : bool, default=False
+            Also return the :class:`~sksparse_nn.compaction.CompactionReport` (parameters
+            and FLOPs before and after, kept units per layer).
+
+        Returns
+        -------
+        module : Standardized
+            Takes and returns the user's units, like ``module_``.
+        report : CompactionReport
+            Only with ``return_report=True``.
+        """
+        check_is_fitted(self, "module_")
+        user = self.module_.module
+        if not isinstance(user, torch.nn.Sequential):
+            raise ValueError(
+                f"compact() rebuilds nn.Sequential models; this module is a "
+                f"{type(user).__name__}. Use sksparse_nn.compaction on its parts (e.g. "
+                "compact_attention for nn.MultiheadAttention)."
+            )
+        example = torch.zeros((2, *self._sample_shape_), dtype=torch.float32)
+        small, report = compact_sequential(user, example)
+        out = copy.deepcopy(self.module_)
+        out.module = small
+        return (out.eval(), report) if return_report else out.eval()
 
     def _rescale_outputs(self, module, shift, scale):
         dtype = module.out_scale.dtype
