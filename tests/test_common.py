@@ -75,13 +75,15 @@ def _ids(est):
 def _expected_failures(estimator):
     """Checks an estimator fails by design, with the reason (scikit-learn's mechanism)."""
     if isinstance(estimator, SparseLinearClassifier) and estimator.D > 2:
+        reason = (
+            "D > 2 is non-convex and its steps stop on a relative objective change "
+            "(1e-10 per block step, tol for L-BFGS): weights and repeated rows agree "
+            "to that tolerance (tests/test_linear_sample_weight.py: 1e-5), not to "
+            "the check's rtol=1e-7"
+        )
         return {
-            "check_sample_weight_equivalence_on_dense_data": (
-                "D > 2 is non-convex and its steps stop on a relative objective change "
-                "(1e-10 per block step, tol for L-BFGS): weights and repeated rows agree "
-                "to that tolerance (tests/test_linear_sample_weight.py: 1e-5), not to "
-                "the check's rtol=1e-7"
-            )
+            "check_sample_weight_equivalence_on_dense_data": reason,
+            "check_sample_weight_equivalence_on_sparse_data": reason,
         }
     return {}
 

@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .._labels import check_groups, resolve_group_weights
 from .._validation import (
     check_range,
     check_sample_weight,
@@ -465,7 +466,7 @@ class BaseDGated(BaseEstimator):
         without a ``sparsifier`` parameter)."""
         return get_sparsifier(getattr(self, "sparsifier", "dgating")).method
 
-    def _sparsify(self, module, name, groups, init, units):
+    def _sparsify(self, module, name, groups, init, units, group_weights=None):
         """Make the ``groups`` of ``module.<name>`` removable by the estimator's sparsifier.
 
         ``units`` names what the groups are ("input features", "hidden neurons"): methods
@@ -484,7 +485,15 @@ class BaseDGated(BaseEstimator):
         if method.method == "dgating":
             options.setdefault("D", self.D)
         try:
-            sparsify(module, name, method=method, groups=groups, init=init, **options)
+            sparsify(
+                module,
+                name,
+                method=method,
+                groups=groups,
+                init=init,
+                group_weights=group_weights,
+                **options,
+            )
         except TypeError as exc:  # an option the method does not take
             raise ValueError(
                 f"sparsifier_params={getattr(self, 'sparsifier_params', None)!r} do not fit "
@@ -493,8 +502,11 @@ class BaseDGated(BaseEstimator):
 
     # -------------------------------------------------------------- hooks
     def _penalty_groups(self, n_features):
-        """(label per input feature, weight per group): each feature alone by default."""
-        return np.arange(n_features), np.ones(n_features)
+        """(label per input feature, weight per group): from the ``groups`` and
+        ``group_weights`` parameters of families that have them, else each feature alone
+        with weight 1."""
+        labels = check_groups(getattr(self, "groups", None), n_features)
+        return labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
 
     def _input_weight(self, module):
         """The (n_out, n_features) weight whose columns belong to the input features."""

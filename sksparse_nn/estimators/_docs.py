@@ -16,6 +16,18 @@ D : int, default=3
     Gating depth >= 2: 2 is the group lasso (convex); 3 and 4 give the sparser
     non-convex penalties ``||w_j||^(2/3)`` and ``||w_j||^(1/2)``, which remove groups
     faster and more cleanly.""",
+    "groups": """\
+groups : None, int, list of index lists or array of labels, default=None
+    Which input features are kept or removed together (e.g. the one-hot columns of a
+    categorical variable, or the columns of one modality). ``None``: each feature
+    alone; ``k``: consecutive groups of ``k`` features; lists of feature indices
+    (features in no list are unpenalized); or one integer label per feature (``-1`` =
+    unpenalized). Contiguous group *sizes* (``[1, 3, 2]``, the form of skglm and
+    celer) are not labels: convert them with
+    :func:`~sksparse_nn.groups.group_labels_from_sizes`.""",
+    "group_weights": """\
+group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
+    ``rho_j``: ones, square root of group sizes, or explicit non-negative weights.""",
     "sparsifier": """\
 sparsifier : {"dgating", "dam", "ds", "l21"}, default="dgating"
     How groups are removed during training (:mod:`sksparse_nn.sparsifiers`):

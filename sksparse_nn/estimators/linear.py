@@ -25,7 +25,6 @@ from sklearn.utils.sparsefuncs import mean_variance_axis
 from skorch.callbacks import Callback
 from skorch.history import History
 
-from .._labels import check_groups, resolve_group_weights
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
@@ -330,10 +329,6 @@ class _SparseLinearModel(BaseDGated):
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
         return objective, certified
 
-    def _penalty_groups(self, n_features):
-        labels = check_groups(self.groups, n_features)
-        return labels, resolve_group_weights(self.group_weights, labels)
-
     def _gate_module(self, module, init):
         labels, rho = self._penalty_groups(module.in_features)
         if not np.any(labels >= 0):  # nothing penalized: plain (logistic) least squares
@@ -404,14 +399,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         as ``Lasso`` does with 2-d ``y``, wrap the estimator in
         ``sklearn.multioutput.MultiOutputRegressor``.
     $D
-    groups : None, int, list of index lists or array of labels, default=None
-        ``None``: each feature alone; ``k``: consecutive groups of ``k`` features; lists
-        of feature indices (features in no list are unpenalized); or one integer label per
-        feature (``-1`` = unpenalized). Contiguous group *sizes* (``[1, 3, 2]``, the form
-        of skglm and celer) are not labels: convert them with
-        :func:`~sksparse_nn.groups.group_labels_from_sizes`.
-    group_weights : None, "sqrt" or array-like of shape (n_groups,), default=None
-        ``rho_j``: ones, square root of group sizes, or explicit non-negative weights.
+    $groups
+    $group_weights
     fit_intercept : bool, default=True
         Fit an unpenalized intercept.
     positive : bool, default=False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..gating import ZERO_TOL
+from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
 from ._base import BaseDGated
 from ._docs import fill
@@ -31,6 +32,8 @@ class _DGatedMLP(BaseDGated):
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
+        "groups": [None, Integral, "array-like"],
+        "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "gate_inputs": ["boolean"],
         "gate_hidden": ["boolean"],
     }
@@ -45,6 +48,8 @@ class _DGatedMLP(BaseDGated):
         hidden_layer_sizes=(100,),
         activation="relu",
         dropout=0.0,
+        groups=None,
+        group_weights=None,
         gate_inputs=True,
         gate_hidden=False,
         optimizer="sgd",
@@ -70,6 +75,8 @@ class _DGatedMLP(BaseDGated):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.dropout = dropout
+        self.groups = groups
+        self.group_weights = group_weights
         self.gate_inputs = gate_inputs
         self.gate_hidden = gate_hidden
         self.optimizer = optimizer
@@ -101,8 +108,10 @@ class _DGatedMLP(BaseDGated):
             raise ValueError("gate_hidden=True needs at least one hidden layer.")
         # "in": one group per column, i.e. per input feature / per hidden neuron (its
         # outgoing weights)
-        if self.gate_inputs:
-            self._sparsify(module.linears[0], "weight", "in", init, "input features")
+        if self.gate_inputs:  # one group per feature, or per group of features
+            labels, rho = self._penalty_groups(module.linears[0].in_features)
+            groups = AxisGroups(1, labels)
+            self._sparsify(module.linears[0], "weight", groups, init, "input features", rho)
         if self.gate_hidden:
             for layer in module.linears[1:]:
                 self._sparsify(layer, "weight", "in", init, "hidden neurons")
@@ -163,6 +172,8 @@ _MLP_DOC = fill(
     hidden_layer_sizes : tuple of int, default=(100,)
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
+    $groups
+    $group_weights
     gate_inputs : bool, default=True
         Penalize each input feature's first-layer weights (feature selection). ``False``
         keeps every feature, e.g. to prune only hidden neurons.
