@@ -90,17 +90,33 @@ class DGate(Sparsifier):
     """
 
     method = "dgating"
+    inits = ("identity", "balanced", "dwf")
 
-    def __init__(self, grouping, D=3, group_weights=None):
+    def __init__(
+        self, grouping, D=3, group_weights=None, *, dwf_sigma=None, dwf_eps=3e-3, generator=None
+    ):
         super().__init__(grouping, group_weights)
         self.D = _check_D(D)
         self.gates = nn.Parameter(torch.ones(self.D - 1, grouping.n_groups))
+        self.dwf_sigma, self.dwf_eps, self.generator = dwf_sigma, dwf_eps, generator
 
     def initialize(self, original, init):
-        """Gates 1 (``"identity"``) or balanced factors of the same weight (``"balanced"``)."""
+        """Gates 1 (``"identity"``), balanced factors of the same weight (``"balanced"``),
+        or new variance-matched factors (``"dwf"``, element groups only)."""
         self.gates.data.fill_(1.0)
         if init == "balanced":
             original.copy_(_balance(original, self))
+        elif init == "dwf":
+            if self.grouping.n_groups != original.numel():
+                raise ValueError(
+                    "init='dwf' is the deep-weight-factorization init: use groups='element'."
+                )
+            sigma = float(original.std()) if self.dwf_sigma is None else float(self.dwf_sigma)
+            if not sigma > 0:
+                raise ValueError("init='dwf' needs dwf_sigma > 0 (the weight has zero spread).")
+            factors = _dwf_factors(original.shape, self.D, sigma, self.dwf_eps, self.generator)
+            original.copy_(factors[0])
+            self.gates.data.copy_(factors[1:].reshape(self.D - 1, -1))
 
     def gate_product(self):
         """Product of the ``D - 1`` gates of each group, shape ``(J,)``."""
@@ -305,34 +321,22 @@ def dgate(
     >>> loss = layer(torch.randn(8, 5)).pow(2).mean() + 0.1 * penalty(layer)
     """
     D = _check_D(D)
-    if init not in ("identity", "balanced", "dwf"):
+    if init not in DGate.inits:
         raise ValueError(f"init must be 'identity', 'balanced' or 'dwf', got {init!r}.")
     if init == "dwf" and not (isinstance(groups, str) and groups == "element"):
         raise ValueError("init='dwf' is the deep-weight-factorization init: use groups='element'.")
-    sparsify(
+    return sparsify(
         module,
         name,
         method=DGate,
         groups=groups,
         group_weights=group_weights,
-        init="identity" if init == "dwf" else init,
+        init=init,
         D=D,
+        dwf_sigma=dwf_sigma,
+        dwf_eps=dwf_eps,
+        generator=generator,
     )
-    if init == "dwf":
-        original = module.parametrizations[name].original
-        gate = module.parametrizations[name][0]
-        try:
-            with torch.no_grad():
-                sigma = float(original.std()) if dwf_sigma is None else float(dwf_sigma)
-                if not sigma > 0:
-                    raise ValueError("init='dwf' needs dwf_sigma > 0 (the weight has zero spread).")
-                factors = _dwf_factors(original.shape, D, sigma, dwf_eps, generator)
-                original.copy_(factors[0])
-                gate.gates.copy_(factors[1:].reshape(D - 1, -1))
-        except ValueError:
-            parametrize.remove_parametrizations(module, name, leave_parametrized=True)
-            raise
-    return module
 
 
 def induced_penalty(model):

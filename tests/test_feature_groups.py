@@ -58,3 +58,31 @@ def test_bad_groups_raise(groups, message):
     X, y = _blocks()
     with pytest.raises(ValueError, match=message):
         DGatedMLPRegressor(groups=groups, max_epochs=1).fit(X, y)
+
+
+def test_weight_sparsity_zeroes_single_weights():
+    """sparsity='weights': every weight is its own group (deep weight factorization);
+    zeros fall inside rows and columns, not only on whole features."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 6)
+    y = X[:, 0] - 0.5 * X[:, 1]
+    est = DGatedMLPRegressor(
+        sparsity="weights", D=3, lam=1e-2, hidden_layer_sizes=(16,), random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    first = est.module_.linears[0].weight.detach().numpy()
+    total = sum(layer.weight.numel() for layer in est.module_.linears)
+    assert 0 < est.n_nonzero_weights_ < total / 4
+    assert est.n_nonzero_weights_ == sum(
+        int(np.count_nonzero(layer.weight.detach().numpy())) for layer in est.module_.linears
+    )
+    partly = [(row != 0).any() and (row == 0).any() for row in first]
+    assert any(partly)  # element-wise zeros, not whole rows or columns
+    assert est.group_norms_.size == total  # one group per weight
+    dead, live = est.sparsity_gap_
+    assert dead < 1e-6 < 1e-2 < live
+    assert est.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="groups apply to sparsity='features'"):
+        DGatedMLPRegressor(sparsity="weights", groups=2, max_epochs=1).fit(X, y)

@@ -104,7 +104,7 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="threshold must be"):
         sparsify(nn.Linear(4, 3), method="l21", threshold=-1.0)
     with pytest.raises(ValueError, match="init must be"):
-        sparsify(nn.Linear(4, 3), method="ds", init="dwf")
+        sparsify(nn.Linear(4, 3), method="ds", init="dwf")  # D-Gating only
 
 
 # ------------------------------------------------------------------------- DAM

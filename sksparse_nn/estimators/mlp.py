@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..gating import ZERO_TOL
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
+from ..sparsifiers import get_sparsifier
 from ._base import BaseDGated
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
@@ -34,6 +35,7 @@ class _DGatedMLP(BaseDGated):
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "groups": [None, Integral, "array-like"],
         "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
+        "sparsity": [StrOptions({"features", "weights"})],
         "gate_inputs": ["boolean"],
         "gate_hidden": ["boolean"],
     }
@@ -50,6 +52,7 @@ class _DGatedMLP(BaseDGated):
         dropout=0.0,
         groups=None,
         group_weights=None,
+        sparsity="features",
         gate_inputs=True,
         gate_hidden=False,
         optimizer="sgd",
@@ -77,6 +80,7 @@ class _DGatedMLP(BaseDGated):
         self.dropout = dropout
         self.groups = groups
         self.group_weights = group_weights
+        self.sparsity = sparsity
         self.gate_inputs = gate_inputs
         self.gate_hidden = gate_hidden
         self.optimizer = optimizer
@@ -102,6 +106,8 @@ class _DGatedMLP(BaseDGated):
         return MLP(n_features, sizes, n_outputs, self.activation, self.dropout)
 
     def _gate_module(self, module, init):
+        if self.sparsity == "weights":
+            return self._gate_weights(module, init)
         if not (self.gate_inputs or self.gate_hidden):
             raise ValueError("gate_inputs=False and gate_hidden=False leave nothing to sparsify.")
         if self.gate_hidden and len(module.linears) < 2:
@@ -115,6 +121,16 @@ class _DGatedMLP(BaseDGated):
         if self.gate_hidden:
             for layer in module.linears[1:]:
                 self._sparsify(layer, "weight", "in", init, "hidden neurons")
+
+    def _gate_weights(self, module, init):
+        """Every weight its own group in every layer (deep weight factorization), the
+        fresh D-gated factors drawn with its variance-matched init."""
+        if self.groups is not None:
+            raise ValueError("groups apply to sparsity='features'; sparsity='weights' has none.")
+        if init == "identity" and "dwf" in get_sparsifier(self.sparsifier).inits:
+            init = "dwf"
+        for layer in module.linears:
+            self._sparsify(layer, "weight", "element", init, "weights")
 
     def _input_weight(self, module):
         return module.linears[0].weight
@@ -134,6 +150,9 @@ class _DGatedMLP(BaseDGated):
         layer.bias.copy_(layer.bias.double() * scale + torch.as_tensor(shift))
 
     def _after_fit(self, X, y, sample_weight=None):
+        self.n_nonzero_weights_ = int(
+            sum(int(torch.count_nonzero(layer.weight)) for layer in self.module_.linears)
+        )
         self.n_neurons_ = np.array(
             [int((layer.weight.abs().sum(dim=0) > 0).sum()) for layer in self.module_.linears[1:]]
         )
@@ -174,6 +193,12 @@ _MLP_DOC = fill(
     dropout : float, default=0.0
     $groups
     $group_weights
+    sparsity : {"features", "weights"}, default="features"
+        ``"features"``: groups are input features (and hidden neurons with
+        ``gate_hidden``). ``"weights"``: every weight of every layer is its own group
+        (unstructured sparsity; with D-Gating the factors start from the
+        variance-matched init of *Deep Weight Factorization*); ``n_nonzero_weights_``
+        counts what is left.
     gate_inputs : bool, default=True
         Penalize each input feature's first-layer weights (feature selection). ``False``
         keeps every feature, e.g. to prune only hidden neurons.
@@ -212,6 +237,8 @@ _MLP_DOC = fill(
         ``SelectFromModel(est, threshold=1e-300)`` keeps exactly ``selected_features_``.
     n_neurons_ : ndarray of int
         Number of live neurons in each hidden layer.
+    n_nonzero_weights_ : int
+        Number of non-zero weights of all layers (biases not counted).
     module_ : MLP
         The fitted torch module (plain weights, exact zeros).
     $group_norms_

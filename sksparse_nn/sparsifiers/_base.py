@@ -75,6 +75,8 @@ class Sparsifier(nn.Module):
     ordered = False
     #: Training reaches exact zeros by itself (else :meth:`keep` applies a threshold).
     exact_zeros = True
+    #: The ``init`` values :meth:`initialize` understands.
+    inits = ("identity", "balanced")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -204,9 +206,10 @@ def sparsify(
         The group structure, see :mod:`sksparse_nn.groups`.
     group_weights : array-like of shape (J,), default=None
         Non-negative penalty weight of each group, for methods that weight groups.
-    init : {"identity", "balanced"}, default="identity"
+    init : {"identity", "balanced"} or a method's own, default="identity"
         ``"identity"`` leaves the module's output unchanged; ``"balanced"`` also (the
-        method's representation of the same weight for a warm start, zero groups stay 0).
+        method's representation of the same weight for a warm start, zero groups stay 0);
+        D-Gating also takes ``"dwf"`` (see :func:`~sksparse_nn.gating.dgate`).
     **options
         The method's own parameters (e.g. ``D`` for D-Gating, ``norm`` for DS).
 
@@ -225,8 +228,8 @@ def sparsify(
     """
     cls = get_sparsifier(method)
     weight = _check_target(module, name, "sparsify")
-    if init not in ("identity", "balanced"):
-        raise ValueError(f"init must be 'identity' or 'balanced', got {init!r}.")
+    if init not in cls.inits:
+        raise ValueError(f"init must be one of {list(cls.inits)}, got {init!r}.")
     grouping = resolve_groups(groups, weight.shape).to(weight.device)
     rho = _group_weights(group_weights, grouping, weight)
     sparsifier = cls(grouping, group_weights=rho, **options)
@@ -235,9 +238,13 @@ def sparsify(
         value = weight.detach().clone()
     parametrize.register_parametrization(module, name, sparsifier)
     original = module.parametrizations[name].original
-    with torch.no_grad():
-        original.copy_(value)
-        sparsifier.initialize(original, init)
+    try:
+        with torch.no_grad():
+            original.copy_(value)
+            sparsifier.initialize(original, init)
+    except ValueError:  # nothing half-registered
+        parametrize.remove_parametrizations(module, name, leave_parametrized=False)
+        raise
     return module
 
 
