@@ -205,6 +205,22 @@ class GatedLogistic:
             V_new = model.proximal_finish(V_new, inner_tol * self.kkt_scale)
         return V_new.reshape(shape)
 
+    def _backtrack(self, W, V, f, max_halvings=30):
+        """The first of ``W + t (V - W)``, ``t = 1/2, 1/4, ...``, whose objective is below
+        ``f``: ``(V_t, loss, gradient, probabilities, objective)``, or Nones. The model's
+        minimizer ``V`` lowers the model (a convex one at D = 2), so its direction is a
+        descent direction of the objective and a small enough step lowers it."""
+        D = V - W
+        t = 0.5
+        for _ in range(max_halvings):
+            V_t = W + t * D
+            loss, G, P = self.loss_grad(V_t)
+            f_t = self.objective(V_t, loss)
+            if f_t < f:
+                return V_t, loss, G, P, f_t
+            t *= 0.5
+        return None, None, None, None, None
+
     def minimize(self, W, max_steps, tol, inner_steps=20, patience=BLOCK_STEPS_PATIENCE):
         """Outer steps from ``W`` (shape (m, k)); returns ``(W, objective, n_steps)``.
 
@@ -232,6 +248,11 @@ class GatedLogistic:
                 # rounding: there a smaller KKT violation decides (D = 2)
                 flat = self.D == 2 and f_new <= f + 1e-13 * abs(f)
                 accepted = f_new < f or (flat and self.kkt(V, G_new) < kkt)
+                if not accepted and not use_bound:
+                    # the Newton model overshoots (far from the solution, nearly
+                    # separable data): back along its direction
+                    V, loss_new, G_new, P_new, f_new = self._backtrack(W, V, f)
+                    accepted = V is not None
                 if accepted:
                     break
             if not accepted:
