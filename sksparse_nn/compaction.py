@@ -324,6 +324,9 @@ def _compact_segment(layers, shapes, a, b):
         if padded:  # a constant channel is not constant at a zero-padded border
             foldable &= const == 0
     dead_out = blocks.reshape(n, -1).abs().sum(dim=1) == 0
+    if bool((dead_out | foldable).all()):
+        # every unit goes: keep unit 0 as it is (layers of width 0 do not run)
+        foldable[0] = dead_out[0] = False
     fold = foldable & ~dead_out
     if bool(fold.any()):
         shift = (const[fold][:, None] * blocks[fold].sum(dim=2)).sum(dim=0)

@@ -148,3 +148,14 @@ def test_estimator_compact_keeps_predictions():
         logits = small(torch.as_tensor(X)).double().numpy()
     # float32 model, outputs of order 1: rounding of the reordered sums
     np.testing.assert_allclose(logits, clf.decision_function(X).reshape(len(X), -1), atol=1e-5)
+
+
+def test_a_layer_without_live_units_keeps_one_and_still_runs():
+    model = _cnn()
+    with torch.no_grad():
+        model[0].weight.zero_()  # every filter of the first conv emits a constant
+        model[6].weight.zero_()  # and no neuron of the first Linear feeds the last one
+    x = torch.randn(5, 3, 8, 8)
+    small, report = compact_sequential(model, x)
+    assert report.kept_units["0"] == [0] and report.kept_units["6"] == [0]
+    torch.testing.assert_close(small(x), model(x), rtol=0, atol=1e-12)
