@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo test install install-test bench lint clean
+.PHONY: demo test install install-test install-docs docs bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,14 @@ test: install-test
 	$(BIN)/python -m pytest -x -q
 	SKSPARSE_NN_TEST_THREADS=2 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 \
 		$(BIN)/python -m pytest -x -q -m "numerics and not slow"
+
+install-docs: $(VENV)/.torch
+	$(PIP) install -q -e ".[docs]"
+
+# The documentation site into docs/_build/html; warnings are errors. The gallery runs the
+# examples (SKSPARSE_NN_DOCS_PLOT=False builds it without running them).
+docs: install-docs
+	$(BIN)/python -m sphinx -b html -W --keep-going -n docs docs/_build/html
 
 lint: install-test
 	$(BIN)/ruff check sksparse_nn tests examples benchmarks

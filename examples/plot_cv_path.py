@@ -1,9 +1,11 @@
-"""Let cross-validation choose lam: the CV curve with its one-standard-error rule.
+"""
+Let cross-validation choose lam: the CV curve with its one-standard-error rule
+==============================================================================
 
 A D-gated MLP on scikit-learn's digits (64 pixels): 5-fold CV along a warm-started path,
 run in parallel. The plot shows the mean CV accuracy with its standard-error band, the
 number of pixels the network keeps, and the lams chosen by the best-score and the 1-SE rule;
-a second panel shows which pixels survive at lam_1se_.
+a second panel shows which pixels survive at ``lam_1se_``.
 
 Writes docs/images/cv_path.png.
 """
@@ -20,7 +22,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from sksparse_nn import DGatedMLPClassifier  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "images"
+# the examples directory (sphinx-gallery runs an example there, without __file__)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+OUT = HERE.parent / "docs" / "images"
 
 
 def main(out=OUT):

@@ -1,4 +1,6 @@
-"""Regularization paths of the group-sparse linear model for D = 2, 3, 4.
+"""
+Regularization paths of the group-sparse linear model for D = 2, 3, 4
+=====================================================================
 
 On the paper's group simulation (40 groups of 5 features, 7 informative), every group norm
 is drawn against lam: D=2 (the group lasso) shrinks groups gradually, while D=3 and D=4
@@ -20,7 +22,9 @@ from sksparse_nn import SparseLinearRegressor  # noqa: E402
 from sksparse_nn.datasets import make_group_regression  # noqa: E402
 from sksparse_nn.plotting import plot_tradeoff  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "images"
+# the examples directory (sphinx-gallery runs an example there, without __file__)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+OUT = HERE.parent / "docs" / "images"
 
 
 def main(out=OUT):

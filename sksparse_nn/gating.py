@@ -22,12 +22,13 @@ by any gradient method solves the non-smooth problem ``loss + lam * induced_pena
     \mathrm{induced\_penalty} = \sum_j \rho_j \|w_j\|_2^{2/D}
 
 (same local minima; "D-Gating" in *Structured Sparsity via D-Gating*). Groups that the
-data do not need shrink geometrically to exact zero during training; :func:`collapse`
-then bakes the effective weights back into plain parameters.
+data do not need shrink geometrically to exact zero during training;
+:func:`~sksparse_nn.sparsifiers.collapse` then bakes the effective weights back into plain
+parameters.
 
 D-Gating is the ``"dgating"`` method of :mod:`sksparse_nn.sparsifiers`; the penalty,
-group norms and :func:`collapse` exported here are that module's and cover every
-sparsifier of a model. This module knows nothing of scikit-learn; it works on any
+group norms and :func:`~sksparse_nn.sparsifiers.collapse` exported here are that module's
+and cover every sparsifier of a model. This module knows nothing of scikit-learn; it works on any
 ``nn.Module``.
 """
 
@@ -342,8 +343,8 @@ def dgate(
 def induced_penalty(model):
     """Non-smooth penalty ``sum_j rho_j ||w_j||^(2/D)`` of the effective weights.
 
-    Equals :func:`penalty` at balanced factors and never exceeds it. For monitoring:
-    its gradient is infinite at zero groups when ``D > 2``.
+    Equals :func:`~sksparse_nn.sparsifiers.penalty` at balanced factors and never exceeds
+    it. For monitoring: its gradient is infinite at zero groups when ``D > 2``.
     """
     total = torch.zeros(())
     for _, module, name, gate in gated_tensors(model):

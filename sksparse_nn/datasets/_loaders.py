@@ -191,9 +191,11 @@ def load_benchmark(name, data_home=None, *, as_frame=False, download_if_missing=
         target_names : ndarray or None
             Class names (None for regression).
         task : {"classification", "regression"}
+            What ``y`` holds.
         image_shape : tuple or None
             ``(height, width)`` for image sets; see ``DESCR`` for the pixel order.
         name : str
+            The data set's name.
         source : str
             The file or the address the data came from.
         DESCR : str

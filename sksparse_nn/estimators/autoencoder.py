@@ -268,13 +268,14 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         return validate_data(self, X, dtype=(np.float64, np.float32), order="C", reset=False)
 
     def transform(self, X):
-        """Codes of the live bottleneck units, shape (n_samples, n_components_)."""
+        """Codes of the live bottleneck units, shape ``(n_samples, n_components_)``."""
         X = self._check_X(X)
         codes = self._module_output(X, self.module_.encode)
         return codes[:, self.selected_components_]
 
     def inverse_transform(self, X):
-        """Reconstruction in the input space from codes of shape (n_samples, n_components_)."""
+        """Reconstruction in the input space from codes of shape
+        ``(n_samples, n_components_)``."""
         check_is_fitted(self, "module_")
         Z = check_array(X, dtype=(np.float64, np.float32))
         if Z.shape[1] != self.n_components_:

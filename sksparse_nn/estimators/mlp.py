@@ -204,7 +204,7 @@ _MLP_DOC = fill(
         keeps every feature, e.g. to prune only hidden neurons.
     gate_hidden : bool, default=False
         Also gate each hidden neuron (its outgoing weights): removes neurons for
-        structured compression, see :meth:`compact`.
+        structured compression, see ``compact()``.
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero.

@@ -49,7 +49,9 @@ class Bottleneck(nn.Module):
 
 
 class Autoencoder(nn.Module):
-    """``x -> MLP -> z (k linear units) -> MLP -> x_hat``, the decoder mirroring the encoder.
+    """Autoencoder with a linear bottleneck of ``k`` units, the decoder mirroring the encoder.
+
+    ``x -> MLP -> z -> MLP -> x_hat``, where ``z`` has ``k`` linear units.
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU, "silu": nn.SiL
 
 
 class MLP(nn.Module):
-    """Fully connected network ``Linear -> act -> ... -> Linear``.
+    """Fully connected network: ``Linear`` layers with an activation between them.
 
     Parameters
     ----------

@@ -33,9 +33,9 @@ Contents
     a sequence of penalties with warm starts, sharing the precomputations.
 :func:`lambda_max`
     the smallest penalty at which every penalized group is zero.
-:class:`GroupLassoRegressor`
+:class:`~sksparse_nn.GroupLassoRegressor`
     the scikit-learn estimator.
-:func:`solve_group_logistic`, :class:`GroupLassoClassifier`
+:func:`solve_group_logistic`, :class:`~sksparse_nn.GroupLassoClassifier`
     the logistic / multinomial counterparts (``lambda_max(..., loss="log_loss")``).
 ``check_groups`` / ``resolve_group_weights``
     validation of group specifications and group weights, shared with the estimators of
@@ -67,7 +67,7 @@ scale is the same maximum at the null model (intercept fitted, every coefficient
 ``P`` = the class frequencies; ``1/2`` or ``1/K`` without intercept). The intercepts are
 not exact by construction there; they count as one more unpenalized group with violation
 ``s ||mean(P - Y)||``, where ``s = ||X_c||_2 / sqrt(n)`` (``1`` if ``X_c = 0``) gives them
-the units of the columns of ``X_c`` (see :class:`LogisticDesign`). Hence ``tol`` means the
+the units of the columns of ``X_c`` (see ``LogisticDesign``). Hence ``tol`` means the
 same for both losses: the largest KKT violation relative to the largest gradient group
 norm at the null model.
 """

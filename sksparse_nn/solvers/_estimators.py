@@ -282,8 +282,9 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
     cross-entropy (``K >= 3`` classes, one column per class) by proximal Newton steps on
     working sets (two classes, dense ``X``) or FISTA with adaptive restart until the
     relative KKT violation is below ``tol`` (see :mod:`sksparse_nn.solvers` and
-    :func:`solve_group_logistic`). A group holds its features' coefficients for every
-    class, so whole features (or groups of features) are exactly zero for all classes.
+    :func:`~sksparse_nn.solvers.solve_group_logistic`). A group holds its features'
+    coefficients for every class, so whole features (or groups of features) are exactly
+    zero for all classes.
     With two classes, singleton groups and unit weights this is
     :class:`sklearn.linear_model.LogisticRegression` with an L1 penalty and
     ``C = 1 / (n_samples * lam)`` (unpenalized intercept).

@@ -65,7 +65,7 @@ def lambda_max(
         for ``"log_loss"`` labels in ``{0, 1}`` (binary) or one-hot rows (multinomial),
         as for :func:`solve_group_logistic`.
     labels : ndarray of int of shape (n_features,)
-        Output of :func:`check_groups`.
+        Output of ``check_groups``.
     rho : ndarray of shape (J,)
         Group weights.
     fit_intercept : bool, default=True

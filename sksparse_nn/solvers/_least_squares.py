@@ -152,7 +152,7 @@ def solve_group_lasso(
         Penalty level ``>= 0``.
     groups_index : ndarray of int of shape (n_features,)
         Group label of every feature in ``-1..J-1`` (``-1``: unpenalized), as returned by
-        :func:`check_groups`.
+        ``check_groups``.
     rho : ndarray of shape (J,)
         Non-negative group weights (``0``: unpenalized group).
     w0 : ndarray of shape (n_features,), default=None
@@ -173,7 +173,7 @@ def solve_group_lasso(
         Constrain every coefficient to be ``>= 0`` (as ``Lasso(positive=True)``). The
         proximal step is then block soft-thresholding of the positive part, and the KKT
         violation uses the constrained optimality conditions (see
-        :func:`group_violations`).
+        ``group_violations``).
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights, rescaled to sum to ``n_samples`` (the convention of
         :class:`sklearn.linear_model.Lasso`): the loss is ``sum_i s_i (y_i - x_i w -

@@ -1,4 +1,4 @@
-"""The logistic / multinomial group lasso: :func:`solve_group_logistic`."""
+"""The logistic / multinomial group lasso: :func:`~sksparse_nn.solvers.solve_group_logistic`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ._proximal import fista
 
 
 class GroupLogisticResult(NamedTuple):
-    """Output of :func:`solve_group_logistic`.
+    """Output of :func:`~sksparse_nn.solvers.solve_group_logistic`.
 
     Attributes
     ----------
@@ -75,13 +75,13 @@ def solve_group_logistic(
     used for every class or for none. The intercepts ``b`` are not penalized.
 
     Binary problems with dense ``X`` are solved by working sets and proximal Newton steps
-    (see :func:`logistic_ws_newton`). The others use FISTA with gradient-based adaptive
+    (see ``logistic_ws_newton``). The others use FISTA with gradient-based adaptive
     restart, constant step ``1/L`` and block soft-thresholding on the mean log-loss, with
     ``L = mu / 4`` (binary) or ``mu / 2`` (multinomial), ``mu`` the largest eigenvalue of
     ``X_c^T X_c / n``. Both stop by the rule of :func:`solve_group_lasso`, checked on all
     groups. The intercepts are unpenalized
     variables of the same proximal-gradient step (through a rescaled constant column,
-    see :class:`LogisticDesign`); they start at their exact optimum for ``w0`` (a few
+    see ``LogisticDesign``); they start at their exact optimum for ``w0`` (a few
     Newton steps), so a warm start at a solution needs no iteration. Probabilities,
     ``log(1 + e^z)`` and log-sum-exp are evaluated without overflow.
 
@@ -98,7 +98,7 @@ def solve_group_logistic(
         Penalty level ``>= 0``.
     groups_index : ndarray of int of shape (n_features,)
         Group label of every feature in ``-1..J-1`` (``-1``: unpenalized), as returned by
-        :func:`check_groups`.
+        ``check_groups``.
     rho : ndarray of shape (J,)
         Non-negative group weights (``0``: unpenalized group).
     w0 : ndarray of shape (n_features,) or (n_features, n_classes), default=None

@@ -69,13 +69,14 @@ class Sparsifier(nn.Module):
         Per-group penalty weights ``rho_j`` (``None``: all ones), for methods that use them.
     """
 
-    #: Name under which :func:`sparsify` finds the class (set by each method).
+    #: Name under which :func:`~sksparse_nn.sparsifiers.sparsify` finds the class (set by each
+    #: method).
     method = None
     #: Groups are masked in a fixed order (DAM): they must be interchangeable units.
     ordered = False
     #: Training reaches exact zeros by itself (else :meth:`keep` applies a threshold).
     exact_zeros = True
-    #: The ``init`` values :meth:`initialize` understands.
+    #: The ``init`` values ``initialize`` understands.
     inits = ("identity", "balanced")
 
     def __init_subclass__(cls, **kwargs):

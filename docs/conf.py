@@ -1,0 +1,96 @@
+"""Sphinx configuration of the sksparse_nn documentation (``make docs``)."""
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import sksparse_nn  # noqa: E402
+
+project = "sksparse_nn"
+author = "the sksparse_nn developers"
+copyright = "2026, the sksparse_nn developers"  # noqa: A001
+release = getattr(sksparse_nn, "__version__", "0.1")
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "myst_parser",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**.zip"]
+root_doc = "index"
+
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+# Parameter types stay text: "int, default=3" reads better than half-linked types.
+numpydoc_xref_param_type = False
+
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", None),
+    "numpy": ("https://numpy.org/doc/stable", None),
+    "sklearn": ("https://scikit-learn.org/stable", None),
+    "torch": ("https://docs.pytorch.org/docs/stable", None),
+    "skorch": ("https://skorch.readthedocs.io/en/stable", None),
+    "scipy": ("https://docs.scipy.org/doc/scipy", None),
+}
+# Offline builds (CI has no internet) cannot fetch the inventories: they skip intersphinx
+# (references into these projects stay plain text); every reference to this package must
+# resolve either way.
+intersphinx_timeout = 5
+
+
+def _online(host="docs.python.org"):
+    try:
+        socket.setdefaulttimeout(2)
+        socket.gethostbyname(host)
+        return True
+    except OSError:
+        return False
+    finally:
+        socket.setdefaulttimeout(None)
+
+
+if os.environ.get("SKSPARSE_NN_DOCS_OFFLINE") or not _online():
+    intersphinx_mapping = {}
+
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(numpy|np|torch|nn|sklearn|scipy|skorch|pandas|joblib|matplotlib)\..*"),
+    (r"py:.*", r"(array-like|array|tensor|Tensor|ndarray|estimator|callable|generator)"),
+    (r"py:class", r"(Module|Parameter|Dataset|Callback|NeuralNet|BaseEstimator)"),
+    # numpydoc lists a classifier's fitted ``classes_`` as a member it cannot find
+    (r"py:obj", r"classes_"),
+]
+
+html_theme = "pydata_sphinx_theme"
+html_title = "sksparse_nn"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_static_path = []
+
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"demo\.py|_common\.py",
+    "plot_gallery": os.environ.get("SKSPARSE_NN_DOCS_PLOT", "True"),
+    "download_all_examples": False,
+    "within_subsection_order": "FileNameSortKey",
+    "reference_url": {"sksparse_nn": None},
+}
