@@ -52,10 +52,16 @@ recorded as such: the worker is killed and a fresh one takes over.
      peer solves this objective; skglm ``SparseLogisticRegression`` and liblinear fit
      one-vs-rest L1 models (another objective) and are timed for information only;
 
+   * binary L1 on a wide design, ``n = 500, p = 5000`` (the same peers);
+   * binary L1 on a sparse text-like design (unless ``--skip-large``): CSR ``X`` of
+     ``n = 2000, p = 10000`` at 1% density with entries uniform in [0.5, 1.5] (tf-idf
+     like), labels from 50 informative features; skglm and celer get it as CSC;
+
    against our ``GroupLassoClassifier`` refitted with ``warm_start=True`` along
    decreasing lams and ``SparseLinearClassifier(D=2).regularization_path``. Peers at
    ``tol=1e-8`` (skglm and liblinear on their own criteria; celer: duality gap below
-   ``tol * n * log 2``), ``max_iter=1000``.
+   ``tol * n * log 2``), ``max_iter=1000``; ours at their defaults (relative KKT
+   violation 1e-8 for ``GroupLassoClassifier``, 1e-9 for the D=2 block steps).
 
 For problems 2 and 3 the objective gap at every lam is relative to the smallest objective
 any solver of that objective reached there (including a tight run: skglm at ``tol=1e-10``,
@@ -72,8 +78,8 @@ outside the timing), every other method the C-ordered array.
 Usage::
 
     python benchmarks/linear_path.py [--seeds 3] [--repeats 2] [--before] [--quick]
-                                     [--skip-large] [--solvers-only] [--timeout 600]
-                                     [--out FILE] [--replot]
+                                     [--skip-large] [--solvers-only] [--logistic-only]
+                                     [--timeout 600] [--out FILE] [--replot]
 
 ``--repeats`` times every path of part 1 that many times (interleaved) and keeps the
 fastest. ``--before`` also times the D=2 path of the first seed with the linear
@@ -82,6 +88,9 @@ estimator's pre-block-step training (L-BFGS from the ridge start only, about 3 m
 minute and a half, half of it numba compilation). ``--solvers-only`` leaves the D-Gating
 estimators out of parts 2 and 3 (they take most of a full run: minutes per path) and
 writes benchmarks/results/linear_path_solvers.json instead (no figure).
+``--logistic-only`` runs part 3 alone and replaces the ``logistic`` entry of the saved
+results (the other parts stay as measured; this run's machine, load and versions go to
+``logistic_run``).
 
 Prints a table per problem and writes benchmarks/results/linear_path.json and
 linear_path.png (Figure 4 of the paper, path time against problem size, logistic times).
@@ -104,6 +113,7 @@ import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
 from _common import (  # noqa: E402
     RESULTS,
     Worker,
@@ -168,6 +178,8 @@ def make_problem(spec):
         return d
     n, p, gs = spec["n"], spec["p"], spec["group_size"]
     kind = spec["kind"]
+    if spec.get("density"):
+        return _sparse_logistic_problem(spec)
     base = make_group_regression(
         n_samples=n,
         n_test=0,
@@ -195,6 +207,24 @@ def make_problem(spec):
             d.y = np.minimum(d.y, k - 1)
         d.n_classes = k
         d.Y = d.y.astype(float)[:, None] if k == 2 else np.eye(k)[d.y]
+    d.lam_max = _lam_max(d)
+    d.lams = d.lam_max * np.geomspace(spec["lam_ratio"], 1.0, spec["n_lams"])
+    return d
+
+
+def _sparse_logistic_problem(spec):
+    """A text-like binary problem: CSR ``X`` of the given density with positive entries
+    (uniform in [0.5, 1.5], like tf-idf weights), labels from a logistic model on
+    ``n_informative`` features with N(0, 3^2) coefficients; no intercept."""
+    n, p = spec["n"], spec["p"]
+    rng = np.random.default_rng(spec["seed"])
+    X = sp.random(n, p, density=spec["density"], format="csr", random_state=spec["seed"],
+                  data_rvs=lambda k: rng.uniform(0.5, 1.5, size=k))  # fmt: skip
+    coef = np.zeros(p)
+    coef[: spec["n_informative"]] = 3.0 * rng.standard_normal(spec["n_informative"])
+    y = (rng.random(n) < expit(X @ coef)).astype(np.int64)
+    d = Bunch(kind="logistic", X=X, y=y, group_size=1, labels=np.arange(p), n_classes=2,
+              fit_intercept=False, Y=y.astype(float)[:, None])  # fmt: skip
     d.lam_max = _lam_max(d)
     d.lams = d.lam_max * np.geomspace(spec["lam_ratio"], 1.0, spec["n_lams"])
     return d
@@ -487,7 +517,7 @@ def path_job(spec, name, return_coefs=False, peer_tol=None):
     """Time one path in the worker; evaluate it (untimed) on the same data."""
     d = _problem_data(spec)
     if name in FORTRAN_PEERS and "XF" not in d:
-        d.XF = np.asfortranarray(d.X)
+        d.XF = d.X.tocsc() if sp.issparse(d.X) else np.asfortranarray(d.X)
     _release_memory()
     reset = _reset_peak()
     rss0 = _proc_status_mb("VmRSS")
@@ -552,6 +582,8 @@ def _tiny(spec):
     }
     if spec["kind"] == "logistic":
         tiny["n_classes"] = spec["n_classes"]
+    if spec.get("density"):  # sparse kernels compile separately
+        tiny.update(density=0.2, n_informative=3)
     return tiny
 
 
@@ -561,6 +593,7 @@ def _family(spec):
         spec.get("n_classes"),
         spec.get("group_size", 5) == 1,
         bool(spec.get("paper") or spec.get("fit_intercept", False)),
+        bool(spec.get("density")),
     )
 
 
@@ -888,6 +921,8 @@ def describe(spec):
     groups = "singletons (L1)" if gs == 1 else f"{spec['p'] // gs} groups of {gs}"
     if spec["kind"] == "logistic" and spec["n_classes"] > 2 and gs == 1:
         groups = "feature groups across classes"
+    if spec.get("density"):
+        groups += f", sparse CSR X of density {spec['density']:g}"
     return (
         f"{kind} n={spec['n']} p={spec['p']} ({groups}), {spec['n_lams']} lams in "
         f"lam_max*[{spec['lam_ratio']:g}, 1], no intercept"
@@ -1116,6 +1151,10 @@ def plot(paper, scaling, logistic, path, timeout=DEFAULT_TIMEOUT):
 
 
 def _logistic_name(spec):
+    if spec.get("density"):
+        return f"sparse {spec['n']}x{spec['p']}"
+    if spec["n"] < spec["p"]:
+        return f"wide {spec['n']}x{spec['p']}"
     if spec["n_classes"] > 2:
         return f"{spec['n_classes']} classes (peers: OvR)"
     return "binary L1" if spec["group_size"] == 1 else f"binary groups of {spec['group_size']}"
@@ -1129,6 +1168,93 @@ def _fmt_range(vals, spec):
     return f"{lo:{spec}}" if lo == hi else f"{lo:{spec}}-{hi:{spec}}"
 
 
+def _scaling_sizes(args):
+    """Part 2's problems ``(n, p, group size)`` and the paths' number of lams."""
+    if args.quick:
+        return [(400, 200, 5), (100, 500, 5)], 8
+    sizes = [(2000, 1000, 5), (500, 5000, 5)]
+    if not args.skip_large:
+        sizes.append((20000, 5000, 10))
+    return sizes, 20
+
+
+def _logistic_specs(args):
+    """Part 3's problems: dense ``(n, p)`` binary L1, binary groups of 5 and 3 classes;
+    a wide binary L1 problem (p > n); a sparse text-like one (CSR, 1% dense)."""
+    if args.quick:
+        (n, p), wide, sparse, n_lams = (200, 40), (100, 500), (200, 1000, 0.05), 8
+    else:
+        (n, p), wide, sparse, n_lams = (2000, 500), (500, 5000), (2000, 10000, 0.01), 20
+    common = {"kind": "logistic", "seed": 0, "n_lams": n_lams, "lam_ratio": 1e-2}
+    specs = [
+        {
+            **common,
+            "n": n,
+            "p": p,
+            "group_size": gs,
+            "n_informative": max(1, 10 // gs),
+            "n_classes": k,
+        }  # fmt: skip
+        for k, gs in ((2, 1), (2, 5), (3, 1))
+    ]
+    specs.append({**common, "n": wide[0], "p": wide[1], "group_size": 1, "n_informative": 10,
+                  "n_classes": 2})  # fmt: skip
+    if not args.skip_large:
+        specs.append({**common, "n": sparse[0], "p": sparse[1], "density": sparse[2],
+                      "group_size": 1, "n_informative": 50, "n_classes": 2})  # fmt: skip
+    return specs
+
+
+def _regression_parts(worker, args, timeout, warm_log):
+    """Parts 1 and 2: ``(paper, before, scaling)``."""
+    scaling = []
+    paper = run_paper(worker, args.seeds, args.repeats, timeout, warm_log)
+    if paper["compile"]:
+        print(
+            f"skglm numba compile (first tiny path minus second): "
+            f"{paper['compile']['compile_seconds']:.1f} s",
+            flush=True,
+        )
+    check = paper["check"]
+    if "max_rel_objective_difference" in check:
+        print(
+            f"same objective at lam=0.1: max relative difference "
+            f"{check['max_rel_objective_difference']:.1e}, max |coef - FISTA| "
+            f"{max(check['max_coef_difference_vs_fista'].values()):.1e}",
+            flush=True,
+        )
+    before = None
+    if args.before:
+        res = worker.call(before_job, 0, timeout=timeout)
+        ref = paper["results"][0]
+        if res["status"] == "ok":
+            seconds, path = res["value"]
+            data = make_group_regression(random_state=0)
+            summary = summarize_path(data, *path, np.array(ref["reference_objective"]))
+            before = {
+                "seed": 0,
+                "D=2 seconds": seconds,
+                "after seconds": ref["seconds"]["D=2"],
+                "ratio_to_skglm": seconds / ref["seconds"]["skglm"],
+                "max_abs_rel_objective_gap": float(np.max(np.abs(summary["rel_objective_gap"]))),
+            }
+        else:
+            before = res
+
+    reg_sizes, n_lams = _scaling_sizes(args)
+    for n, p, gs in reg_sizes:
+        spec = {"kind": "reg", "n": n, "p": p, "group_size": gs, "n_informative": 10,
+                "seed": 0, "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
+        large = n * p > 5e7
+        methods = SCALING_METHODS + ["skglm tight"]
+        if args.solvers_only:
+            methods = [m for m in methods if not m.startswith("D=")]
+        scaling.append(
+            run_problem(worker, spec, methods, set(), timeout, warm_log, tight=not large)
+        )
+    return paper, before, scaling
+
+
 def run(args):
     """All three parts; returns the results (printing progress)."""
     load_start = os.getloadavg()
@@ -1138,68 +1264,18 @@ def run(args):
     timeout = args.timeout
     try:
         info = worker.call(info_job, timeout=120)
-        paper = run_paper(worker, args.seeds, args.repeats, timeout, warm_log)
-        if paper["compile"]:
-            print(
-                f"skglm numba compile (first tiny path minus second): "
-                f"{paper['compile']['compile_seconds']:.1f} s",
-                flush=True,
-            )
-        check = paper["check"]
-        if "max_rel_objective_difference" in check:
-            print(
-                f"same objective at lam=0.1: max relative difference "
-                f"{check['max_rel_objective_difference']:.1e}, max |coef - FISTA| "
-                f"{max(check['max_coef_difference_vs_fista'].values()):.1e}",
-                flush=True,
-            )
-        before = None
-        if args.before:
-            res = worker.call(before_job, 0, timeout=timeout)
-            ref = paper["results"][0]
-            if res["status"] == "ok":
-                seconds, path = res["value"]
-                data = make_group_regression(random_state=0)
-                summary = summarize_path(data, *path, np.array(ref["reference_objective"]))
-                before = {
-                    "seed": 0,
-                    "D=2 seconds": seconds,
-                    "after seconds": ref["seconds"]["D=2"],
-                    "ratio_to_skglm": seconds / ref["seconds"]["skglm"],
-                    "max_abs_rel_objective_gap": float(
-                        np.max(np.abs(summary["rel_objective_gap"]))
-                    ),
-                }
-            else:
-                before = res
-
-        if args.quick:
-            reg_sizes = [(400, 200, 5), (100, 500, 5)]
-            log_n, log_p, n_lams = 200, 40, 8
-        else:
-            reg_sizes = [(2000, 1000, 5), (500, 5000, 5)]
-            if not args.skip_large:
-                reg_sizes.append((20000, 5000, 10))
-            log_n, log_p, n_lams = 2000, 500, 20
+        paper = before = None
         scaling = []
-        for n, p, gs in reg_sizes:
-            spec = {"kind": "reg", "n": n, "p": p, "group_size": gs, "n_informative": 10,
-                    "seed": 0, "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
-            large = n * p > 5e7
-            methods = SCALING_METHODS + ["skglm tight"]
-            if args.solvers_only:
-                methods = [m for m in methods if not m.startswith("D=")]
-            scaling.append(
-                run_problem(worker, spec, methods, set(), timeout, warm_log, tight=not large)
-            )
+        if not args.logistic_only:  # parts 1 and 2
+            paper, before, scaling = _regression_parts(worker, args, timeout, warm_log)
         logistic = []
-        for k, gs in ((2, 1), (2, 5), (3, 1)):
-            spec = {"kind": "logistic", "n": log_n, "p": log_p, "group_size": gs,
-                    "n_informative": max(1, 10 // gs), "n_classes": k, "seed": 0,
-                    "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
+        for spec in _logistic_specs(args):
             methods, other = logistic_methods(spec)
             methods = [m for m in methods if not (args.solvers_only and m.startswith("D="))]
-            logistic.append(run_problem(worker, spec, methods, other, timeout, warm_log))
+            large = spec["n"] * spec["p"] * spec.get("density", 1.0) > 5e6
+            logistic.append(
+                run_problem(worker, spec, methods, other, timeout, warm_log, tight=not large)
+            )
     finally:
         worker.close()
     return {
@@ -1220,7 +1296,8 @@ def run(args):
 def report(out, path):
     """Print the tables, write the JSON (``path``) and the figure beside it."""
     args = out["args"]
-    table, targets = paper_table(out["paper"], out["before"])
+    if not args.get("logistic_only"):
+        table, targets = paper_table(out["paper"], out["before"])
     for prob in out["scaling"]:
         problem_table(prob, REG_LABELS, args["timeout"])
     for prob in out["logistic"]:
@@ -1244,6 +1321,9 @@ def report(out, path):
         f"worker threads {out['info']}; benchmark took {out['total_seconds']:.0f} s"
     )
 
+    if args.get("logistic_only"):
+        _merge_logistic(out, path)
+        return
     paper = out["paper"]
     if not args.get("solvers_only"):
         plot(paper, out["scaling"], out["logistic"], path.with_suffix(".png"), args["timeout"])
@@ -1289,13 +1369,49 @@ def report(out, path):
     write_json(result, path)
 
 
+def _merge_logistic(out, path):
+    """``--logistic-only``: replace part 3 of the saved results (parts 1 and 2 are kept
+    as they were measured) and record this run's machine, load and versions beside it."""
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    saved["logistic"] = out["logistic"]
+    saved["logistic_run"] = {
+        "args": out["args"],
+        "versions": versions(peers=("scipy", "skglm", "celer", "numba", "threadpoolctl")),
+        "machine": {
+            **machine(),
+            "load_average_start": out["load_average_start"],
+            "load_average_end": out["load_average_end"],
+            "worker": out["info"],
+        },
+        "warm_ups": out["warm_ups"],
+        "worker_restarts": out["worker_restarts"],
+        "total_seconds": out["total_seconds"],
+        "note": "part 3 (logistic) rerun alone; parts 1-2 and the rest of this file are "
+        "from the run recorded in 'machine' / 'versions'",
+    }
+    write_json(saved, path)
+    if "per_seed" in saved:
+        paper = {"results": saved["per_seed"], "oracle": saved["oracle_rmse"]}
+        timeout = saved.get("config", {}).get("timeout_seconds", DEFAULT_TIMEOUT)
+        plot(paper, saved["scaling"], saved["logistic"], path.with_suffix(".png"), timeout)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--before", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
-    parser.add_argument("--skip-large", action="store_true", help="no n=20000, p=5000 problem")
+    parser.add_argument(
+        "--skip-large",
+        action="store_true",
+        help="no n=20000, p=5000 regression problem, no sparse 2000x10000 logistic one",
+    )
+    parser.add_argument(
+        "--logistic-only",
+        action="store_true",
+        help="part 3 only; replaces the logistic results of the saved JSON (the rest kept)",
+    )
     parser.add_argument(
         "--solvers-only",
         action="store_true",
