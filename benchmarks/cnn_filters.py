@@ -1,0 +1,414 @@
+"""Filter sparsity in a small VGG-style CNN (paper Sec. 5.2.2, App. C.3), at CPU scale.
+
+Model: three 3x3 convolution blocks (8-16-32 filters), max pooling after the first,
+global average pooling and a linear head. Data: MNIST-10k (``mnist_t10k.npz``, images
+average-pooled to 14x14, 2000 training / 1000 test images) and COIL-20 (``coil20.npz``,
+32x32 average-pooled to 16x16, 75% / 25% stratified split), from ``--data-home`` (default
+``../shared/data``). Methods (every one trained by the same SGD, lr and epoch budget):
+
+* D-Gating, D = 2, 3, 4, over a lam path: every conv weight gated by filter
+  (``"out"``) and the head's weight by input column (``"in"``, one group per last-layer
+  filter). Filters end exactly at zero during training; nothing is pruned.
+* direct L2,1 (``sparsifier="l21"``, threshold 0) on the same groups over a lam grid,
+  then post-hoc global magnitude pruning of filters at fixed ratios; at each ratio the
+  best test accuracy over the lam grid (the paper's one-shot protocol, no retraining).
+* network slimming: the same CNN with BatchNorm after every (bias-free) conv, L1 on the
+  BN scales (``"l21"`` with element groups on each BN weight) plus the L2,1 on the head's
+  columns, then the channels with the smallest ``|gamma|`` pruned at fixed ratios (gamma,
+  beta and the filter set to 0), best over lam at each ratio.
+
+Why a gated filter is exactly removable here. A filter with zero weights still emits its
+bias (after a BN: its shift beta), a constant map; :func:`compact_sequential` adds that
+constant into the next layer's bias, which is exact only when the next conv has no zero
+padding (at a padded border the constant is not constant). So every conv is "valid"
+(padding 0): every filter at zero is folded away exactly, whatever its bias.
+BN after a gated conv is the other choice; it is measured too (``dgating_bn``, D = 3) and
+is not used for D-Gating: BN makes the loss invariant to a filter's scale, so the penalty
+shrinks all filters together and none reaches zero (the groups' norms fall uniformly).
+The same happens without BN if an unpenalized layer can absorb the scale: conv layers
+with ReLU are positively homogeneous, so shrinking every filter and growing an
+unpenalized head lowers the penalty at no cost; the paper's VGG has weight decay on the
+other parameters, here the head's columns carry the same group penalty instead.
+
+Speed: after ``compact()``, the median of repeated forward passes (batch of 512 images,
+one thread, alternating full / compact) gives the measured CPU speed-up.
+
+Run: ``python benchmarks/cnn_filters.py`` (about 5-10 minutes per data set on 2 shared
+cores; ``--datasets mnist``; ``--quick`` for a smoke run). Writes
+``benchmarks/results/cnn_filters.json`` and ``cnn_filters.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from _common import RESULTS, ROOT, machine, pyplot, single_thread, uptime, write_json
+from torch import nn
+
+from sksparse_nn import DGatedNeuralNetClassifier
+from sksparse_nn.exceptions import TrainingDivergedError
+
+RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+WIDTHS = (8, 16, 32)
+
+
+# ---------------------------------------------------------------------------- data
+def _pool(X, k):
+    n, c, h, w = X.shape
+    return X.reshape(n, c, h // k, k, w // k, k).mean(axis=(3, 5))
+
+
+def load(name, data_home, n_train=2000, n_test=1000, seed=0):
+    rng = np.random.RandomState(seed)
+    if name == "mnist":
+        d = np.load(Path(data_home) / "mnist_t10k.npz")
+        X = _pool(d["X"].reshape(-1, 1, 28, 28).astype(np.float32) / 255, 2)
+        y = d["y"]
+        idx = rng.permutation(len(X))
+        tr, te = idx[:n_train], idx[n_train : n_train + n_test]
+    else:
+        d = np.load(Path(data_home) / "coil20.npz")
+        # column-major 32x32 rows -> upright images
+        X = d["X"].reshape(-1, 32, 32).transpose(0, 2, 1)[:, None].astype(np.float32)
+        X = _pool(X, 2)
+        y = d["y"]
+        tr, te = [], []
+        for c in np.unique(y):
+            rows = rng.permutation(np.flatnonzero(y == c))
+            cut = int(0.75 * len(rows))
+            tr.extend(rows[:cut])
+            te.extend(rows[cut:])
+        tr, te = np.array(tr), np.array(te)
+    return X[tr], y[tr], X[te], y[te]
+
+
+# ---------------------------------------------------------------------------- model
+def make_cnn(in_ch, n_classes, bn=False, widths=WIDTHS):
+    """conv(3x3, valid)-[BN]-ReLU blocks, max pool after the first, GAP, linear head."""
+    layers, c = [], in_ch
+    for i, w in enumerate(widths):
+        layers.append(nn.Conv2d(c, w, 3, bias=not bn))
+        if bn:
+            layers.append(nn.BatchNorm2d(w))
+        layers.append(nn.ReLU())
+        if i == 0:
+            layers.append(nn.MaxPool2d(2))
+        c = w
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, n_classes)]
+    return nn.Sequential(*layers)
+
+
+def conv_names(model):
+    return [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
+
+
+def bn_names(model):
+    return [n for n, m in model.named_modules() if isinstance(m, nn.BatchNorm2d)]
+
+
+def head_name(model):
+    return [n for n, m in model.named_modules() if isinstance(m, nn.Linear)][-1]
+
+
+def gates_for(model, method):
+    head = {f"{head_name(model)}.weight": "in"}
+    if method == "slimming":
+        return {**{f"{n}.weight": "element" for n in bn_names(model)}, **head}
+    return {**{f"{n}.weight": "out" for n in conv_names(model)}, **head}
+
+
+# ---------------------------------------------------------------------- measures
+def accuracy(module, X, y):
+    with torch.no_grad():
+        logits = module.eval()(torch.as_tensor(X))
+    return float((logits.argmax(1).numpy() == y).mean())
+
+
+def filter_norms(user):
+    return {n: user.get_submodule(n).weight.detach().flatten(1).norm(dim=1).numpy()
+            for n in conv_names(user)}
+
+
+def time_forward(full, small, x, repeats):
+    """Median seconds of a forward pass of each model, alternating the two."""
+    tf, ts = [], []
+    with torch.no_grad():
+        for model in (full, small):
+            model(x)  # warm-up
+        for _ in range(repeats):
+            for model, out in ((full, tf), (small, ts)):
+                t0 = time.perf_counter()
+                model(x)
+                out.append(time.perf_counter() - t0)
+    return float(np.median(tf)), float(np.median(ts))
+
+
+def compact_record(clf, X_te, y_te, x_time, repeats):
+    """Compaction of the fitted (possibly pruned) ``clf``: equality, counts, speed."""
+    small, report = clf.compact(return_report=True)
+    convs = set(conv_names(clf.module_.module))
+    kept = sum(len(v) for k, v in report.kept_units.items() if k in convs)
+    total = sum(WIDTHS)
+    with torch.no_grad():
+        xb = torch.as_tensor(X_te[:256])
+        diff = float((small(xb) - clf.module_.eval()(xb)).abs().max())
+    t_full, t_small = time_forward(clf.module_.eval(), small, x_time, repeats)
+    return {
+        "filters_kept": kept,
+        "filters_total": total,
+        "frac_filters": kept / total,
+        "kept_per_layer": [len(report.kept_units[n]) for n in conv_names(clf.module_.module)],
+        "params_before": report.params_before,
+        "params_after": report.params_after,
+        "flops_before": report.flops_before,
+        "flops_after": report.flops_after,
+        "frac_flops": report.flops_after / report.flops_before,
+        "compact_acc": accuracy(small, X_te, y_te),
+        "compact_max_abs_diff": diff,
+        "t_full_ms": 1e3 * t_full,
+        "t_compact_ms": 1e3 * t_small,
+        "speedup": t_full / t_small,
+    }
+
+
+# ------------------------------------------------------------------------ fitting
+def fit(method, D, lam, data, args, seed=0):
+    X_tr, y_tr, X_te, y_te = data
+    n_classes = len(np.unique(y_tr))
+    model = make_cnn(X_tr.shape[1], n_classes, bn=method in ("slimming", "dgating_bn"))
+    sparsifier = "l21" if method in ("l21", "slimming") else "dgating"
+    clf = DGatedNeuralNetClassifier(
+        model,
+        gates=gates_for(model, method),
+        lam=lam,
+        D=D,
+        sparsifier=sparsifier,
+        sparsifier_params={"threshold": 0.0} if sparsifier == "l21" else None,
+        lr=args.lr,
+        max_epochs=args.epochs,
+        random_state=seed,
+    )
+    t0 = time.perf_counter()
+    try:
+        clf.fit(X_tr, y_tr)
+    except TrainingDivergedError as exc:
+        return None, {"method": method, "D": D, "lam": lam, "diverged": str(exc)[:200]}
+    rec = {
+        "method": method,
+        "D": D,
+        "lam": lam,
+        "fit_s": time.perf_counter() - t0,
+        "epochs": clf.n_iter_,
+        "acc": clf.score(X_te, y_te),
+        "sparsity_gap": list(clf.sparsity_gap_),
+        "nonzero_groups": {k: int((v > 0).sum()) for k, v in clf.tensor_group_norms_.items()},
+        "smallest_norms": sorted(
+            float(x) for v in clf.tensor_group_norms_.values() for x in v
+        )[:5],
+    }
+    return clf, rec
+
+
+def prune(clf, ratio, method):
+    """A copy of ``clf`` with the fraction ``ratio`` of all filters removed, those with the
+    smallest filter norm (L2,1) or BN scale (slimming), one kept per layer at least."""
+    clf = copy.deepcopy(clf)
+    user = clf.module_.module
+    convs = conv_names(user)
+    if method == "slimming":
+        bns = bn_names(user)
+        scores = [user.get_submodule(b).weight.detach().abs().numpy() for b in bns]
+    else:
+        scores = [user.get_submodule(c).weight.detach().flatten(1).norm(dim=1).numpy()
+                  for c in convs]
+    flat = np.concatenate(scores)
+    n_prune = int(round(ratio * len(flat)))
+    order = np.argsort(flat, kind="stable")[:n_prune]
+    offsets = np.cumsum([0] + [len(s) for s in scores])
+    with torch.no_grad():
+        for li in range(len(convs)):
+            idx = order[(order >= offsets[li]) & (order < offsets[li + 1])] - offsets[li]
+            if len(idx) == len(scores[li]):  # never a whole layer
+                idx = idx[idx != np.argmax(scores[li])]
+            idx = torch.as_tensor(idx, dtype=torch.long)
+            user.get_submodule(convs[li]).weight[idx] = 0
+            if method == "slimming":
+                bn = user.get_submodule(bns[li])
+                bn.weight[idx] = 0
+                bn.bias[idx] = 0
+    return clf
+
+
+def run_dataset(name, args):
+    data = load(name, args.data_home, n_train=args.n_train)
+    X_te, y_te = data[2], data[3]
+    x_time = torch.as_tensor(np.concatenate([X_te] * 4)[:512])
+    print(f"\n== {name}: X_train {data[0].shape}, X_test {X_te.shape}  [{uptime()}]", flush=True)
+    points, pruned, diagnostics = [], [], []
+
+    def log(rec):
+        c = rec.get("compact", {})
+        print(
+            f"{rec['method']:>10} D={rec['D']} lam={rec['lam']:<8.4g} "
+            + (
+                f"acc={rec['acc']:.3f} filters={c.get('filters_kept')}/{c.get('filters_total')} "
+                f"flops={c.get('frac_flops', float('nan')):.2f} "
+                f"speedup={c.get('speedup', float('nan')):.2f} fit={rec['fit_s']:.0f}s "
+                f"min|w|={rec['smallest_norms'][0]:.2e}"
+                if "acc" in rec
+                else "diverged"
+            ),
+            flush=True,
+        )
+
+    # D-Gating paths (independent fits per lam; dense to sparse)
+    for D in args.D:
+        for lam in args.lams[str(D)]:
+            clf, rec = fit("dgating", D, lam, data, args)
+            if clf is not None:
+                rec["compact"] = compact_record(clf, X_te, y_te, x_time, args.repeats)
+            points.append(rec)
+            log(rec)
+    # BN after the gated convs: the scale-invariance diagnostic
+    for lam in args.lams["bn"]:
+        clf, rec = fit("dgating_bn", 3, lam, data, args)
+        if clf is not None:
+            rec["compact"] = compact_record(clf, X_te, y_te, x_time, args.repeats)
+        diagnostics.append(rec)
+        log(rec)
+    # baselines: train over lam, prune at fixed ratios
+    for method in ("l21", "slimming"):
+        for lam in args.lams[method]:
+            clf, rec = fit(method, 2, lam, data, args)
+            if clf is None:
+                points.append(rec)
+                log(rec)
+                continue
+            rec["compact"] = compact_record(clf, X_te, y_te, x_time, args.repeats)
+            points.append(rec)
+            log(rec)
+            for ratio in RATIOS:
+                p = prune(clf, ratio, method)
+                prec = {"method": method, "lam": lam, "ratio": ratio,
+                        "acc": accuracy(p.module_, X_te, y_te)}
+                prec["compact"] = compact_record(p, X_te, y_te, x_time, max(5, args.repeats // 3))
+                pruned.append(prec)
+    return {"points": points, "pruned": pruned, "diagnostics": diagnostics,
+            "n_train": len(data[0]), "n_test": len(X_te), "shape": list(X_te.shape[1:])}
+
+
+def tradeoff(result):
+    """Accuracy vs kept filters/FLOPs per method: D-Gating points as trained, baselines
+    the best accuracy over lam at each pruning ratio."""
+    curves = {}
+    for rec in result["points"]:
+        if rec["method"] == "dgating" and "acc" in rec:
+            c = rec["compact"]
+            curves.setdefault(f"D-Gating D={rec['D']}", []).append(
+                (c["frac_filters"], c["frac_flops"], rec["acc"], c["speedup"], rec["lam"]))
+    for method, label in (("l21", "L2,1 + magnitude pruning"), ("slimming", "network slimming")):
+        for ratio in RATIOS:
+            cands = [p for p in result["pruned"] if p["method"] == method and p["ratio"] == ratio]
+            if cands:
+                b = max(cands, key=lambda p: p["acc"])
+                c = b["compact"]
+                curves.setdefault(label, []).append(
+                    (c["frac_filters"], c["frac_flops"], b["acc"], c["speedup"], b["lam"]))
+    return {k: sorted(v) for k, v in curves.items()}
+
+
+def report(results, out):
+    print(f"\nload during the run: {results['uptime_start']} -> {results['uptime_end']}")
+    for name, res in results["datasets"].items():
+        print(f"\n### {name} (train {res['n_train']}, test {res['n_test']}, images "
+              f"{res['shape']})")
+        print("| method | lam | filters kept | FLOPs kept | test acc | speed-up (compact) |")
+        print("|---|---|---|---|---|---|")
+        for label, pts in tradeoff(res).items():
+            for f, fl, acc, sp, lam in sorted(pts, key=lambda t: -t[0]):
+                print(f"| {label} | {lam:.3g} | {f:.2f} | {fl:.2f} | {acc:.3f} | {sp:.2f}x |")
+        for rec in res["diagnostics"]:
+            if "acc" in rec:
+                print(f"| D-Gating D=3, BN after the gated convs | {rec['lam']:.3g} | "
+                      f"{rec['compact']['frac_filters']:.2f} | {rec['compact']['frac_flops']:.2f} "
+                      f"| {rec['acc']:.3f} | smallest norm {rec['smallest_norms'][0]:.1e} |")
+        l21 = [r for r in res["points"] if r["method"] == "l21" and "acc" in r]
+        if l21:
+            print("direct L2,1 before pruning, smallest group norms: " + "; ".join(
+                f"lam={r['lam']:.3g}: {r['smallest_norms'][0]:.1e}" for r in l21))
+    write_json(results, out)
+    plot(results, Path(out).with_suffix(".png"))
+    print(f"\nwrote {out} and {Path(out).with_suffix('.png')}")
+
+
+def plot(results, path):
+    plt = pyplot()
+    names = list(results["datasets"])
+    fig, axes = plt.subplots(len(names), 2, figsize=(10, 3.6 * len(names)), squeeze=False)
+    styles = {"D-Gating D=2": "o-", "D-Gating D=3": "s-", "D-Gating D=4": "^-",
+              "L2,1 + magnitude pruning": "x--", "network slimming": "d--"}
+    for row, name in zip(axes, names, strict=True):
+        for label, pts in tradeoff(results["datasets"][name]).items():
+            pts = np.array(pts)
+            for ax, col in zip(row, (0, 1), strict=True):
+                order = np.argsort(pts[:, col])
+                ax.plot(pts[order, col], pts[order, 2], styles.get(label, "o-"), label=label)
+        row[0].set_xlabel("fraction of filters kept")
+        row[1].set_xlabel("fraction of FLOPs kept")
+        for ax in row:
+            ax.set_ylabel(f"{name} test accuracy")
+            ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["mnist", "coil20"])
+    parser.add_argument("--data-home", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--n-train", type=int, default=2000)
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--D", type=int, nargs="+", default=[2, 3, 4])
+    parser.add_argument("--lams", type=json.loads, default=None,
+                        help='JSON {"2": [...], "3": [...], "4": [...], "bn": [...], '
+                             '"l21": [...], "slimming": [...]}')
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--from-json", nargs="+", default=None,
+                        help="report (and merge) earlier results files instead of running")
+    parser.add_argument("--out", default=str(RESULTS / "cnn_filters.json"))
+    args = parser.parse_args()
+    grid = [0.002, 0.004, 0.008, 0.016, 0.032]
+    default = {"2": grid, "3": grid, "4": grid, "bn": [0.008],
+               "l21": [0.001, 0.003, 0.01], "slimming": [0.001, 0.003, 0.01]}
+    args.lams = {**default, **(args.lams or {})}
+    if args.from_json:
+        parts = [json.loads(Path(f).read_text()) for f in args.from_json]
+        results = {**parts[0], "datasets": {k: v for p in parts for k, v in p["datasets"].items()},
+                   "uptime_end": parts[-1]["uptime_end"],
+                   "runs": [{"uptime_start": p["uptime_start"], "uptime_end": p["uptime_end"],
+                             "datasets": list(p["datasets"])} for p in parts]}
+        report(results, args.out)
+        return
+    if args.quick:
+        args.epochs, args.n_train, args.repeats = 3, 300, 3
+        args.lams = {k: v[-1:] for k, v in args.lams.items()}
+    single_thread()
+    results = {"machine": machine(), "uptime_start": uptime(), "args": vars(args),
+               "datasets": {}}
+    for name in args.datasets:
+        results["datasets"][name] = run_dataset(name, args)
+    results["uptime_end"] = uptime()
+    report(results, args.out)
+
+
+if __name__ == "__main__":
+    main()
