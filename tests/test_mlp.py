@@ -80,3 +80,27 @@ def test_regressor_finds_the_informative_features():
     assert est.sparsity_gap_[0] < 1e-8 < 1e-3 < est.sparsity_gap_[1]  # around zero_tol=1.2e-7
     assert est.score(X, y) > 0.8
     assert est.predict(X).shape == (500,)
+
+
+@pytest.mark.numerics
+def test_linear_skip_is_part_of_each_feature_group():
+    """With linear_skip, a feature's group is its hidden weights and its skip weights:
+    removed features lose both, exactly; predictions are in the user's units (targets
+    rescaled through the skip rows too) and the compact module reproduces them."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 8)
+    y = 50.0 + 10.0 * (X[:, 0] + np.sin(2 * X[:, 1]))  # far from standardized units
+    est = DGatedMLPRegressor(linear_skip=True, lam=0.03, hidden_layer_sizes=(16,), random_state=0)
+    est.fit(X, y)
+    first = est.module_.linears[0].weight.detach().numpy()
+    assert first.shape == (16 + 1, 8)  # 16 hidden rows, one skip row
+    dropped = np.setdiff1d(np.arange(8), est.selected_features_)
+    assert {0, 1} <= set(est.selected_features_) and dropped.size > 0
+    assert np.all(first[:, dropped] == 0.0)
+    assert np.all(first[-1, est.selected_features_] != 0.0)  # the skip path is used
+    assert est.score(X, y) > 0.9
+    small = est.compact()
+    with torch.no_grad():
+        out = small(torch.as_tensor(X[:, est.selected_features_], dtype=torch.float32))
+    # float32 sums in another order: a few eps32 of the outputs' scale (|y| ~ 80)
+    np.testing.assert_allclose(out.numpy()[:, 0], est.predict(X), rtol=0, atol=1e-5 * 80)

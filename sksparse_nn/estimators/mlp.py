@@ -33,6 +33,7 @@ class _DGatedMLP(BaseDGated):
         "hidden_layer_sizes": ["array-like"],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
+        "linear_skip": ["boolean"],
         "groups": [None, Integral, "array-like"],
         "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "sparsity": [StrOptions({"features", "weights"})],
@@ -50,6 +51,7 @@ class _DGatedMLP(BaseDGated):
         hidden_layer_sizes=(100,),
         activation="relu",
         dropout=0.0,
+        linear_skip=False,
         groups=None,
         group_weights=None,
         sparsity="features",
@@ -78,6 +80,7 @@ class _DGatedMLP(BaseDGated):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.dropout = dropout
+        self.linear_skip = linear_skip
         self.groups = groups
         self.group_weights = group_weights
         self.sparsity = sparsity
@@ -103,7 +106,7 @@ class _DGatedMLP(BaseDGated):
         sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=int)))
         if any(s < 1 for s in sizes):
             raise ValueError(f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
-        return MLP(n_features, sizes, n_outputs, self.activation, self.dropout)
+        return MLP(n_features, sizes, n_outputs, self.activation, self.dropout, self.linear_skip)
 
     def _gate_module(self, module, init):
         if self.sparsity == "weights":
@@ -148,6 +151,10 @@ class _DGatedMLP(BaseDGated):
         layer, scale = module.linears[-1], torch.as_tensor(scale)
         layer.weight.copy_(layer.weight.double() * scale[:, None])
         layer.bias.copy_(layer.bias.double() * scale + torch.as_tensor(shift))
+        if module.skip:  # the skip path's rows of the first layer are outputs too
+            first, k = module.linears[0], module.n_outputs
+            first.weight[-k:] = first.weight[-k:].double() * scale[:, None]
+            first.bias[-k:] = first.bias[-k:].double() * scale
 
     def _after_fit(self, X, y, sample_weight=None):
         self.n_nonzero_weights_ = int(
@@ -191,6 +198,11 @@ _MLP_DOC = fill(
     hidden_layer_sizes : tuple of int, default=(100,)
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
+    linear_skip : bool, default=False
+        Add a linear path from the inputs to the outputs, in the first layer's groups: a
+        feature's group holds its hidden-layer weights and its skip weights (LassoNet's
+        idea of a feature that must enter linearly to enter at all, reached here by one
+        group instead of a constraint).
     $groups
     $group_weights
     sparsity : {"features", "weights"}, default="features"
