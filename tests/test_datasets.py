@@ -19,6 +19,7 @@ from sksparse_nn.datasets import (
     load_wine_quality,
     make_additive_regression,
     make_group_regression,
+    make_latent_manifold,
     make_sparse_classification,
 )
 
@@ -64,6 +65,7 @@ def test_public_names():
         "load_wine_quality",
         "make_additive_regression",
         "make_group_regression",
+        "make_latent_manifold",
         "make_sparse_classification",
     ]
     for name in datasets.__all__:
@@ -618,3 +620,69 @@ def test_real_benchmark_files(name):
         big = load_benchmark("coil20", data_home=directory, download_if_missing=False)
         np.testing.assert_allclose(_fetch._area_downsample(big.X, 32, 20), d.X, atol=1e-6)
         np.testing.assert_array_equal(big.y, d.y)
+
+
+# ---------------------------------------------------------------------------------------
+# make_latent_manifold
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["mlp", "linear", "quadratic"])
+def test_latent_manifold_is_the_map_of_its_latents(kind):
+    d = make_latent_manifold(200, 3, 12, kind=kind, n_test=50, random_state=0)
+    assert d.X.shape == (200, 12) and d.latent.shape == (200, 3) and d.n_latent == 3
+    assert d.X_test.shape == (50, 12) and d.latent_test.shape == (50, 3)
+    assert d.noise_std == 0.0
+    np.testing.assert_array_equal(d.X, d.decoder(d.latent))
+    np.testing.assert_array_equal(d.X_test, d.decoder(d.latent_test))
+    with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
+        d.decoder(np.zeros((4, 2)))
+
+
+@pytest.mark.parametrize("kind", ["mlp", "linear", "quadratic"])
+def test_latent_manifold_has_the_intrinsic_dimension(kind):
+    r, p = 3, 15
+    d = make_latent_manifold(10, r, p, kind=kind, random_state=1)
+    # the Jacobian of the map at a latent point (central differences, exact for the
+    # linear and quadratic maps; ReLU kinks are met with probability 0): rank r, so the
+    # data are locally r-dimensional and not fewer
+    h = 1e-5
+    for z in d.latent[:5]:
+        cols = [(d.decoder((z + h * e)[None]) - d.decoder((z - h * e)[None]))[0] / (2 * h)
+                for e in np.eye(r)]
+        sv = np.linalg.svd(np.array(cols), compute_uv=False)
+        assert sv.size == r and sv[-1] > 1e-6 * sv[0]
+    # the linear map: the whole data set has rank r exactly
+    lin = make_latent_manifold(100, r, p, kind="linear", random_state=1)
+    sv = np.linalg.svd(lin.X - lin.X.mean(0), compute_uv=False)
+    assert sv[r - 1] > 1e-8 * sv[0] and sv[r] < 1e-10 * sv[0]  # float64 rounding
+
+
+def test_latent_manifold_noise_is_relative_and_leaves_the_training_rows():
+    clean = make_latent_manifold(300, 2, 8, random_state=3)
+    noisy = make_latent_manifold(300, 2, 8, noise=0.1, random_state=3)
+    np.testing.assert_array_equal(clean.latent, noisy.latent)
+    resid = noisy.X - noisy.decoder(noisy.latent)
+    assert noisy.noise_std > 0
+    # the noise level is 0.1 of the features' typical standard deviation (a sampling
+    # tolerance of 10%: 2400 draws give a relative SE of the std of about 1.5%)
+    typical = np.sqrt(np.mean(clean.X.var(axis=0)))
+    assert abs(resid.std() / typical - 0.1) < 0.01
+    # the training rows do not depend on n_test; different seeds give different maps
+    more = make_latent_manifold(300, 2, 8, noise=0.1, n_test=40, random_state=3)
+    np.testing.assert_array_equal(more.X, noisy.X)
+    other = make_latent_manifold(300, 2, 8, random_state=4)
+    assert not np.allclose(other.decoder(clean.latent), clean.X)
+
+
+def test_latent_manifold_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="must be smaller than n_features"):
+        make_latent_manifold(10, 5, 5)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        make_latent_manifold(10, 2, 5, kind="cubic")
+    with pytest.raises(ValueError, match="activation must be one of"):
+        make_latent_manifold(10, 2, 5, activation="gelu")
+    with pytest.raises(ValueError, match="noise"):
+        make_latent_manifold(10, 2, 5, noise=-1.0)
+    with pytest.raises(TypeError, match="n_latent"):
+        make_latent_manifold(10, 2.5, 5)

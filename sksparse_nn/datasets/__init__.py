@@ -8,6 +8,9 @@ Simulations (no data files, fully determined by ``random_state``):
   plus noise features), the set-up used for sparse neural additive models.
 * :func:`make_sparse_classification` -- a small non-linear classification problem in which
   only the first few features carry signal.
+* :func:`make_latent_manifold` -- data of known intrinsic dimension: a latent Gaussian
+  pushed through a random (linear, quadratic or decoder-shaped network) map, the
+  dimensionality-reduction problems of the DAM paper.
 
 Real data:
 
@@ -26,6 +29,7 @@ from ._loaders import BENCHMARK_NAMES, DATA_HOME_ENV, load_benchmark, load_wine_
 from ._simulated import (
     make_additive_regression,
     make_group_regression,
+    make_latent_manifold,
     make_sparse_classification,
 )
 
@@ -36,5 +40,6 @@ __all__ = [
     "load_wine_quality",
     "make_additive_regression",
     "make_group_regression",
+    "make_latent_manifold",
     "make_sparse_classification",
 ]
