@@ -20,9 +20,6 @@ from ._gated_least_squares import (
 
 __all__ = ["GatedLogistic", "GatedLogisticProblem"]
 
-# Zero groups with ||g_j|| >= this fraction of lam rho_j join the working sets (as in the
-# reference solver's logistic working sets: the support moves as a set is solved).
-_NEAR_VIOLATION = 0.8
 # Block steps on a quadratic model before, at D = 2 with one column, the reference
 # solver's inner iterations finish it (as the regressor's working sets do).
 _MODEL_BLOCK_STEPS = 2
@@ -149,10 +146,13 @@ class GatedLogistic:
         """Hessian of the mean log-loss in ``vec(V)`` (row-major), or None when too large.
 
         ``sum_i x_i x_i^T (x) Q^T (diag(p_i) - p_i p_i^T) Q / n``; binary: the familiar
-        ``X^T diag(p (1 - p)) X / n`` (dense: updated on the samples that moved).
+        ``X^T diag(p (1 - p)) X / n`` (dense: updated on the samples that moved). Binary
+        Hessians have the size of Böhning's bound, which the steps use otherwise: no
+        limit; multinomial ones (``K - 1`` times larger per side) up to
+        ``NEWTON_MAX_SIZE`` coefficients.
         """
         width = self.Q.shape[1]
-        if self.X.shape[1] * width > NEWTON_MAX_SIZE:
+        if self.k > 1 and self.X.shape[1] * width > NEWTON_MAX_SIZE:
             return None
         if self.k == 1:
             d = P[:, 0] * (1.0 - P[:, 0])
@@ -280,8 +280,10 @@ class GatedLogisticProblem:
     :meth:`minimize` hands a set of columns to :class:`GatedLogistic`: all of them on
     narrow data, else (``working_sets``) the working sets of
     :func:`~sksparse_nn.estimators._gated_least_squares.working_set_rounds` at D = 2
-    (the live and unpenalized groups plus the worst KKT violators of the full gradient,
-    and the zero groups near violating), whose block steps then cost what the active set
+    (the live and unpenalized groups plus the worst KKT violators of the full gradient;
+    unlike the reference solver's logistic sets, no zero groups that only come near
+    violating: a set's models cost dense solves of its size, so a smaller set saves more
+    than the extra rounds cost), whose block steps then cost what the active set
     costs; at D > 2 the live groups only (zero groups are stationary). A set's columns
     are copied once (at most the columns of ``X``: one extra copy). The stopping rule
     is the reference solver's (:mod:`sksparse_nn.solvers`): the relative KKT violation
@@ -443,7 +445,6 @@ class GatedLogisticProblem:
                 self.shape.ext,
                 self.shape.lam_rho,
                 tol * self.kkt_scale,
-                near=_NEAR_VIOLATION,
             )
         else:  # zero groups are stationary: the live groups only
             live = self.shape._per_feature(self.shape.norms(V) > 0, True)
