@@ -1139,10 +1139,15 @@ def plot(paper, scaling, logistic, path, timeout=DEFAULT_TIMEOUT):
             ax.bar(xs, ys, width, color=colors[m], label=m)
     ax.set_yscale("log")
     ax.set_xticks(range(len(logistic)))
-    ax.set_xticklabels([_logistic_name(p["spec"]) for p in logistic], fontsize=8)
+    ax.set_xticklabels(
+        [_logistic_name(p["spec"]) for p in logistic], fontsize=7, rotation=20, ha="right"
+    )
     if logistic:
         s = logistic[0]["spec"]
-        ax.set_title(f"logistic paths, n={s['n']} p={s['p']}, {s['n_lams']} lams", fontsize=9)
+        ax.set_title(
+            f"logistic paths, {s['n_lams']} lams (n={s['n']} p={s['p']} unless named)",
+            fontsize=9,
+        )
     ax.set_ylabel("path time, s (one thread)")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
@@ -1156,7 +1161,7 @@ def _logistic_name(spec):
     if spec["n"] < spec["p"]:
         return f"wide {spec['n']}x{spec['p']}"
     if spec["n_classes"] > 2:
-        return f"{spec['n_classes']} classes (peers: OvR)"
+        return f"{spec['n_classes']} classes (peers OvR)"
     return "binary L1" if spec["group_size"] == 1 else f"binary groups of {spec['group_size']}"
 
 
