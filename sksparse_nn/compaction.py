@@ -113,7 +113,7 @@ def count_flops(model, example_input):
     total = [0]
 
     def linear(module, inputs, output):
-        positions = output.numel() // output.shape[-1]
+        positions = output.numel() // output.shape[-1] if output.shape[-1] else 0
         total[0] += 2 * module.in_features * module.out_features * positions
 
     def conv(module, inputs, output):

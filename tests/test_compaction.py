@@ -113,6 +113,19 @@ def test_attention_heads_are_removed_and_flops_follow():
         compact_attention(mha, keep_heads=[2])
 
 
+def test_attention_without_live_heads_still_runs_and_is_counted():
+    torch.manual_seed(0)
+    E, h = 8, 2
+    mha = nn.MultiheadAttention(E, h, batch_first=True).eval()
+    with torch.no_grad():
+        mha.in_proj_weight[2 * E :] = 0  # every head's value rows: constants only
+    q = torch.randn(3, 5, E)
+    small = compact_attention(mha)
+    assert small.n_heads == 0
+    torch.testing.assert_close(small(q, q, q)[0], mha(q, q, q)[0], rtol=1e-12, atol=1e-12)
+    assert count_flops(small, (q, q, q)) == 0  # the output is its bias
+
+
 def test_unsupported_models_are_refused():
     with pytest.raises(ValueError, match="needs an nn.Sequential"):
         compact_sequential(nn.Linear(2, 2), torch.randn(1, 2))
