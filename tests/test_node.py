@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from sksparse_nn.estimators import node as node_module
 from sksparse_nn.estimators._training import ArrayDataset
 from sksparse_nn.estimators.node import NODEClassifier, NODERegressor
 from sksparse_nn.gating import gated_tensors
@@ -279,27 +280,58 @@ def test_early_stopping_is_on_with_the_automatic_budget_only(regression_problem)
     assert auto.n_iter_ < auto._max_epochs(len(y), 64)  # stopped by the validation loss
 
 
-def _validation_loss(est, X, y):
-    """The fitted model's loss on the rows early stopping held out (same split, same loss)."""
-    seed = int(np.random.RandomState(est.random_state).randint(np.iinfo(np.int32).max))
-    n_valid = int(round(est.validation_fraction * len(y)))
-    rows = np.random.RandomState(seed).permutation(len(y))[:n_valid]
-    return 0.5 * np.mean(((est.predict(X[rows]) - y[rows]) / y.std()) ** 2)
+def _fit_recording_thresholds(monkeypatch, est, X, y):
+    """Fit ``est`` and return the first layer's thresholds after every epoch (float64)."""
+    from skorch.callbacks import Callback
+
+    seen = []
+
+    class Record(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            seen.append(net.module_.layers[0].thresholds.detach().double().numpy().copy())
+
+    make_net = NODERegressor._make_net
+
+    def recording(self, *args, **kwargs):
+        net = make_net(self, *args, **kwargs)
+        net.callbacks.append(("record", Record()))  # after early stopping: sees its epoch
+        return net
+
+    monkeypatch.setattr(NODERegressor, "_make_net", recording)
+    est.fit(X, y)
+    return np.array(seen)
 
 
 @pytest.mark.parametrize("lam", [0.0, 1e-2])
-def test_early_stopping_restores_the_best_epoch_with_exact_zero_trees(regression_problem, lam):
+def test_early_stopping_restores_the_average_of_the_best_epochs(
+    monkeypatch, regression_problem, lam
+):
     X, y = regression_problem
     est = NODERegressor(lam=lam, num_trees=16, depth=3, batch_size=64, random_state=0)
-    est.fit(X, y)  # max_epochs=None: early stopping on
+    thresholds = _fit_recording_thresholds(monkeypatch, est, X, y)  # max_epochs=None: on
     losses = est.history_[:, "valid_loss"]
-    patience = est.n_iter_no_change
+    patience, window = est.n_iter_no_change, node_module._AVERAGE_EPOCHS
     assert patience < est.n_iter_ < est._max_epochs(len(y), 64)
-    # restored: the best of the last patience + 1 epochs (float32 training vs float64
-    # prediction of the collapsed module: ~1e-6 relative)
-    best = min(losses[-(patience + 1) :])
-    assert best < losses[-1]
-    np.testing.assert_allclose(_validation_loss(est, X, y), best, rtol=1e-4)
+    restored = est.module_.layers[0].thresholds.detach().double().numpy()
+    # the restored weights are the mean of the epochs ending at a best one (the best of
+    # all for lam=0; with lam > 0 the best of the last support, whose window may be
+    # shorter): float32 averages of float32 weights, a few eps32 relative
+    ends = [int(np.argmin(losses))] if lam == 0 else range(len(losses))
+    matches = [
+        (end, k)
+        for end in ends
+        for k in range(1, window + 1)
+        if k <= end + 1
+        and np.allclose(
+            restored, thresholds[end - k + 1 : end + 1].mean(axis=0), rtol=1e-5, atol=1e-6
+        )
+    ]
+    assert matches, "the restored thresholds are no average of consecutive epochs"
+    end, k = matches[0]
+    assert losses[end] == min(losses[end:])  # no later epoch was better
+    if lam == 0:
+        assert k == window  # a full window: the best epoch is not among the first ones
+        assert est.n_iter_ - 1 - end == patience  # stopped patience epochs after it
     if lam > 0:  # a sparse model with a clean gap, not one with trees half-way to zero
         dead, live = est.sparsity_gap_
         assert 0 < est.n_active_trees_ < 32
