@@ -23,7 +23,10 @@ one), path time. JSON and plot in benchmarks/results/autoencoder_dimension.*
 
 Usage::
 
-    python benchmarks/autoencoder_dimension.py [--configs 2x20 5x50 10x100]
+    python benchmarks/autoencoder_dimension.py [--configs 2x20 5x50 10x100] [--out FILE]
+
+(The recorded results ran 10x100 in a second process, ``--out
+autoencoder_dimension_10x100.json``, beside the other two, to fit the time available.)
 """
 
 from __future__ import annotations
@@ -114,7 +117,8 @@ def run(args):
         r, d = map(int, spec.split("x"))
         print(f"r={r} d={d}", flush=True)
         out["configs"].append(run_config(r, d, args.n))
-    out["load_after"] = uptime()
+        out["load_after"] = uptime()
+        write_json(out, args.out)  # after each configuration: a partial run is kept
     out["machine"] = machine()
     return out
 

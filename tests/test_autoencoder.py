@@ -117,3 +117,23 @@ def test_path_and_grid_search_score_the_reconstruction():
     search = GridSearchCV(est, {"lam": [0.01, 10.0]}, cv=2)
     _quiet_fit(search, X)
     assert search.best_params_["lam"] == 0.01
+
+
+def test_fresh_fit_keeps_every_unit_that_pays_for_itself():
+    # the fresh fit pre-trains before the penalty acts: started cold, the penalty used to
+    # remove units of directions that pay for themselves before the network learned them
+    from sksparse_nn.datasets import make_latent_manifold
+
+    X = make_latent_manifold(400, 2, 10, kind="linear", random_state=0).X
+    Xs = (X - X.mean(0)) / X.std(0)
+    shares = np.linalg.svd(Xs, compute_uv=False) ** 2 / Xs.size
+    lam = 0.05
+    # both directions pay for a unit of the linear D = 2 model (the bound 0.385 * share of
+    # _LAM_MAX_FACTOR's comment), with a factor 2 to spare; the rest carry nothing
+    assert 0.385 * shares[1] > 2 * lam and shares[2] < 1e-12
+    ae = DGatedAutoencoder(lam=lam, n_components=6, hidden_layer_sizes=(16,), random_state=0)
+    ae.fit(X)
+    assert ae.n_components_ == 2
+    dead, live = ae.sparsity_gap_
+    assert dead < 1e-6 < 0.1 < live
+    assert ae.score(X) > 0.95  # two units reconstruct rank-2 data (the linear map exactly)
