@@ -1,6 +1,7 @@
 """Sphinx configuration of the sksparse_nn documentation (``make docs``)."""
 
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -32,7 +33,6 @@ exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**
 root_doc = "index"
 
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 # Parameter types stay text: "int, default=3" reads better than half-linked types.
@@ -70,6 +70,7 @@ nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|torch|nn|sklearn|scipy|skorch|pandas|joblib|matplotlib)\..*"),
     (r"py:.*", r"(array-like|array|tensor|Tensor|ndarray|estimator|callable|generator)"),
+    (r"py:.*", r"collections\..*"),
     (r"py:class", r"(Module|Parameter|Dataset|Callback|NeuralNet|BaseEstimator)"),
     # numpydoc lists a classifier's fitted ``classes_`` as a member it cannot find
     (r"py:obj", r"classes_"),
@@ -94,3 +95,14 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "reference_url": {"sksparse_nn": None},
 }
+
+
+def _plain_foreign_refs(app, what, name, obj, options, lines):
+    """Inherited scikit-learn docstrings (``score``) link labels of scikit-learn's own
+    site; without its inventory they become literals instead of broken references."""
+    if getattr(obj, "__module__", "").startswith("sklearn") and not intersphinx_mapping:
+        lines[:] = [re.sub(r":ref:`([^`<]*?)(?: <[^>]*>)?`", r"``\1``", ln) for ln in lines]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _plain_foreign_refs)

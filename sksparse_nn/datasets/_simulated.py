@@ -85,10 +85,10 @@ def make_group_regression(
     data : :class:`~sklearn.utils.Bunch`
         With the fields
 
-        X : ndarray of shape (n_samples, n_features), float64
-        y : ndarray of shape (n_samples,), float64
-        X_test : ndarray of shape (n_test, n_features), float64
-        y_test : ndarray of shape (n_test,), float64
+        X, y : ndarrays of shape (n_samples, n_features) and (n_samples,), float64
+            The training data.
+        X_test, y_test : ndarrays of shape (n_test, n_features) and (n_test,), float64
+            Held-out data from the same model.
         coef : ndarray of shape (n_features,)
             The true weights :math:`w`; zero outside the informative groups.
         groups : ndarray of shape (n_features,), int64
@@ -484,9 +484,11 @@ def make_latent_manifold(
         With the fields
 
         X : ndarray of shape (n_samples, n_features), float64
+            The training rows.
         latent : ndarray of shape (n_samples, n_latent), float64
             The factors :math:`\Omega` of the training rows.
         X_test, latent_test : ndarrays with ``n_test`` rows
+            Held-out rows from the same model.
         decoder : callable
             ``decoder(Z)``: the noise-free map :math:`\Psi` applied to latents of shape
             (n, n_latent), so ``X = decoder(latent) + noise``.

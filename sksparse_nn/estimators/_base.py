@@ -399,7 +399,7 @@ class BaseDGated(BaseEstimator):
         """Fit along a lam grid with warm starts from dense to sparse (optionally with CV).
 
         ``regularization_path(self, X, y, **kwargs)`` of
-        :func:`sksparse_nn.path.regularization_path`, whose keywords (``lams``,
+        :func:`sksparse_nn.regularization_path`, whose keywords (``lams``,
         ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``scoring``,
         ``n_jobs``, ``verbose``, ``keep_estimators``) it takes; this estimator is not
         modified.
