@@ -1,6 +1,6 @@
 """
 D-gate your own CNN: filters that end at exactly zero, then a smaller model
-=========================================================================
+===========================================================================
 
 Any torch module becomes a scikit-learn estimator with
 :class:`~sksparse_nn.DGatedNeuralNetClassifier`; ``gates`` names the tensors to sparsify
