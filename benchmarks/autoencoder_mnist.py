@@ -61,9 +61,7 @@ def mse(a, b):
 
 
 def reconstruct(est, X):
-    return est.inverse_transform(est.transform(X)) if est.n_components_ else est.inverse_transform(
-        np.zeros((len(X), 0))
-    )
+    return est.inverse_transform(est.transform(X))
 
 
 def run(args):
@@ -91,6 +89,7 @@ def run(args):
             "gaps": gaps, "time_s": wall,
         }  # fmt: skip
         dims.update(int(k) for k in path.n_selected if k > 0)
+        write_json(out, args.out)  # partial results survive a later failure
         print(f"{name}: dims {path.n_selected.tolist()} mse {np.round(errs, 4)} ({wall:.0f}s)",
               flush=True)  # fmt: skip
     t0 = time.perf_counter()

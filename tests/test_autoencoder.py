@@ -114,6 +114,12 @@ def test_path_and_grid_search_score_the_reconstruction():
     # the empty model reconstructs every row as the same point (its output bias)
     empty = path.estimators[-1].module_(torch.as_tensor(X, dtype=torch.float32)).detach()
     assert torch.all(empty == empty[0])
+    # its codes have width 0, and decoding them gives that point (transform's round trip)
+    codes = path.estimators[-1].transform(X)
+    assert codes.shape == (len(X), 0)
+    np.testing.assert_allclose(
+        path.estimators[-1].inverse_transform(codes), empty.double().numpy(), rtol=1e-6
+    )
     search = GridSearchCV(est, {"lam": [0.01, 10.0]}, cv=2)
     _quiet_fit(search, X)
     assert search.best_params_["lam"] == 0.01

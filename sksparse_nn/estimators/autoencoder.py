@@ -318,7 +318,8 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         """Reconstruction in the input space from codes of shape
         ``(n_samples, n_components_)``."""
         check_is_fitted(self, "module_")
-        Z = check_array(X, dtype=(np.float64, np.float32))
+        # a model without live units has codes of width 0 (transform's output)
+        Z = check_array(X, dtype=(np.float64, np.float32), ensure_min_features=0)
         if Z.shape[1] != self.n_components_:
             raise ValueError(
                 f"inverse_transform takes {self.n_components_} codes per row (the live "
