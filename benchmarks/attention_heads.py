@@ -1,10 +1,11 @@
 """Attention-head sparsity (paper Sec. 5.2.3; *Differentiable Attention Sparsity via
 Structured D-Gating*), at CPU scale.
 
-Task: MNIST-10k digits read as sequences, each of the 28 pixel rows one token of 28
-values (3000 training / 1000 test images from ``mnist_t10k.npz``). Model: a linear token
-embedding (width 32) plus a learned position embedding, one ``nn.MultiheadAttention`` with
-8 heads of width 4, ReLU, mean over tokens, linear head. Methods, the same SGD budget:
+Task: MNIST-10k digits (average-pooled to 14x14) read as sequences, each of the 14 pixel
+rows one token of 14 values (2000 training / 1000 test images from ``mnist_t10k.npz``).
+Model: a linear token embedding (width 32) plus a learned position embedding, one
+``nn.MultiheadAttention`` with 8 heads of width 4, ReLU, mean over tokens, linear head.
+Methods, the same SGD budget:
 
 * D-Gating, D = 2 (the attention paper) and D = 3, over a lam grid;
 * naive SGD on the L2,1 penalty itself (``sparsifier="l21"``, threshold 0): its group
@@ -22,7 +23,18 @@ constant into the output bias). This degenerate variant is run once as a diagnos
 
 After training, ``compact_attention`` replaces the attention by one with the live heads;
 outputs are compared, and the forward time of the whole model on a batch of 1000 is
-timed (median of repeats, alternating full / compact, one thread).
+timed (median thread CPU time of repeats, alternating full / compact, one thread).
+
+What the committed run (30 epochs, SGD lr 0.05, one seed, two passes merged:
+results/attention_heads.json) shows: naive SGD on L2,1 never produces a zero head: its
+smallest head norms stay at 1e-7..1e-5 for every lam up to 0.5, where accuracy is at
+chance and all 8 heads still count as live (as the attention paper reports). D-Gating
+removes heads exactly, with a clean gap: at lam = 0.04, D = 2 keeps 1 head of 8 (largest
+zero 1.5e-9, smallest kept 2.3) at 0.71 accuracy (dense-ish 0.90), and the compacted model
+runs 5.8x faster than the same model with all 8 heads in CompactAttention. The path is
+steep: between lam 0.03 (8 heads) and 0.04 (1 head) no intermediate count was seen;
+D = 3 at 0.04 collapses. Gating only in_proj_weight also gave zeros (4 of 8 heads at
+0.05), so the rescaling argument above did not stop sparsity within this budget.
 
 Run: ``python benchmarks/attention_heads.py`` (a few minutes on 2 shared cores;
 ``--quick`` for a smoke run). Writes ``benchmarks/results/attention_heads.json`` / ``.png``.
@@ -32,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import time
 from pathlib import Path
 
@@ -52,7 +65,7 @@ class RowTransformer(nn.Module):
     """Tokens (n, T, F) -> embedding + positions -> multi-head attention -> ReLU -> mean
     over tokens -> logits."""
 
-    def __init__(self, n_tokens=28, n_in=28, n_outputs=10, embed=EMBED, heads=HEADS):
+    def __init__(self, n_tokens=14, n_in=14, n_outputs=10, embed=EMBED, heads=HEADS):
         super().__init__()
         self.embed = nn.Linear(n_in, embed)
         self.pos = nn.Parameter(0.1 * torch.randn(n_tokens, embed))
@@ -76,7 +89,7 @@ def head_gates(out_proj=True):
 
 def load(data_home, n_train, n_test, seed=0):
     d = np.load(Path(data_home) / "mnist_t10k.npz")
-    X = d["X"].reshape(-1, 28, 28).astype(np.float32) / 255
+    X = d["X"].reshape(-1, 14, 2, 14, 2).astype(np.float32).mean(axis=(2, 4)) / 255
     idx = np.random.RandomState(seed).permutation(len(X))
     tr, te = idx[:n_train], idx[n_train : n_train + n_test]
     return X[tr], d["y"][tr], X[te], d["y"][te]
@@ -96,9 +109,9 @@ def time_forward(full, small, x, repeats):
         full(x), small(x)
         for _ in range(repeats):
             for model, out in ((full, tf), (small, ts)):
-                t0 = time.perf_counter()
+                t0 = time.thread_time()  # this thread's CPU time (torch: 1 thread)
                 model(x)
-                out.append(time.perf_counter() - t0)
+                out.append(time.thread_time() - t0)
     return float(np.median(tf)), float(np.median(ts))
 
 
@@ -207,7 +220,7 @@ def plot(results, path):
         axes[2].plot(lam, [max(r["smallest_norm"], 1e-45) for r in recs], "o-", label=label)
     axes[0].set_ylabel("heads kept (exact zeros)")
     axes[1].set_ylabel("test accuracy")
-    axes[2].set_ylabel("smallest head norm")
+    axes[2].set_ylabel("smallest head norm (exact 0 drawn at 1e-45)")
     axes[2].set_yscale("log")
     for ax in axes:
         ax.set_xscale("log")
@@ -221,18 +234,29 @@ def plot(results, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-home", default=str(ROOT.parent / "shared" / "data"))
-    parser.add_argument("--n-train", type=int, default=3000)
+    parser.add_argument("--n-train", type=int, default=2000)
     parser.add_argument("--n-test", type=int, default=1000)
-    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--D", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--lams", type=float, nargs="+",
-                        default=[0.001, 0.003, 0.01, 0.03, 0.1])
-    parser.add_argument("--lams-inproj-only", type=float, nargs="*", default=[0.01])
+                        default=[0.005, 0.015, 0.05, 0.15, 0.5])
+    parser.add_argument("--lams-inproj-only", type=float, nargs="*", default=[0.05])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "attention_heads.json"))
+    parser.add_argument("--from-json", nargs="+", default=None,
+                        help="report (and merge the records of) earlier results files")
     args = parser.parse_args()
+    if args.from_json:
+        parts = [json.loads(Path(f).read_text()) for f in args.from_json]
+        results = {**parts[0], "uptime_end": parts[-1]["uptime_end"],
+                   "runs": [{k: p[k] for k in ("uptime_start", "uptime_end", "args")}
+                            for p in parts],
+                   "records": sorted((r for p in parts for r in p["records"]),
+                                     key=lambda r: (r["method"], r["D"], r["lam"]))}
+        report(results, args.out)
+        return
     if args.quick:
         args.epochs, args.n_train, args.n_test, args.repeats = 2, 300, 200, 3
         args.lams = args.lams[-1:]
