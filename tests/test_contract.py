@@ -47,7 +47,7 @@ EPS32 = float(np.finfo(np.float32).eps)  # 1.2e-7, the default zero_tol
 
 _MLP = {"D": 3, "hidden_layer_sizes": (8,), "max_epochs": 30, "batch_size": 32, "random_state": 0}
 _NAM = {**_MLP, "lr": 0.1}
-_NODE = {"D": 3, "num_trees": 16, "depth": 2, "max_epochs": 40, "batch_size": 32, "random_state": 0}
+_NODE = {"D": 3, "num_trees": 16, "depth": 2, "max_epochs": 30, "batch_size": 32, "random_state": 0}
 
 # settings at which every estimator keeps the informative features and drops the noise
 ESTIMATORS = {

@@ -31,7 +31,6 @@ from ..nn.node import NODE, compact_node
 from ..optim import FactorSGD
 from ._base import BaseDGated
 from ._docs import fill
-from ._scaling import Scaling
 from ._schedule import TINY
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from ._training import ArrayDataset, EarlyStopping, StopTraining, as_numpy, weighted_mean
@@ -165,12 +164,6 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
 
 class _NODEFamily(BaseDGated):
     """The NODE family: one D-Gating group per tree (its leaf responses)."""
-
-    #: Trees train on standardized inputs (the module's ``input_shift`` /
-    #: ``input_scale`` hold the map): a feature-choice mixture ``sum_f c_f x_f`` of raw
-    #: features is dominated by those in large units, and the thresholds' Adam steps
-    #: (``lr`` in units of x) mean the same for every feature.
-    _standardize_inputs = True
 
     _predict_batch = 2048  # rows per forward pass: trees x leaves activations per row
     #: (trees per layer, layers) of ``num_trees=None`` / ``num_layers=None``
@@ -330,15 +323,6 @@ class _NODEFamily(BaseDGated):
             ],
         )
 
-    @torch.no_grad()
-    def _rescale_inputs(self, module, shift, scale):
-        # the module reads (x - a) / b; reading (x' - a) / b with x' = (x - shift) / scale
-        # is reading (x - a') / b' with a' = shift + a * scale and b' = b * scale
-        shift, scale = torch.as_tensor(shift), torch.as_tensor(scale)
-        a, b = module.input_shift.double(), module.input_scale.double()
-        module.input_shift.copy_(shift + a * scale)
-        module.input_scale.copy_(b * scale)
-
     def _module_output(self, X):
         """Module output in float64.
 
@@ -369,10 +353,7 @@ class _NODEFamily(BaseDGated):
         targets, n_outputs = probe._fit_targets(np.asarray(y))
         if targets.dtype.is_floating_point:
             targets = targets.to(torch.float32)
-        scaling = Scaling.fit(X, None)  # the inputs the trees train on
-        dataset = ArrayDataset(
-            X, None, dtype=torch.float32, shift=scaling.x_shift, scale=scaling.x_scale
-        )
+        dataset = ArrayDataset(X, None, dtype=torch.float32)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             module = probe._build_module(X.shape[1], n_outputs)

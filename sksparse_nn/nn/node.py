@@ -264,10 +264,6 @@ class NODE(nn.Module):
     target_mean, target_scale : buffers of shape (n_outputs,)
         Fixed affine map of the output, ``target_mean + target_scale * f``: lets the trees
         work in standardized units (0 and 1 by default).
-    input_shift, input_scale : buffers of shape (n_features,)
-        Fixed affine map of the input: the trees read ``(x - input_shift) / input_scale``
-        (0 and 1 by default; the estimators store the training data's standardization
-        here, so that a feature-choice mixture does not favour features in large units).
     """
 
     def __init__(
@@ -323,9 +319,6 @@ class NODE(nn.Module):
         # affine map to the target's units (set by the regressor; identity by default)
         self.register_buffer("target_mean", torch.zeros(self.n_outputs))
         self.register_buffer("target_scale", torch.ones(self.n_outputs))
-        # affine map of the inputs (set by the estimators; identity by default)
-        self.register_buffer("input_shift", torch.zeros(self.n_features))
-        self.register_buffer("input_scale", torch.ones(self.n_features))
 
     @property
     def num_trees(self):
@@ -333,7 +326,7 @@ class NODE(nn.Module):
         return tuple(layer.num_trees for layer in self.layers)
 
     def _layer_outputs(self, x, init=False, temperature_quantile=1.0):
-        outputs, inputs = [], (x - self.input_shift) / self.input_scale
+        outputs, inputs = [], x
         for layer in self.layers:
             if init:
                 layer.data_init(inputs, temperature_quantile)
@@ -402,8 +395,6 @@ def compact_node(node, keep_inputs=None):
         output_scale=float(node.output_scale),
         fixed_choice=True,
     ).to(device=device, dtype=node.bias.dtype)
-    out.input_shift.copy_(node.input_shift[cols])
-    out.input_scale.copy_(node.input_scale[cols])
     block = torch.arange(node.tree_dim, device=device)
     offset = node.n_features
     for old, new, keep in zip(node.layers, out.layers, alive, strict=True):
