@@ -205,15 +205,20 @@ def _progress(total, desc):
     return tqdm(total=total, desc=desc, leave=False)
 
 
+def _rows(y, index):
+    return None if y is None else _safe_indexing(y, index)
+
+
 def fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_warnings=True):
-    """Validation scores of the warm-started path fitted on one fold's training part."""
+    """Validation scores of the warm-started path fitted on one fold's training part
+    (``y`` None for unsupervised estimators such as the autoencoder)."""
     rec = run_path(
         estimator,
         _safe_indexing(X, train),
-        _safe_indexing(y, train),
+        _rows(y, train),
         lams,
         X_val=_safe_indexing(X, test),
-        y_val=_safe_indexing(y, test),
+        y_val=_rows(y, test),
         scorer=scorer,
         threads=threads,
         collect_warnings=collect_warnings,

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, check_X_y
+from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
 
 from .exceptions import TrainingDivergedError
 from .path import regularization_path
@@ -127,8 +127,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Run the CV path, choose lam and keep the full-data fit there.
+
+        ``y`` may be None only for an unsupervised estimator (the autoencoder, scored by
+        its reconstruction).
 
         A lam at which training diverged (on all the data or in any fold) is never
         chosen.
@@ -148,7 +151,17 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self._validate_params()
         # fail early with scikit-learn's messages (empty data, wrong shapes); the inner
         # estimator validates again and keeps pandas feature names
-        check_X_y(X, y, accept_sparse=True, dtype=None, ensure_all_finite=False, multi_output=True)
+        if y is None:
+            if self.estimator.__sklearn_tags__().target_tags.required:
+                raise ValueError(
+                    f"{type(self.estimator).__name__} requires y to be passed, but the "
+                    "target y is None."
+                )
+            check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
+        else:
+            check_X_y(
+                X, y, accept_sparse=True, dtype=None, ensure_all_finite=False, multi_output=True
+            )
         path = regularization_path(
             clone(self.estimator),
             X,
@@ -213,8 +226,20 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         """Decision function of the model at the chosen lam."""
         return self._fitted().decision_function(X)
 
-    def score(self, X, y, sample_weight=None):
-        """The chosen model's ``score`` (R^2 or accuracy)."""
+    @available_if(_fitted_has("transform"))
+    def transform(self, X):
+        """Transform with the model at the chosen lam (transformers, e.g. the autoencoder)."""
+        return self._fitted().transform(X)
+
+    @available_if(_fitted_has("inverse_transform"))
+    def inverse_transform(self, X):
+        """Inverse transform with the model at the chosen lam."""
+        return self._fitted().inverse_transform(X)
+
+    def score(self, X, y=None, sample_weight=None):
+        """The chosen model's ``score`` (R^2, accuracy, or the reconstruction's R^2)."""
+        if sample_weight is None:
+            return self._fitted().score(X, y)
         return self._fitted().score(X, y, sample_weight=sample_weight)
 
     @property
@@ -228,6 +253,10 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     @property
     def feature_importances_(self):
         return self._fitted().feature_importances_
+
+    @property
+    def n_components_(self):
+        return self._fitted().n_components_
 
     @property
     def coef_(self):

@@ -258,7 +258,7 @@ def regularization_path(
     n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
     if lams is not None:
         lams = _check_lams(lams)
-    if (X_val is None) != (y_val is None):
+    if (X_val is None) != (y_val is None) and y is not None:
         raise ValueError("Give both X_val and y_val, or neither.")
     X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
     extend = lams is None and cv is None

@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sksparse_nn import DGatedAutoencoder
+from sksparse_nn import DGatedAutoencoder, SparsePathCV
 
 SMALL = {"hidden_layer_sizes": (8,), "n_components": 4, "max_epochs": 5, "random_state": 0}
 
@@ -143,3 +143,16 @@ def test_fresh_fit_keeps_every_unit_that_pays_for_itself():
     dead, live = ae.sparsity_gap_
     assert dead < 1e-6 < 0.1 < live
     assert ae.score(X) > 0.95  # two units reconstruct rank-2 data (the linear map exactly)
+
+
+def test_cross_validated_paths_without_targets():
+    """Unsupervised CV: folds of X only, scored by the reconstruction."""
+    X = _rank2(n=200)
+    est = DGatedAutoencoder(hidden_layer_sizes=(), n_components=5, max_epochs=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        path = est.regularization_path(X, n_lams=4, lam_min_ratio=0.05, cv=2)
+        search = SparsePathCV(est, n_lams=4, lam_min_ratio=0.05, cv=2).fit(X)
+    assert path.cv_scores.shape == (2, 4) and path.lam_1se_ is not None
+    assert search.transform(X).shape == (len(X), search.n_components_)
+    assert search.score(X) > 0.9
