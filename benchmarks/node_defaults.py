@@ -105,6 +105,10 @@ def summarize(rows):
             if model != "dense":
                 entry[model] = {f: mean_of(rows, data, model, f)
                                 for f in ("rmse", "trees", "fit_s", "epochs")}  # fmt: skip
+                # sparsity gap over the splits: the largest "dead" and smallest live norm
+                runs = [r for r in rows if r["data"] == data and r["model"] == model]
+                entry[model]["gap_dead_max"] = max(r["gap_dead"] for r in runs)
+                entry[model]["gap_live_min"] = min(r["gap_live"] for r in runs)
         small = [m for m in MODELS if m != "dense" and entry[m]["trees"] <= MAX_TREES]
         if small:
             best = min(small, key=lambda m: entry[m]["rmse"])
@@ -163,6 +167,7 @@ def report(results, out):
     print(
         f"{'data':<9}{'n':>6}{'HGB':>8}{'dense NODE (gap)':>20}{'default NODE':>22}"
         f"{'sparse <=10 trees (gap to dense)':>36}{'fit s: HGB/dense/default':>28}"
+        f"{'default gap: dead/live':>26}"
     )
     for t in results["summary"]:
         d = t["default"]
@@ -173,7 +178,8 @@ def report(results, out):
               f"{t['dense_rmse']:>11.4f} ({t['dense_gap_pct']:+5.1f}%)"
               f"{d['rmse']:>10.4f} ({d['trees']:5.1f} tr)"
               f"{sparse:>36}"
-              f"{t['hgb_fit_s']:>10.1f}/{t['dense_fit_s']:.1f}/{d['fit_s']:.1f}")  # fmt: skip
+              f"{t['hgb_fit_s']:>10.1f}/{t['dense_fit_s']:.1f}/{d['fit_s']:.1f}"
+              f"{d['gap_dead_max']:>16.1e}/{d['gap_live_min']:.1e}")  # fmt: skip
     out = write_json(results, out, indent=1)
     plot(results["summary"], out.with_suffix(".png"))
 
