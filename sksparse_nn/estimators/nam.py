@@ -42,7 +42,12 @@ _AUTO_MIN_STEPS = 2000
 
 
 class _DGatedNAM(BaseDGated):
-    """The NAM family: one group per feature = that feature's first layer (weights + biases)."""
+    """The NAM family: one group per term = that term's first layer (weights + biases).
+
+    A term is one feature, or with ``groups`` one group of features (a categorical's
+    one-hot columns) sharing one subnetwork; unpenalized features (label -1) are terms of
+    their own that are never gated.
+    """
 
     _standardize_inputs = True
     _standardize_targets = True
@@ -55,6 +60,8 @@ class _DGatedNAM(BaseDGated):
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "feature_dropout": [Interval(Real, 0, 1, closed="left")],
+        "groups": [None, Integral, "array-like"],
+        "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
 
@@ -69,6 +76,8 @@ class _DGatedNAM(BaseDGated):
         activation="relu",
         dropout=0.0,
         feature_dropout=0.0,
+        groups=None,
+        group_weights=None,
         optimizer="sgd",
         lr=0.05,
         max_epochs=None,
@@ -94,6 +103,8 @@ class _DGatedNAM(BaseDGated):
         self.activation = activation
         self.dropout = dropout
         self.feature_dropout = feature_dropout
+        self.groups = groups
+        self.group_weights = group_weights
         self.optimizer = optimizer
         self.lr = lr
         self.max_epochs = max_epochs
@@ -119,6 +130,7 @@ class _DGatedNAM(BaseDGated):
                 "hidden_layer_sizes must hold at least one positive width, got "
                 f"{self.hidden_layer_sizes}."
             )
+        terms, _ = self._terms(n_features)
         return NAM(
             n_features,
             sizes,
@@ -126,7 +138,19 @@ class _DGatedNAM(BaseDGated):
             activation=self.activation,
             dropout=self.dropout,
             feature_dropout=self.feature_dropout,
+            terms=None if self.groups is None else terms,
         )
+
+    def _terms(self, n_features):
+        """(columns of each term, group label of each term: -1 for ungated ones).
+
+        The groups in label order, then every unpenalized feature as a term of its own.
+        """
+        labels, _ = self._penalty_groups(n_features)
+        n_groups = int(labels.max()) + 1 if labels.size and labels.max() >= 0 else 0
+        terms = [np.flatnonzero(labels == g).tolist() for g in range(n_groups)]
+        free = np.flatnonzero(labels < 0).tolist()
+        return terms + [[j] for j in free], list(range(n_groups)) + [-1] * len(free)
 
     def _init_module(self, module, dataset, targets):
         """Put the hinges' kinks at data points and the intercept at the target's mean.
@@ -139,8 +163,11 @@ class _DGatedNAM(BaseDGated):
         n, h1 = len(dataset), module.first.shape[2]
         rows = torch.randint(0, n, (h1,))
         with torch.no_grad():
-            kinks = dataset.rows(rows).t().to(module.first.dtype)  # (p, h1)
-            module.first[:, 1].copy_(-module.first[:, 0] * kinks)
+            m = module.width
+            # (T, h1, m) columns of each term in the random rows: the kinks' positions
+            points = module.gather(dataset.rows(rows).to(module.first.dtype))
+            weights = module.first[:, :m]  # (T, m, h1)
+            module.first[:, m].copy_(-(points.transpose(1, 2) * weights).sum(dim=1))
             if targets.dtype.is_floating_point:
                 module.intercept.copy_(targets.double().mean(dim=0).to(module.intercept.dtype))
             else:
@@ -157,15 +184,24 @@ class _DGatedNAM(BaseDGated):
         with torch.no_grad():
             module.intercept.sub_(module.centers.sum(dim=0))
             module.centers.zero_()
-        # (p, 2, h1) tensor, one group per slice along axis 0: feature j's weights and biases
-        self._sparsify(module, "first", AxisGroups(0), init, "input features")
+        # (T, m + 1, h1) tensor, one group per slice along axis 0: term t's weights and
+        # biases; unpenalized features' terms are not gated
+        _, term_labels = self._terms(module.n_features)
+        _, rho = self._penalty_groups(module.n_features)
+        groups = AxisGroups(0, np.asarray(term_labels))
+        self._sparsify(module, "first", groups, init, "input features", rho)
 
     @torch.no_grad()
     def _rescale_inputs(self, module, shift, scale):
-        first = module.first.double()  # first[:, 0] weights u_j, first[:, 1] biases b_j
-        weight = first[:, 0] / torch.as_tensor(scale)[:, None]
-        bias = first[:, 1] - weight * torch.as_tensor(shift)[:, None]
-        module.first.copy_(torch.stack([weight, bias], dim=1))
+        m = module.width
+        first = module.first.double()  # first[:, :m] weights of the columns, [:, m] biases
+        # per weight row of every term: its column's scale and shift (padding: 1 and 0)
+        pad = torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)
+        scale = torch.cat([torch.as_tensor(scale, dtype=torch.float64), pad[0]])[module.index]
+        shift = torch.cat([torch.as_tensor(shift, dtype=torch.float64), pad[1]])[module.index]
+        weight = first[:, :m] / scale[:, :, None]
+        bias = first[:, m] - (weight * shift[:, :, None]).sum(dim=1)
+        module.first.copy_(torch.cat([weight, bias[:, None]], dim=1))
 
     @torch.no_grad()
     def _rescale_outputs(self, module, shift, scale):
@@ -191,37 +227,52 @@ class _DGatedNAM(BaseDGated):
         return max(100, -(-_AUTO_MIN_STEPS // -(-n_samples // batch_size)))
 
     def _input_weight(self, module):
-        """First-layer weights and biases, one column per feature: shape (2 h1, p)."""
-        return module.first.detach().reshape(module.first.shape[0], -1).t()
+        """First-layer weights and biases of each feature's term, one column per feature:
+        shape ((m + 1) h1, p); the features of one term share its column."""
+        per_term = module.first.detach().reshape(module.n_terms, -1)
+        owner = torch.empty(module.n_features, dtype=torch.long)
+        for t, cols in enumerate(module.terms):
+            owner[cols] = t
+        return per_term[owner].t()
 
     def _after_fit(self, X, y, sample_weight=None):
         # the group norms (base class) decided the selection; feature_importances_ become
         # the contribution spreads below
         module = self.module_
+        self.terms_ = [np.asarray(cols, dtype=np.intp) for cols in module.terms]
         # Centre every shape function on the training data (mean over all rows, batched);
-        # removed features average exact zeros, so their centre stays exactly 0.
-        mean = self._contributions_array(X).mean(axis=0)  # (p, k)
+        # removed terms average exact zeros, so their centre stays exactly 0.
+        mean = self._contributions_array(X).mean(axis=0)  # (T, k)
         with torch.no_grad():
             shift = torch.as_tensor(mean, dtype=module.centers.dtype)
             module.centers.add_(shift)
             module.intercept.add_(torch.as_tensor(mean.sum(axis=0), dtype=module.intercept.dtype))
-        contrib = self._contributions_array(X)  # (n, p, k), now centred
-        spread = np.sqrt(contrib.var(axis=0).mean(axis=1))
+        contrib = self._contributions_array(X)  # (n, T, k), now centred
+        term_spread = np.sqrt(contrib.var(axis=0).mean(axis=1))
+        spread = np.zeros(X.shape[1])
+        for t, cols in enumerate(self.terms_):
+            spread[cols] = term_spread[t]
         selected = np.zeros(X.shape[1], dtype=bool)
         selected[self.selected_features_] = True
         # Selected features keep a positive importance even if constant on the training
         # data, so that np.flatnonzero(feature_importances_) == selected_features_.
         tiny = np.finfo(np.float64).tiny
         self.feature_importances_ = np.where(selected, np.maximum(spread, tiny), 0.0)
+        self.selected_terms_ = np.array(
+            [t for t, cols in enumerate(self.terms_) if selected[cols[0]]], dtype=np.intp
+        )
         intercept = as_numpy(module.intercept)
         self.intercept_ = float(intercept[0]) if intercept.size == 1 else intercept
         lo = np.asarray(X.min(axis=0).todense() if hasattr(X, "todense") else X.min(axis=0))
         hi = np.asarray(X.max(axis=0).todense() if hasattr(X, "todense") else X.max(axis=0))
         self.feature_ranges_ = np.column_stack([lo.ravel(), hi.ravel()]).astype(np.float64)
+        self.term_levels_ = {
+            t: _levels(X, cols) for t, cols in enumerate(self.terms_) if cols.size > 1
+        }
 
     # --------------------------------------------------------- inspection
     def _contributions_array(self, X):
-        """(n, p, k) contributions on already validated X, as float64 numpy."""
+        """(n, T, k) contributions on already validated X, as float64 numpy."""
         dataset = ArrayDataset(X, None, dtype=self._torch_dtype)
         with torch.no_grad():
             parts = [
@@ -229,18 +280,18 @@ class _DGatedNAM(BaseDGated):
                 for i in range(0, len(dataset), _BATCH)
             ]
         if not parts:
-            return np.zeros((0, self.module_.n_features, self.module_.n_outputs))
+            return np.zeros((0, self.module_.n_terms, self.module_.n_outputs))
         return as_numpy(torch.cat(parts))
 
     def _squeeze(self, contrib):
         return contrib[..., 0] if contrib.shape[-1] == 1 else contrib
 
     def contributions(self, X):
-        """Contribution of every feature to the raw output, on the data ``X``.
+        """Contribution of every term (feature, or group of features) to the raw output.
 
         ``contributions(X).sum(axis=1) + intercept_`` is the model's raw output
         (``predict`` for regression, ``decision_function`` for classification), up to
-        float32 rounding. Removed features contribute exactly 0.
+        float32 rounding. Removed terms contribute exactly 0.
 
         Parameters
         ----------
@@ -248,33 +299,39 @@ class _DGatedNAM(BaseDGated):
 
         Returns
         -------
-        contributions : ndarray of shape (n_samples, n_features) or \
-                (n_samples, n_features, n_outputs)
-            The last axis is present when the model has several outputs (multiclass
-            logits, multi-output regression).
+        contributions : ndarray of shape (n_samples, n_terms) or \
+                (n_samples, n_terms, n_outputs)
+            One column per term of ``terms_`` (per feature without ``groups``). The last
+            axis is present when the model has several outputs (multiclass logits,
+            multi-output regression).
         """
         check_is_fitted(self, "module_")
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
         return self._squeeze(self._contributions_array(X))
 
     def shape_functions(self, grid=None):
-        """Every selected feature's learned shape function on a grid of its values.
+        """Every selected term's learned shape function on a grid of its values.
 
         Parameters
         ----------
         grid : None, int or array-like of shape (n_points,), default=None
-            ``None``: 100 evenly spaced points over each feature's observed training
-            range; an int: that many points; an array: the same points for every feature.
+            For terms of one feature: ``None``, 100 evenly spaced points over the
+            feature's observed training range; an int, that many points; an array, the
+            same points for every feature. Terms of several features (``groups``) are
+            evaluated at the distinct rows of their columns seen in training (a
+            categorical's levels), whatever ``grid``.
 
         Returns
         -------
         curves : dict of int to tuple (x, f)
-            Keyed by feature index (in ``selected_features_`` order): ``x`` of shape
-            ``(n_points,)`` and ``f`` of shape ``(n_points,)`` (or ``(n_points,
-            n_outputs)`` for several outputs), centred like :meth:`contributions`.
+            Keyed by term index (the feature index without ``groups``), in
+            ``selected_terms_`` order. For a term of one feature ``x`` has shape
+            ``(n_points,)``; for a term of several features ``x`` has shape
+            ``(n_levels, n_columns)`` (the rows of its columns, in ``terms_`` order). ``f``
+            has shape ``(len(x),)`` (or ``(len(x), n_outputs)`` for several outputs),
+            centred like :meth:`contributions`.
         """
         check_is_fitted(self, "module_")
-        selected = self.selected_features_
         if grid is None or (isinstance(grid, Integral) and not isinstance(grid, bool)):
             n_points = 100 if grid is None else int(grid)
             if n_points < 2:
@@ -287,12 +344,22 @@ class _DGatedNAM(BaseDGated):
                 raise ValueError("grid must be None, an int or a finite 1-D array of points.")
             values = np.repeat(points[:, None], self.n_features_in_, axis=1)
         # The model is additive: one forward pass on a matrix whose column j is feature
-        # j's grid evaluates every shape function at once.
+        # j's grid evaluates every single-feature shape function at once.
         contrib = self._squeeze(self._contributions_array(values))
-        return {int(j): (values[:, j].copy(), contrib[:, j]) for j in selected}
+        curves = {}
+        for t in self.selected_terms_:
+            cols = self.terms_[t]
+            if cols.size == 1:
+                curves[int(t)] = (values[:, cols[0]].copy(), contrib[:, t])
+                continue
+            levels = self.term_levels_[t]
+            rows = np.zeros((len(levels), self.n_features_in_))
+            rows[:, cols] = levels
+            curves[int(t)] = (levels.copy(), self._squeeze(self._contributions_array(rows))[:, t])
+        return curves
 
     def compact(self):
-        """A smaller plain torch NAM holding only the selected features' subnetworks.
+        """A smaller plain torch NAM holding only the selected terms' subnetworks.
 
         Returns
         -------
@@ -302,7 +369,24 @@ class _DGatedNAM(BaseDGated):
             fitted model on ``X``.
         """
         check_is_fitted(self, "module_")
-        return compact_nam(self.module_, self.selected_features_)
+        return compact_nam(self.module_, self.selected_terms_)
+
+
+#: Distinct rows of a multi-column term shown by ``shape_functions`` (the most frequent).
+_MAX_LEVELS = 64
+
+
+def _levels(X, cols):
+    """The distinct rows of ``X[:, cols]`` (a categorical's levels) in descending
+    lexicographic order (one-hot rows: in the order of their columns, an all-zero row
+    last); only the ``_MAX_LEVELS`` most frequent when there are more."""
+    block = X[:, cols]
+    block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
+    levels, counts = np.unique(block.astype(np.float64), axis=0, return_counts=True)
+    levels, counts = levels[::-1], counts[::-1]
+    if len(levels) > _MAX_LEVELS:
+        levels = levels[np.sort(np.argsort(-counts, kind="stable")[:_MAX_LEVELS])]
+    return levels
 
 
 _NAM_DOC = fill(
@@ -332,7 +416,12 @@ _NAM_DOC = fill(
     dropout : float, default=0.0
         Dropout on hidden activations.
     feature_dropout : float, default=0.0
-        Probability of dropping a whole feature contribution per sample in training.
+        Probability of dropping a whole term's contribution per sample in training.
+    $groups
+        Each group of features gets one subnetwork of all its columns (one additive
+        term, e.g. a categorical's one-hot columns), kept or removed whole; an
+        unpenalized feature (label -1) is a term of its own that is never removed.
+    $group_weights
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
@@ -363,8 +452,14 @@ _NAM_DOC = fill(
     selected_features_ : ndarray of int
         Sorted indices of the features whose shape function is not identically zero.
     feature_importances_ : ndarray of shape (n_features,)
-        Standard deviation of each feature's contribution on the training data (root
-        mean over outputs); exactly 0 for removed features and > 0 for selected ones.
+        Standard deviation of each feature's contribution (its term's, with ``groups``)
+        on the training data (root mean over outputs); exactly 0 for removed features
+        and > 0 for selected ones.
+    terms_ : list of ndarray of int
+        The columns of each additive term: one feature each without ``groups``; else
+        the groups in label order, then every unpenalized feature alone.
+    selected_terms_ : ndarray of int
+        Indices into ``terms_`` of the terms that are not identically zero.
     intercept_ : float or ndarray of shape (n_outputs,)
         Constant term; the contributions are centred on the training data.
     feature_ranges_ : ndarray of shape (n_features, 2)

@@ -36,6 +36,16 @@ kinks, and a constant per feature is pointless next to the global intercept
 Batch normalisation (used in the D-Gating paper's NAMs) is deliberately absent: its
 shift would make a removed feature's contribution a non-zero constant and its batch
 statistics would couple samples.
+
+Terms of several features (group additive models)
+--------------------------------------------------
+``terms`` lets one subnetwork take several columns, e.g. the one-hot columns of a
+categorical variable or a block of measurements of one modality: term ``t`` is a
+network :math:`g_t(x_{G_t})` of the columns :math:`G_t`. Terms are padded to the width
+``m`` of the largest one: ``first`` has shape ``(T, m + 1, h_1)`` (rows ``0..m-1`` the
+weights of the term's columns, zero past its own width, row ``m`` the biases), so one
+group per term again holds everything through which its inputs enter, and a removed
+term is exactly zero. With one column per term (the default) this is the layout above.
 """
 
 from __future__ import annotations
@@ -67,20 +77,28 @@ class NAM(nn.Module):
     dropout : float, default=0.0
         Dropout on every hidden activation.
     feature_dropout : float, default=0.0
-        Probability of dropping a feature's whole contribution for a sample in training
+        Probability of dropping a term's whole contribution for a sample in training
         (rescaled by ``1 / (1 - feature_dropout)``, as in the NAM paper).
+    terms : sequence of sequences of int, default=None
+        The input columns of each subnetwork (non-empty, disjoint; columns in no term are
+        ignored). ``None``: one term per column, ``[[0], [1], ..., [p - 1]]``.
 
     Attributes
     ----------
-    first : nn.Parameter of shape (p, 2, h_1)
-        First layer of every subnetwork: ``first[j, 0]`` weights, ``first[j, 1]`` biases.
+    first : nn.Parameter of shape (T, m + 1, h_1)
+        First layer of every subnetwork: ``first[t, :m]`` the weights of the term's
+        columns (rows past its width are 0), ``first[t, m]`` the biases. ``m = 1`` without
+        ``terms``: ``first[j, 0]`` weights, ``first[j, 1]`` biases.
     hidden : nn.ParameterList
-        Weights of shape ``(p, h_l, h_{l+1})`` of the later hidden layers (no bias).
-    out : nn.Parameter of shape (p, h_L, n_outputs)
+        Weights of shape ``(T, h_l, h_{l+1})`` of the later hidden layers (no bias).
+    out : nn.Parameter of shape (T, h_L, n_outputs)
         Output weights of each subnetwork (no bias).
     intercept : nn.Parameter of shape (n_outputs,)
-    centers : buffer of shape (p, n_outputs)
-        Constants ``c_j`` subtracted from each contribution (zeros unless set).
+    centers : buffer of shape (T, n_outputs)
+        Constants ``c_t`` subtracted from each contribution (zeros unless set).
+    index : buffer of shape (T, m)
+        Column of each weight row of ``first``; padding rows point at ``p`` (a zero
+        column appended to the input).
     """
 
     def __init__(
@@ -91,6 +109,7 @@ class NAM(nn.Module):
         activation="relu",
         dropout=0.0,
         feature_dropout=0.0,
+        terms=None,
     ):
         super().__init__()
         sizes = [int(s) for s in hidden_layer_sizes]
@@ -109,14 +128,45 @@ class NAM(nn.Module):
         self.activation = ACTIVATIONS[activation]()
         self.dropout = float(dropout)
         self.feature_dropout = float(feature_dropout)
-        self.first = nn.Parameter(torch.empty(p, 2, sizes[0]))
+        self.terms = _check_terms(terms, p)
+        n_terms = len(self.terms)
+        width = max((len(t) for t in self.terms), default=1)
+        index = torch.full((n_terms, width), p, dtype=torch.long)
+        for t, cols in enumerate(self.terms):
+            index[t, : len(cols)] = torch.as_tensor(cols, dtype=torch.long)
+        self.register_buffer("index", index)
+        # one column per term, in column order: the input needs no gathering
+        self._plain = terms is None or self.terms == [[j] for j in range(p)]
+        self.first = nn.Parameter(torch.empty(n_terms, width + 1, sizes[0]))
         self.hidden = nn.ParameterList(
-            nn.Parameter(torch.empty(p, a, b)) for a, b in zip(sizes[:-1], sizes[1:], strict=True)
+            nn.Parameter(torch.empty(n_terms, a, b))
+            for a, b in zip(sizes[:-1], sizes[1:], strict=True)
         )
-        self.out = nn.Parameter(torch.empty(p, sizes[-1], k))
+        self.out = nn.Parameter(torch.empty(n_terms, sizes[-1], k))
         self.intercept = nn.Parameter(torch.zeros(k))
-        self.register_buffer("centers", torch.zeros(p, k))
+        self.register_buffer("centers", torch.zeros(n_terms, k))
         self.reset_parameters()
+
+    @property
+    def n_terms(self):
+        """Number of subnetworks (additive terms)."""
+        return len(self.terms)
+
+    @property
+    def width(self):
+        """Columns of the widest term (``m``): ``first[:, :m]`` are weights."""
+        return self.index.shape[1]
+
+    def weight_mask(self):
+        """Boolean ``(T, m)``: which weight rows of ``first`` belong to a real column."""
+        return self.index < self.n_features
+
+    def gather(self, x):
+        """The columns of every term, shape ``(T, n, m)`` (zeros in padding rows)."""
+        if self._plain:
+            return x.t().unsqueeze(2)
+        padded = torch.cat([x, x.new_zeros(x.shape[0], 1)], dim=1)
+        return padded[:, self.index].permute(1, 0, 2)
 
     @torch.no_grad()
     def reset_parameters(self):
@@ -132,6 +182,7 @@ class NAM(nn.Module):
         """
         a = 1.0 / math.sqrt(self.first.shape[2])
         self.first.uniform_(-a, a)
+        self.first[:, :-1].mul_(self.weight_mask().unsqueeze(2))  # padding rows stay 0
         for w in self.hidden:
             bound = math.sqrt(6.0 / w.shape[1])
             w.uniform_(-bound, bound)
@@ -144,26 +195,27 @@ class NAM(nn.Module):
         return F.dropout(h, self.dropout, self.training) if self.dropout > 0 else h
 
     def feature_outputs(self, x):
-        """Centred per-feature contributions ``g_j(x_j) - c_j``, shape ``(p, n, k)``.
+        """Centred per-term contributions ``g_t(x_{G_t}) - c_t``, shape ``(T, n, k)``.
 
         Parameters
         ----------
         x : tensor of shape (n, p)
         """
-        first = self.first  # (p, 2, h1); recomputed once here when D-gated
-        # (p, n, 1) * (p, 1, h1) + (p, 1, h1): every feature's first layer at once
-        h = torch.baddbmm(first[:, 1:2], x.t().unsqueeze(2), first[:, 0:1])
+        first = self.first  # (T, m + 1, h1); recomputed once here when D-gated
+        m = first.shape[1] - 1
+        # (T, n, m) @ (T, m, h1) + (T, 1, h1): every term's first layer at once
+        h = torch.baddbmm(first[:, m:], self.gather(x), first[:, :m])
         h = self._hidden_dropout(self.activation(h))
         for w in self.hidden:  # one batched product per layer, over the feature axis
             h = self._hidden_dropout(self.activation(torch.bmm(h, w)))
         return torch.bmm(h, self.out) - self.centers.unsqueeze(1)
 
     def contributions(self, x):
-        """Per-feature contributions ``(n, p, k)``; plus the intercept they sum to the output."""
+        """Per-term contributions ``(n, T, k)``; plus the intercept they sum to the output."""
         return self.feature_outputs(x).permute(1, 0, 2)
 
     def forward(self, x):
-        if not self.hidden and not (self.training and self.feature_dropout > 0):
+        if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into a single matrix product
             # on the (n, p * h) activations (about 25% faster than per-feature outputs).
             first = self.first
@@ -195,38 +247,68 @@ class NAM(nn.Module):
         return self
 
     def extra_repr(self):
+        terms = "" if self._plain else f", n_terms={self.n_terms}"
         return (
-            f"n_features={self.n_features}, hidden_layer_sizes={self.hidden_layer_sizes}, "
-            f"n_outputs={self.n_outputs}, activation={self.activation_name!r}"
+            f"n_features={self.n_features}{terms}, hidden_layer_sizes="
+            f"{self.hidden_layer_sizes}, n_outputs={self.n_outputs}, "
+            f"activation={self.activation_name!r}"
         )
 
 
-def compact_nam(nam, keep_features):
-    """A smaller copy of a (collapsed) NAM holding only the subnetworks of some features.
+def _check_terms(terms, n_features):
+    """``terms`` as a list of lists of column indices (one per column when None)."""
+    if terms is None:
+        return [[j] for j in range(n_features)]
+    out, seen = [], set()
+    for t, cols in enumerate(terms):
+        cols = [int(c) for c in cols]
+        if not cols:
+            raise ValueError(f"Term {t} is empty; every term needs at least one column.")
+        bad = [c for c in cols if not 0 <= c < n_features]
+        if bad:
+            raise ValueError(f"Term {t} names column {bad[0]}, out of range for {n_features}.")
+        if seen.intersection(cols) or len(set(cols)) < len(cols):
+            raise ValueError(f"Terms must not overlap; term {t} repeats a column.")
+        seen.update(cols)
+        out.append(cols)
+    return out
+
+
+def compact_nam(nam, keep_terms):
+    """A smaller copy of a (collapsed) NAM holding only some of its subnetworks.
 
     Parameters
     ----------
     nam : NAM
         A module without parametrizations.
-    keep_features : array-like of int
-        Features to keep; the others must contribute identically 0 (zero first layer and
-        centre), so that dropping them changes nothing.
+    keep_terms : array-like of int
+        Terms to keep (features, for a NAM with one term per column); the others must
+        contribute identically 0 (zero first layer and centre), so that dropping them
+        changes nothing.
 
     Returns
     -------
     compact : NAM
-        Takes ``X[:, keep_features]`` and returns the same outputs as ``nam`` on ``X``, in
-        eval mode without dropout.
+        Takes ``X[:, columns]``, ``columns`` the sorted columns of the kept terms, and
+        returns the same outputs as ``nam`` on ``X``, in eval mode without dropout.
     """
-    keep = torch.as_tensor(keep_features, dtype=torch.long).reshape(-1)
+    keep = torch.as_tensor(keep_terms, dtype=torch.long).reshape(-1)
+    columns = sorted(c for t in keep.tolist() for c in nam.terms[t])
+    position = {c: i for i, c in enumerate(columns)}
+    terms = [[position[c] for c in nam.terms[t]] for t in keep.tolist()]
+    plain = all(len(t) == 1 for t in terms) and [t[0] for t in terms] == list(range(len(terms)))
     out = NAM(
-        keep.numel(),
+        len(columns),
         nam.hidden_layer_sizes,
         nam.n_outputs,
         nam.activation_name,
+        terms=None if plain else terms,
     ).to(dtype=nam.first.dtype)
+    m = out.width
     with torch.no_grad():
-        out.first.copy_(nam.first.detach()[keep])
+        first = nam.first.detach()[keep]
+        out.first[:, :m].copy_(first[:, :m])  # the kept terms' widths fit in m
+        out.first[:, m].copy_(first[:, -1])
         for dst, src in zip(out.hidden, nam.hidden, strict=True):
             dst.copy_(src.detach()[keep])
         out.out.copy_(nam.out.detach()[keep])
