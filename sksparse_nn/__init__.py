@@ -1,5 +1,6 @@
 """sksparse_nn: scikit-learn compatible sparse neural estimators trained with D-Gating."""
 
+from .compose import VariableModel, variable_groups
 from .estimators import (
     DGatedAutoencoder,
     DGatedMLPClassifier,
@@ -50,6 +51,7 @@ __all__ = [
     "SparseLinearRegressor",
     "SparsePathCV",
     "TrainingDivergedError",
+    "VariableModel",
     "collapse",
     "dgate",
     "gate_factors",
@@ -62,4 +64,5 @@ __all__ = [
     "regularization_path",
     "sparsify",
     "support",
+    "variable_groups",
 ]

@@ -10,6 +10,7 @@ import pytest
 import torch
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksparse_nn import (
@@ -26,6 +27,7 @@ from sksparse_nn import (
     SparseLinearClassifier,
     SparseLinearRegressor,
     SparsePathCV,
+    VariableModel,
 )
 from sksparse_nn._path_points import selection
 from sksparse_nn.exceptions import TrainingDivergedError
@@ -65,6 +67,15 @@ ESTIMATORS = [
     ),
     DGatedNeuralNetRegressor(_TwoLayer, **_USER),
     DGatedNeuralNetClassifier(_TwoLayer, **_USER),
+    # groups of input features (pairs of columns kept or removed together)
+    DGatedMLPClassifier(groups=2, lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
+    DGatedNAMRegressor(groups=2, **{"lam": 1e-3, **_TINY_NAM}),
+    # one group per variable of an encoder's output (here one column each)
+    VariableModel(StandardScaler(), SparseLinearRegressor(lam=0.01, max_epochs=5)),
+    VariableModel(
+        StandardScaler(),
+        DGatedMLPClassifier(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
+    ),
 ]
 
 

@@ -41,8 +41,12 @@ def _first_layer_columns(est):
     if hasattr(est.module_, "linears"):
         return est.module_.linears[0].weight.detach().numpy().T
     first = est.module_.first.detach().numpy()  # NAM: (terms, width + 1, hidden)
-    return np.stack([first[np.flatnonzero([j in t for t in est.terms_])[0]].ravel()
-                     for j in range(est.n_features_in_)])
+    return np.stack(
+        [
+            first[np.flatnonzero([j in t for t in est.terms_])[0]].ravel()
+            for j in range(est.n_features_in_)
+        ]
+    )
 
 
 @pytest.mark.parametrize("Estimator", GROUPED)

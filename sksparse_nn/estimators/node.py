@@ -510,6 +510,14 @@ _NODE_DOC = fill(
     $history_
     $n_iter_
     $n_features_in_
+
+    Notes
+    -----
+    NODE's penalty groups are trees, not input features: a tree's feature choices are
+    soft (entmax) and shared across its depth, so there is no group of input weights
+    that a one-hot categorical could own, and NODE has no ``groups`` parameter. To
+    select a table's variables (a categorical as a whole) use the MLP, NAM or linear
+    models with ``groups``, e.g. through :class:`sksparse_nn.compose.VariableModel`.
 """
 )
 

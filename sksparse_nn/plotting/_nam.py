@@ -33,29 +33,85 @@ def _feature_indices(est, features, names):
     return features
 
 
+def _unwrap(est, X):
+    """(fitted NAM, X in its columns or None, title of each term, level names of each
+    term's columns): a :class:`~sksparse_nn.compose.VariableModel` speaks in variables."""
+    inner = getattr(est, "estimator_", None)
+    if inner is None or not hasattr(est, "variable_names_"):
+        names = getattr(est, "feature_names_in_", None)
+        titles = {
+            t: ", ".join(_feature_name(names, j) for j in cols)
+            for t, cols in enumerate(_terms(est))
+        }
+        columns = [_feature_name(names, j) for j in range(est.n_features_in_)]
+        return est, X, titles, columns
+    check_is_fitted(inner, "module_")
+    encoded = None if X is None else est.encoder_.transform(X)
+    variables = np.asarray(est.variable_names_, dtype=object)
+    sources = _sources_of(est)
+    titles = {t: str(variables[sources[cols[0]]]) for t, cols in enumerate(_terms(inner))}
+    out_names = [str(n) for n in est.encoder_.get_feature_names_out()]
+    columns = [_level_name(n, str(variables[sources[k]])) for k, n in enumerate(out_names)]
+    return inner, encoded, titles, columns
+
+
+def _sources_of(model):
+    from ..compose import variable_groups
+
+    return variable_groups(model.encoder_)[0]
+
+
+def _level_name(column, variable):
+    """ "onehotencoder__color_red" -> "red" for the variable "color"."""
+    name = column.split("__", 1)[-1]
+    return name[len(variable) + 1 :] if name.startswith(f"{variable}_") else name
+
+
+def _terms(est):
+    terms = getattr(est, "terms_", None)
+    return terms if terms is not None else [np.array([j]) for j in range(est.n_features_in_)]
+
+
+def _row_label(row, names):
+    """A level's label: the column that is hot in a one-hot row, else the values."""
+    hot = np.flatnonzero(row)
+    if hot.size == 0:
+        return "(none)"
+    if hot.size == 1 and row[hot[0]] == 1:
+        return names[hot[0]]
+    return ", ".join(f"{names[i]}={row[i]:.3g}" for i in hot)
+
+
 def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axes=None):
-    """One panel per selected feature: its learned shape function and a rug of the data.
+    """One panel per selected term: its learned shape function and a rug of the data.
+
+    A term of one feature is a curve; a term of several columns (a categorical's one-hot
+    columns, with ``groups``) is a bar chart of the contribution of each of its levels.
 
     Parameters
     ----------
-    est : DGatedNAMRegressor or DGatedNAMClassifier
-        A fitted sparse NAM (anything with ``shape_functions`` and ``selected_features_``).
+    est : DGatedNAMRegressor, DGatedNAMClassifier or VariableModel of one
+        A fitted sparse NAM (anything with ``shape_functions`` and ``selected_terms_``),
+        or a :class:`~sksparse_nn.compose.VariableModel` around one, whose panels are
+        titled with the user's variables and levels.
     X : array-like or DataFrame of shape (n_samples, n_features), default=None
-        Data drawn as a rug under each curve (e.g. the training data).
+        Data drawn as a rug under each curve (e.g. the training data; the user's table
+        for a VariableModel).
     features : array-like of int or str, default=None
-        Features to show, as indices or (with pandas input) names; defaults to
-        ``selected_features_``. A removed feature is drawn as its exact-zero line.
+        Features to show, as indices or (with pandas input) names; defaults to the
+        selected terms. A removed feature is drawn as its exact-zero line. Models
+        fitted with ``groups`` show their selected terms only.
     n_cols : int, default=4
         Panels per row when ``axes`` is not given.
     grid : None, int or array-like, default=None
         Passed to ``est.shape_functions``.
     axes : array-like of matplotlib Axes, default=None
-        One axis per feature; created when not given.
+        One axis per panel; created when not given.
 
     Returns
     -------
     axes : ndarray of matplotlib Axes
-        One per shown feature, in order. Multiclass models draw one line per class.
+        One per panel, in order. Multiclass models draw one line (bar group) per class.
 
     Examples
     --------
@@ -68,9 +124,17 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
     >>> est = DGatedNAMRegressor(lam=0.05, max_epochs=20, random_state=0).fit(X, y)
     >>> axes = plot_shape_functions(est, X)
     """
+    check_is_fitted(est)
+    est, X, titles, columns = _unwrap(est, X)
     check_is_fitted(est, "module_")
     names = getattr(est, "feature_names_in_", None)
-    features = _feature_indices(est, features, names)
+    terms = _terms(est)
+    if features is None:
+        shown = np.asarray(getattr(est, "selected_terms_", est.selected_features_), dtype=int)
+    elif any(len(t) > 1 for t in terms):
+        raise ValueError("features= selects single features; with groups, all selected terms show.")
+    else:
+        shown = _feature_indices(est, features, names)
 
     curves = est.shape_functions(grid=grid)
     data = None
@@ -80,40 +144,57 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
         if data.ndim != 2 or data.shape[1] != est.n_features_in_:
             raise ValueError(f"X must have {est.n_features_in_} columns, got shape {data.shape}.")
 
-    n = max(len(features), 1)
+    n = max(len(shown), 1)
     if axes is None:
         cols = min(n_cols, n)
         rows = -(-n // cols)
         fig, axes = pyplot().subplots(
             rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, layout="constrained"
         )
-        for ax in axes.ravel()[len(features) :]:
+        for ax in axes.ravel()[len(shown) :]:
             ax.set_visible(False)
         fig.suptitle("Shape functions (centred contributions)")
-    axes = np.asarray(axes, dtype=object).ravel()[: len(features)]
-    if len(axes) < len(features):
-        raise ValueError(f"Need {len(features)} axes, got {len(axes)}.")
+    axes = np.asarray(axes, dtype=object).ravel()[: len(shown)]
+    if len(axes) < len(shown):
+        raise ValueError(f"Need {len(shown)} axes, got {len(axes)}.")
 
     lo, hi = est.feature_ranges_[:, 0], est.feature_ranges_[:, 1]
-    for ax, j in zip(axes, features, strict=True):
-        if j in curves:
-            x, f = curves[j]
+    classes = getattr(est, "classes_", None)
+    for ax, t in zip(axes, shown, strict=True):
+        cols = np.asarray(terms[t])
+        if t in curves:
+            x, f = curves[t]
         else:  # a removed feature contributes exactly 0 everywhere
-            x, f = np.array([lo[j], hi[j]]), np.zeros(2)
+            x, f = np.array([lo[t], hi[t]]), np.zeros(2)
         f = f.reshape(len(x), -1)
-        classes = getattr(est, "classes_", None)
-        for c in range(f.shape[1]):
-            label = str(classes[c]) if classes is not None and f.shape[1] > 1 else None
-            ax.plot(x, f[:, c], lw=1.6, label=label)
+        if cols.size > 1:  # a categorical: one bar per level (group of bars per class)
+            labels = [_row_label(row, [columns[c] for c in cols]) for row in x]
+            width = 0.8 / f.shape[1]
+            for c in range(f.shape[1]):
+                label = str(classes[c]) if classes is not None and f.shape[1] > 1 else None
+                ax.bar(np.arange(len(x)) + c * width, f[:, c], width=width, label=label)
+            ax.set_xticks(
+                np.arange(len(x)) + 0.4 - width / 2,
+                labels,
+                rotation=45,
+                ha="right",
+                fontsize="x-small",
+            )
+        else:
+            for c in range(f.shape[1]):
+                label = str(classes[c]) if classes is not None and f.shape[1] > 1 else None
+                ax.plot(x, f[:, c], lw=1.6, label=label)
+            ax.axhline(0.0, color="0.7", lw=0.6, zorder=0)
+            if data is not None:
+                col = data[:, cols[0]]
+                ymin = ax.get_ylim()[0]
+                ax.plot(col, np.full_like(col, ymin), "|", color="k", alpha=0.25, ms=8)
+        if cols.size > 1:
+            ax.axhline(0.0, color="0.7", lw=0.6, zorder=0)
         if f.shape[1] > 1:
             ax.legend(fontsize="x-small", loc="best")
-        ax.axhline(0.0, color="0.7", lw=0.6, zorder=0)
-        if data is not None:
-            col = data[:, j]
-            ymin = ax.get_ylim()[0]
-            ax.plot(col, np.full_like(col, ymin), "|", color="k", alpha=0.25, ms=8)
-        importance = est.feature_importances_[j]
-        ax.set_title(_feature_name(names, j), fontsize="small")
+        importance = est.feature_importances_[cols[0]]
+        ax.set_title(titles[int(t)], fontsize="small")
         ax.text(
             0.02,
             0.97,

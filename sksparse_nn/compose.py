@@ -1,0 +1,426 @@
+"""Sparse models of a table's *variables*: encode them, select them as wholes.
+
+One-hot encoding turns one categorical variable into several columns, but the question
+is which *variables* matter, so a categorical must be kept or dropped as a whole: one
+penalty group per variable. :func:`variable_groups` reads that structure off a fitted
+encoder (a :class:`~sklearn.compose.ColumnTransformer`, a
+:class:`~sklearn.preprocessing.OneHotEncoder`, a :class:`~sklearn.pipeline.Pipeline` of
+them...), and :class:`VariableModel` encodes, fits any estimator of this package that
+takes ``groups`` with one group per variable, and answers in the user's column names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.feature_selection import SelectorMixin
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils import _safe_indexing
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["VariableModel", "variable_groups"]
+
+
+# ------------------------------------------------------------------ reading encoders
+def _input_names(transformer, n_inputs=None):
+    names = getattr(transformer, "feature_names_in_", None)
+    if names is not None:
+        return np.asarray(names, dtype=object)
+    n = getattr(transformer, "n_features_in_", n_inputs)
+    return np.array([f"x{i}" for i in range(n)], dtype=object)
+
+
+def _onehot_sources(encoder):
+    """Input feature of every output column of a fitted OneHotEncoder."""
+    counts = getattr(encoder, "_n_features_outs", None)  # infrequent categories, drop
+    if counts is None:
+        drop = getattr(encoder, "drop_idx_", None)
+        counts = [
+            len(c) - (drop is not None and drop[i] is not None)
+            for i, c in enumerate(encoder.categories_)
+        ]
+    return np.repeat(np.arange(len(counts)), counts)
+
+
+def _sources_by_name(transformer, inputs):
+    """Input of every output column from the output names: an output named like an
+    input, or ``<input>_<suffix>`` (the longest such input), comes from that input."""
+    outputs = np.asarray(transformer.get_feature_names_out(inputs), dtype=object)
+    if len(outputs) == len(inputs) and np.array_equal(outputs, inputs):
+        return np.arange(len(inputs))  # one to one (scalers, imputers, ...)
+    order = sorted(range(len(inputs)), key=lambda i: -len(str(inputs[i])))
+    sources = np.empty(len(outputs), dtype=np.intp)
+    for k, name in enumerate(map(str, outputs)):
+        match = [i for i in order if name == str(inputs[i]) or name.startswith(f"{inputs[i]}_")]
+        if not match:
+            raise ValueError(
+                f"Cannot tell which input variable the output column {name!r} of "
+                f"{type(transformer).__name__} comes from (its name starts with none of "
+                f"{list(map(str, inputs))}). Give groups by hand, or encode such outputs "
+                "in a step of their own."
+            )
+        sources[k] = match[0]
+    return sources
+
+
+def _sources(transformer, n_inputs):
+    """Input index (of the transformer's own inputs) of every output column."""
+    if isinstance(transformer, str):  # "passthrough" inside a ColumnTransformer
+        return np.arange(n_inputs)
+    if hasattr(transformer, "transformers_"):  # a (nested) ColumnTransformer
+        sources = np.empty(0, dtype=np.intp)
+        for _, part, columns in _parts(transformer):
+            sub = _sources(part, len(columns))
+            sources = np.concatenate([sources, np.asarray(columns, dtype=np.intp)[sub]])
+        return sources
+    if isinstance(transformer, Pipeline):
+        sources = np.arange(n_inputs)
+        for _, step in transformer.steps:
+            if step is None or step == "passthrough":
+                continue
+            sources = sources[_sources(step, len(sources))]
+        return sources
+    if isinstance(transformer, OneHotEncoder):
+        return _onehot_sources(transformer)
+    if not hasattr(transformer, "get_feature_names_out"):
+        raise ValueError(
+            f"{type(transformer).__name__} has no get_feature_names_out: cannot map its "
+            "output columns to input variables."
+        )
+    return _sources_by_name(transformer, _input_names(transformer, n_inputs))
+
+
+def _parts(column_transformer):
+    """(name, fitted transformer, input column indices) of every part that has outputs,
+    in output order."""
+    n_inputs = column_transformer.n_features_in_
+    names = _input_names(column_transformer, n_inputs)
+    lookup = {str(n): i for i, n in enumerate(names)}
+    out = []
+    for name, part, columns in column_transformer.transformers_:
+        if isinstance(part, str) and part == "drop":
+            continue
+        sl = column_transformer.output_indices_[name]
+        if sl.stop == sl.start:
+            continue
+        index = np.arange(n_inputs)[_column_selector(columns, names, lookup)]
+        out.append((name, part, index))
+    return out
+
+
+def _column_selector(columns, names, lookup):
+    columns = np.atleast_1d(np.asarray(columns))
+    if columns.dtype == bool:
+        return np.flatnonzero(columns)
+    if columns.dtype.kind in "OUS":
+        return np.array([lookup[str(c)] for c in columns], dtype=np.intp)
+    return columns.astype(np.intp)
+
+
+def variable_groups(encoder):
+    """The input variable of every column a fitted encoder outputs.
+
+    Parameters
+    ----------
+    encoder : fitted transformer
+        A :class:`~sklearn.compose.ColumnTransformer` (parts may be pipelines, one-hot
+        encoders, scalers, ``"passthrough"``...), a
+        :class:`~sklearn.preprocessing.OneHotEncoder`, a
+        :class:`~sklearn.pipeline.Pipeline` of such steps, or any transformer whose
+        ``get_feature_names_out`` names outputs ``<input>`` or ``<input>_<suffix>``.
+
+    Returns
+    -------
+    labels : ndarray of int of shape (n_output_columns,)
+        Index into ``names`` of the variable each output column comes from: a valid
+        ``groups`` label array for the estimators of this package.
+    names : ndarray of object of shape (n_variables,)
+        The encoder's input column names (``feature_names_in_``, or ``x0, x1, ...``).
+        Columns the encoder drops have no output column.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> from sksparse_nn.compose import variable_groups
+    >>> df = pd.DataFrame({"color": ["red", "blue", "green"], "age": [30.0, 40.0, 50.0]})
+    >>> ct = make_column_transformer((OneHotEncoder(), ["color"]), (StandardScaler(), ["age"]))
+    >>> labels, names = variable_groups(ct.fit(df))
+    >>> labels.tolist(), names.tolist()
+    ([0, 0, 0, 1], ['color', 'age'])
+    """
+    check_is_fitted(encoder)
+    n_inputs = encoder.n_features_in_
+    return _sources(encoder, n_inputs).astype(np.intp), _input_names(encoder, n_inputs)
+
+
+# ------------------------------------------------------------------ the meta-estimator
+def _inner_has(attr):
+    def check(self):
+        getattr(self.estimator_ if hasattr(self, "estimator_") else self.estimator, attr)
+        return True
+
+    return check
+
+
+def _groups_param(estimator):
+    """The name under which ``estimator`` takes ``groups`` (directly or nested)."""
+    params = estimator.get_params(deep=True)
+    for name in ("groups", "estimator__groups"):
+        if name in params:
+            return name
+    raise ValueError(
+        f"{type(estimator).__name__} has no `groups` parameter, so it cannot keep or drop "
+        "a variable's encoded columns together. Use an estimator that selects input "
+        "features by groups: SparseLinearRegressor/Classifier, GroupLassoRegressor/"
+        "Classifier, DGatedMLPRegressor/Classifier or DGatedNAMRegressor/Classifier (NODE "
+        "selects trees, the autoencoder components, the general estimator its declared "
+        "tensors' groups)."
+    )
+
+
+class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
+    """Encode a table, fit a sparse estimator with one group per variable, report variables.
+
+    ``encoder`` (e.g. a ColumnTransformer with a OneHotEncoder for categoricals and a
+    StandardScaler for numbers) is fitted on ``X``; :func:`variable_groups` then says
+    which encoded columns come from which of the user's columns, and ``estimator`` is
+    fitted on the encoded data with ``groups`` set to one group per variable, so a
+    categorical is kept or dropped whole. Predictions come from the estimator; as a
+    selector (like :class:`~sklearn.feature_selection.SelectFromModel`), ``transform``
+    keeps the selected *original* columns.
+
+    Parameters
+    ----------
+    encoder : transformer
+        Maps the user's table to numbers; cloned and fitted. Unknown categories at
+        predict time are handled as the encoder says (``handle_unknown`` of
+        OneHotEncoder); missing values must be imputed by the encoder (e.g. a
+        SimpleImputer in a pipeline part): the estimators refuse NaN.
+    estimator : estimator with a ``groups`` parameter
+        SparseLinear*, GroupLasso*, DGatedMLP*, DGatedNAM*, or a
+        :class:`~sksparse_nn.SparsePathCV` of one; cloned. Its ``groups`` is set here.
+    unpenalized : list of str or int, default=None
+        Variables (names, or positions among the encoder's inputs) that are never
+        removed (label -1).
+
+    Attributes
+    ----------
+    encoder_ : transformer
+        The fitted encoder.
+    estimator_ : estimator
+        The fitted estimator (on the encoded columns).
+    groups_ : ndarray of int of shape (n_encoded_columns,)
+        Variable of each encoded column, as passed to the estimator (-1: unpenalized).
+    variable_names_ : ndarray of object of shape (n_features_in_,)
+        The user's columns (the encoder's inputs).
+    variable_importances_ : ndarray of shape (n_features_in_,)
+        Root sum of squares of the estimator's ``feature_importances_`` over each
+        variable's encoded columns: exactly 0 for removed variables.
+    selected_features_ : ndarray of int
+        Indices of the kept variables among the user's columns.
+    selected_variables_ : ndarray of object
+        Their names.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        ``variable_importances_`` (what SelectFromModel and paths read).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when fitted on a DataFrame.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> from sksparse_nn import SparseLinearRegressor
+    >>> from sksparse_nn.compose import VariableModel
+    >>> rng = np.random.RandomState(0)
+    >>> df = pd.DataFrame({"color": rng.choice(["red", "blue", "green"], 200),
+    ...                    "shape": rng.choice(["disc", "star"], 200),
+    ...                    "size": rng.randn(200)})
+    >>> y = df["color"].map({"red": 1.0, "blue": -1.0, "green": 0.0}) + 0.1 * rng.randn(200)
+    >>> encode = make_column_transformer((OneHotEncoder(), ["color", "shape"]),
+    ...                                  (StandardScaler(), ["size"]))
+    >>> model = VariableModel(encode, SparseLinearRegressor(lam=0.05)).fit(df, y)
+    >>> model.selected_variables_.tolist()
+    ['color']
+    """
+
+    def __init__(self, encoder, estimator, *, unpenalized=None):
+        self.encoder = encoder
+        self.estimator = estimator
+        self.unpenalized = unpenalized
+
+    # -------------------------------------------------------------------- fit
+    def _encode_fit(self, X, y):
+        """(fitted encoder, encoded X, variable of each column, variable names, groups)."""
+        encoder = clone(self.encoder)
+        encoded = _check_finite(encoder.fit_transform(X, y), encoder)
+        sources, names = variable_groups(encoder)
+        labels = sources.copy()
+        for v in self.unpenalized or ():
+            index = v if isinstance(v, (int, np.integer)) else _name_index(names, v)
+            if not 0 <= index < len(names):
+                raise ValueError(f"unpenalized names variable {v!r}, out of range.")
+            labels[sources == index] = -1
+        return encoder, encoded, sources, names, labels
+
+    def _with_groups(self, labels):
+        estimator = clone(self.estimator)
+        # groups as labels of the variables present (a label array: -1 stays unpenalized)
+        return estimator.set_params(**{_groups_param(estimator): labels})
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit the encoder on ``X``, then the estimator on the encoding with one group
+        per variable.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        **fit_params : dict
+            Passed to the estimator's ``fit`` (e.g. ``sample_weight``).
+
+        Returns
+        -------
+        self : VariableModel
+        """
+        self.encoder_, encoded, sources, names, labels = self._encode_fit(X, y)
+        self.groups_ = labels
+        self.variable_names_ = names
+        self.n_features_in_ = len(names)
+        if hasattr(self.encoder_, "feature_names_in_"):
+            self.feature_names_in_ = self.encoder_.feature_names_in_
+        self.estimator_ = self._with_groups(labels).fit(encoded, y, **fit_params)
+        importances = np.asarray(self.estimator_.feature_importances_, dtype=np.float64)
+        self.variable_importances_ = _per_variable(importances, sources, len(names))
+        self.feature_importances_ = self.variable_importances_
+        self.selected_features_ = np.flatnonzero(self.variable_importances_ > 0)
+        self.selected_variables_ = names[self.selected_features_]
+        if is_classifier(self.estimator_):
+            self.classes_ = self.estimator_.classes_
+        return self
+
+    # -------------------------------------------------------------- delegation
+    def _encoded(self, X):
+        """(fitted estimator, encoded X)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_, _check_finite(self.encoder_.transform(X), self.encoder_)
+
+    def predict(self, X):
+        """The estimator's prediction on the encoded ``X``."""
+        estimator, encoded = self._encoded(X)
+        return estimator.predict(encoded)
+
+    @available_if(_inner_has("predict_proba"))
+    def predict_proba(self, X):
+        """The estimator's class probabilities on the encoded ``X``."""
+        estimator, encoded = self._encoded(X)
+        return estimator.predict_proba(encoded)
+
+    @available_if(_inner_has("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """The estimator's log class probabilities on the encoded ``X``."""
+        estimator, encoded = self._encoded(X)
+        return estimator.predict_log_proba(encoded)
+
+    @available_if(_inner_has("decision_function"))
+    def decision_function(self, X):
+        """The estimator's decision function on the encoded ``X``."""
+        estimator, encoded = self._encoded(X)
+        return estimator.decision_function(encoded)
+
+    def score(self, X, y, sample_weight=None):
+        """The estimator's ``score`` on the encoded ``X``."""
+        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+        estimator, encoded = self._encoded(X)
+        return estimator.score(encoded, y, **kwargs)
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "estimator_")
+        return self.variable_importances_ > 0
+
+    def transform(self, X):
+        """The selected variables' columns of ``X`` (a DataFrame stays a DataFrame)."""
+        check_is_fitted(self, "estimator_")
+        if hasattr(X, "iloc"):
+            return _safe_indexing(X, self.selected_features_, axis=1)
+        return super().transform(X)
+
+    # -------------------------------------------------------------------- paths
+    def regularization_path(self, X, y, **kwargs):
+        """The estimator's regularization path, counted in variables.
+
+        The encoder is fitted once on all of ``X`` (also for ``cv``: a one-hot encoding
+        learns only the category lists, so the folds see the same columns). Keywords are
+        those of :func:`sksparse_nn.regularization_path`.
+
+        Returns
+        -------
+        path : RegularizationPath
+            ``selected`` holds variable indices, ``feature_names`` the variable names,
+            ``n_selected`` counts variables and ``importances`` are per variable.
+        """
+        from .path import regularization_path
+
+        _, encoded, sources, names, labels = self._encode_fit(X, y)
+        path = regularization_path(self._with_groups(labels), encoded, y, **kwargs)
+        selected = [np.unique(sources[np.asarray(s, dtype=np.intp)]) for s in path.selected]
+        importances = path.importances
+        if importances is not None and np.ndim(importances) == 2:
+            importances = np.stack([_per_variable(row, sources, len(names)) for row in importances])
+        return dataclasses.replace(
+            path,
+            selected=selected,
+            n_selected=np.array([s.size for s in selected], dtype=int),
+            feature_names=np.asarray(names, dtype=object),
+            importances=importances,
+            estimators=path.estimators,
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        tags.target_tags = inner.target_tags
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        return tags
+
+
+def _check_finite(encoded, encoder):
+    """The encoder's output, or a clear error when it holds NaN or infinite values."""
+    values = encoded.data if hasattr(encoded, "data") and hasattr(encoded, "tocsr") else encoded
+    try:
+        finite = np.all(np.isfinite(np.asarray(values, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return encoded  # non-numeric output: the estimator's validation reports it
+    if not finite:
+        raise ValueError(
+            f"The encoder {type(encoder).__name__} produced NaN or infinite values: X has "
+            "missing values (NaN) the encoder does not impute (add a SimpleImputer to the "
+            "encoder), or values too large for the encoder's arithmetic (rescale X)."
+        )
+    return encoded
+
+
+def _name_index(names, name):
+    matches = np.flatnonzero(np.asarray(names, dtype=object) == name)
+    if not matches.size:
+        raise ValueError(f"unpenalized names {name!r}, which is not an input variable.")
+    return int(matches[0])
+
+
+def _per_variable(values, sources, n_variables):
+    """Root sum of squares of per-column values over each variable's columns."""
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))  # a failed path point
+    out = np.zeros(n_variables)
+    np.add.at(out, sources, values**2)
+    return np.sqrt(out)
