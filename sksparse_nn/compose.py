@@ -217,20 +217,21 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         The fitted estimator (on the encoded columns).
     groups_ : ndarray of int of shape (n_encoded_columns,)
         Variable of each encoded column, as passed to the estimator (-1: unpenalized).
-    variable_names_ : ndarray of object of shape (n_features_in_,)
+    variable_names_ : ndarray of object of shape (n_variables,)
         The user's columns (the encoder's inputs).
-    variable_importances_ : ndarray of shape (n_features_in_,)
+    variable_importances_ : ndarray of shape (n_variables,)
         Root sum of squares of the estimator's ``feature_importances_`` over each
         variable's encoded columns: exactly 0 for removed variables.
     selected_features_ : ndarray of int
         Indices of the kept variables among the user's columns.
     selected_variables_ : ndarray of object
         Their names.
-    feature_importances_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (n_variables,)
         ``variable_importances_`` (what SelectFromModel and paths read).
     n_features_in_ : int
+        Number of the user's columns (the encoder's inputs).
     feature_names_in_ : ndarray of str
-        Only when fitted on a DataFrame.
+        The user's column names; only when fitted on a DataFrame.
 
     Examples
     --------

@@ -499,7 +499,11 @@ _NODE_DOC = fill(
         Norm of each tree's responses; exactly 0 for removed trees.
     selected_features_ : ndarray of int
         Features that some active tree can still choose (entmax gives exact zeros in
-        the choice weights).
+        the choice weights). NODE's penalty groups are trees, not input features: a
+        tree's soft feature choices leave no group of input weights that a one-hot
+        categorical could own, so NODE has no ``groups``; to select a table's
+        variables (a categorical as a whole) use the MLP, NAM or linear models with
+        ``groups``, e.g. through :class:`sksparse_nn.compose.VariableModel`.
     feature_importances_ : ndarray of shape (n_features,)
         Sum over active trees and levels of response norm times choice weight,
         normalized to sum to 1; exactly 0 for features no active tree can choose.
@@ -510,14 +514,6 @@ _NODE_DOC = fill(
     $history_
     $n_iter_
     $n_features_in_
-
-    Notes
-    -----
-    NODE's penalty groups are trees, not input features: a tree's feature choices are
-    soft (entmax) and shared across its depth, so there is no group of input weights
-    that a one-hot categorical could own, and NODE has no ``groups`` parameter. To
-    select a table's variables (a categorical as a whole) use the MLP, NAM or linear
-    models with ``groups``, e.g. through :class:`sksparse_nn.compose.VariableModel`.
 """
 )
 
