@@ -39,9 +39,11 @@ install-docs: $(VENV)/.torch
 	$(PIP) install -q -e ".[docs]"
 
 # The documentation site into docs/_build/html; warnings are errors. The gallery runs the
-# examples (SKSPARSE_NN_DOCS_PLOT=False builds it without running them).
+# examples (SKSPARSE_NN_DOCS_PLOT=False builds it without running them). Then every
+# internal link and #anchor of the built pages must resolve (docs/check_links.py, ~1 s).
 docs: install-docs
 	$(BIN)/python -m sphinx -b html -W --keep-going -n docs docs/_build/html
+	$(BIN)/python docs/check_links.py docs/_build/html
 
 lint: install-test
 	$(BIN)/ruff check sksparse_nn tests examples benchmarks

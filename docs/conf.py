@@ -22,6 +22,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # copies MathJax 3 (from its PyPI package) into _static/mathjax and points
+    # mathjax_path there: formulas render without internet (the CDN default shows TeX)
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
