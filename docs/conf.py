@@ -36,6 +36,9 @@ exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**
 root_doc = "index"
 
 autosummary_generate = True
+# the page's table of contents lists "fit()", not "NODERegressor.fit()" (long names
+# overflowed the right sidebar)
+toc_object_entries_show_parents = "hide"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 # Parameter types stay text: "int, default=3" reads better than half-linked types.
@@ -96,7 +99,6 @@ sphinx_gallery_conf = {
     "plot_gallery": os.environ.get("SKSPARSE_NN_DOCS_PLOT", "True"),
     "download_all_examples": False,
     "within_subsection_order": "FileNameSortKey",
-    "reference_url": {"sksparse_nn": None},
 }
 
 

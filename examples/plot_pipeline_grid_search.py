@@ -70,7 +70,10 @@ def main(out=OUT):
     dead, live = fit.sparsity_gap_
     print(f"sparsity gap: largest removed weight {dead:.1e}, smallest kept {live:.3f}")
 
-    fig, (ax_d, ax_cv, ax_coef) = plt.subplots(1, 3, figsize=(16, 4.5), width_ratios=[1, 2, 2])
+    fig = plt.figure(figsize=(11, 8))
+    grid = fig.add_gridspec(2, 2, width_ratios=[1, 2])
+    ax_d, ax_coef = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    ax_cv = fig.add_subplot(grid[1, :])
     Ds = np.asarray(results["param_sparsepathcv__estimator__D"], dtype=int)
     ax_d.errorbar(Ds, results["mean_test_score"], yerr=results["std_test_score"], fmt="o-")
     ax_d.set_xticks(Ds)
