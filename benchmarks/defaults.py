@@ -710,7 +710,7 @@ def plot(results, path):
     ax.set_ylabel("wall time per call (s, one thread)")
     ax.set_ylim(top=limit * 3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
-    ax.set_title("Defaults on small tabular data with as many permuted-noise columns as real ones")
+    ax.set_title("Defaults on small tabular data\nwith as many permuted-noise columns as real ones")
     for j, name in enumerate(names):
         ax2 = fig.add_subplot(grid[1, j])
         for e in runs:
