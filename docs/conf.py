@@ -90,6 +90,9 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_static_path = []
+# single pages have no section to navigate: no (empty) left sidebar, and the space goes
+# to their wide tables and the architecture page's two-column layout
+html_sidebars = {"install": [], "benchmarks": [], "architecture": []}
 
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
