@@ -74,6 +74,42 @@ def _check_D(D):
     return int(D)
 
 
+class _GatedWeight(torch.autograd.Function):
+    """``omega * expand(prod_d gamma_d)`` as one autograd node.
+
+    The same numbers as composing ``prod``, ``expand`` and ``mul`` in autograd, with one
+    backward call instead of a chain of small ones: on a first layer of 617 x 100 in
+    batches of 64 the gated step costs 1.15x an ungated one instead of 1.42x (measured by
+    benchmarks/training_overhead.py's micro-benchmark; the arithmetic is tiny next to the
+    matrix product, the chain's per-node overhead was not). First derivatives only.
+    """
+
+    @staticmethod
+    def forward(ctx, omega, gates, grouping):
+        product = gates[0] if gates.shape[0] == 1 else gates.prod(dim=0)
+        expanded = grouping.expand(product)
+        ctx.save_for_backward(omega, gates, expanded)
+        ctx.grouping = grouping
+        return omega * expanded
+
+    @staticmethod
+    def backward(ctx, grad):
+        omega, gates, expanded = ctx.saved_tensors
+        grad_omega = grad * expanded if ctx.needs_input_grad[0] else None
+        grad_gates = None
+        if ctx.needs_input_grad[1]:
+            grad_product = ctx.grouping.group_sum(grad * omega)  # (J,)
+            if gates.shape[0] == 1:
+                grad_gates = grad_product.unsqueeze(0)
+            else:  # d prod / d gamma_d = product of the other gates (no division by 0)
+                others = [
+                    torch.cat([gates[:d], gates[d + 1 :]]).prod(dim=0)
+                    for d in range(gates.shape[0])
+                ]
+                grad_gates = grad_product.unsqueeze(0) * torch.stack(others)
+        return grad_omega, grad_gates, None
+
+
 class DGate(Sparsifier):
     """The parametrization ``omega -> omega * prod_d gamma_d`` (expanded per group).
 
@@ -124,7 +160,7 @@ class DGate(Sparsifier):
         return self.gates[0] if self.D == 2 else self.gates.prod(dim=0)
 
     def forward(self, omega):
-        return omega * self.grouping.expand(self.gate_product())
+        return _GatedWeight.apply(omega, self.gates, self.grouping)
 
     def penalty(self, omega):
         """Smooth surrogate ``(1/D) sum_j rho_j (||omega_j||^2 + ||gamma_j||^2)``."""
@@ -132,6 +168,29 @@ class DGate(Sparsifier):
             return (omega.pow(2).sum() + self.gates.pow(2).sum()) / self.D
         per_group = self.grouping.group_sum(omega.pow(2)) + self.gates.pow(2).sum(dim=0)
         return self._weighted(per_group) / self.D
+
+    @torch.no_grad()
+    def add_penalty_grad_(self, original, scale):
+        """The smooth surrogate's gradient ``scale * (2 / D) rho_j (omega_j, gamma_j)``
+        added in place (see :meth:`Sparsifier.add_penalty_grad_`); returns its value."""
+        coef = 2.0 * scale / self.D
+        if self.group_weights is None and self.grouping.complete:
+            # one fused kernel per tensor for the gradient and one for the value
+            for tensor in (original, self.gates):
+                if tensor.grad is None:
+                    tensor.grad = torch.zeros_like(tensor)
+                tensor.grad.add_(tensor, alpha=coef)
+            flat_omega, flat_gates = original.reshape(-1), self.gates.reshape(-1)
+            return (flat_omega.dot(flat_omega) + flat_gates.dot(flat_gates)) / self.D
+        # rho_j inside the groups, 0 for entries in no group
+        rho = self.group_weights
+        rho = torch.ones_like(self.gates[0]) if rho is None else rho.to(self.gates.dtype)
+        inside = 1.0 - self.grouping.expand(torch.zeros_like(rho))
+        for tensor, c in ((original, self.grouping.expand(rho) * inside), (self.gates, rho)):
+            if tensor.grad is None:
+                tensor.grad = torch.zeros_like(tensor)
+            tensor.grad.add_(tensor * c, alpha=coef)
+        return self.penalty(original)
 
     def induced_penalty(self, weight):
         """Non-smooth penalty ``sum_j rho_j ||w_j||^(2/D)`` of the effective weight."""

@@ -357,3 +357,58 @@ def test_balanced_zero_group_is_all_zero_and_stays_zero():
         opt.step()
     assert torch.all(layer.weight[:, 1] == 0)
     assert torch.all(layer.weight[:, [0, 2]] != 0)
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+@pytest.mark.parametrize(
+    "spec, shape",
+    [
+        ("in", (5, 7)),
+        ("out", (4, 3, 2, 2)),
+        ("element", (3, 4)),
+        (AxisGroups(0, [0, -1, 1, 1, 0]), (5, 3)),
+        (AxisGroups(1, [0, 0, 1, -1]), (2, 4, 3)),
+    ],
+)
+def test_the_fused_gated_weight_has_the_composed_gradients(spec, shape, D):
+    """The one-node gated weight equals omega * expand(prod gates) and its gradients are
+    the finite-difference ones (float64 gradcheck), also with a gate at exactly 0."""
+    from sksparse_nn.gating import _GatedWeight
+    from sksparse_nn.groups import resolve_groups
+
+    grouping = resolve_groups(spec, shape)
+    gen = torch.Generator().manual_seed(0)
+    omega = torch.randn(*shape, dtype=torch.float64, generator=gen, requires_grad=True)
+    gates = torch.randn(D - 1, grouping.n_groups, dtype=torch.float64, generator=gen)
+    gates[0, 0] = 0.0
+    gates.requires_grad_(True)
+    fused = _GatedWeight.apply(omega, gates, grouping)
+    assert torch.equal(fused, omega * grouping.expand(gates.prod(dim=0)))
+    assert torch.autograd.gradcheck(lambda o, g: _GatedWeight.apply(o, g, grouping), (omega, gates))
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+@pytest.mark.parametrize(
+    "groups, weights",
+    [
+        ("in", None),
+        (AxisGroups(1, [0, 0, 1, -1, 2, 2]), None),  # a column in no group: no penalty
+        ("in", [1.0, 2.0, 3.0, 0.5, 0.0, 1.0]),
+    ],
+)
+def test_closed_form_penalty_gradient_is_autograds(groups, weights, D):
+    """add_penalty_grad_ adds exactly what backward of scale * penalty would (float64)
+    and returns the penalty's value."""
+    layer = nn.Linear(6, 5).double()
+    rho = None if weights is None else torch.tensor(weights, dtype=torch.float64)
+    dgate(layer, "weight", groups=groups, D=D, group_weights=rho)
+    gate, original = layer.parametrizations.weight[0], layer.parametrizations.weight.original
+    with torch.no_grad():
+        gate.gates.uniform_(0.5, 1.5)
+    (1.7 * gate.penalty(original)).backward()
+    expected = original.grad.clone(), gate.gates.grad.clone()
+    original.grad, gate.gates.grad = None, None
+    value = gate.add_penalty_grad_(original, 1.7)
+    torch.testing.assert_close(value, gate.penalty(original).detach(), rtol=1e-14, atol=0)
+    torch.testing.assert_close(original.grad, expected[0], rtol=1e-14, atol=0)
+    torch.testing.assert_close(gate.gates.grad, expected[1], rtol=1e-14, atol=0)

@@ -91,6 +91,10 @@ class BaseDGated(BaseEstimator):
     #: dtype of training. Linear models train in float64 (they are checked against exact
     #: solvers); networks in float32.
     _torch_dtype = torch.float32
+    #: dtype of predictions (see ``_module_output``): float64 makes a row's output
+    #: independent of the batch it is predicted in; ``None`` keeps the training dtype
+    #: (user modules may not run in float64).
+    _inference_dtype = torch.float64
     #: How a freshly built module is gated: "identity" (gates 1, the papers' choice for
     #: networks) or "balanced" (factors already at the stationarity condition).
     _fresh_init = "identity"
@@ -382,11 +386,19 @@ class BaseDGated(BaseEstimator):
         )
         return self._module_output(X)
 
-    def _module_output(self, X, call=None):
-        """Output of ``call`` (default: the module) on already validated 2-d X (no
-        feature-name checks), in batches, as CPU float64 numpy."""
-        call = self.module_ if call is None else call
-        dataset = ArrayDataset(X, None, dtype=self._torch_dtype)
+    def _module_output(self, X, method=None):
+        """Output of the module (or of its method named ``method``) on already validated
+        X (no feature-name checks), in batches, as CPU float64 numpy.
+
+        Computed by a float64 copy of the module (``_inference_dtype``): float32 matrix
+        products round differently for different batch sizes, so a float32 prediction
+        of a row would depend, at the 1e-7 level, on which rows are predicted with it.
+        """
+        module, dtype = self.module_, self._torch_dtype
+        if self._inference_dtype is not None and self._inference_dtype != dtype:
+            module, dtype = copy.deepcopy(module).to(self._inference_dtype), self._inference_dtype
+        call = module if method is None else getattr(module, method)
+        dataset = ArrayDataset(X, None, dtype=dtype)
         with torch.no_grad():
             outs = [
                 call(dataset.rows(slice(i, i + self._predict_batch)))

@@ -16,6 +16,7 @@ from skorch.callbacks import Callback, ProgressBar
 
 from .._interrupt import InterruptRequested, interrupt_on, interrupt_requested
 from ..gating import penalty_function
+from ..sparsifiers import Sparsifier, sparsified_tensors
 
 __all__ = [
     "ArrayDataset",
@@ -193,7 +194,14 @@ class PenalizedNet(NeuralNet):
 
     def initialize_module(self):
         super().initialize_module()
-        self.penalty_ = penalty_function(self.module_)
+        # Penalties with a closed-form gradient (D-Gating's L2 on the factors) are added
+        # to the gradients after backward (train_step_single); the others enter the loss.
+        self.penalty_ = penalty_function(self.module_, direct=False)
+        self.direct_penalties_ = [
+            (sparsifier, module.parametrizations[name].original)
+            for _, module, name, sparsifier in sparsified_tensors(self.module_)
+            if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
+        ]
         return self
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
@@ -204,6 +212,16 @@ class PenalizedNet(NeuralNet):
         if training and self.lam:
             loss = loss + self.lam * self.penalty_()
         return loss
+
+    def train_step_single(self, batch, **fit_params):
+        """skorch's step, then ``lam`` times the closed-form penalty gradients added to
+        the gradients; the returned loss (history, L-BFGS's line search) includes their
+        value, so it is the whole training objective as before."""
+        step = super().train_step_single(batch, **fit_params)
+        if self.lam and self.direct_penalties_:
+            value = sum(s.add_penalty_grad_(o, self.lam) for s, o in self.direct_penalties_)
+            step["loss"] = step["loss"] + self.lam * value
+        return step
 
     def get_default_callbacks(self):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]

@@ -319,7 +319,7 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     def transform(self, X):
         """Codes of the live bottleneck units, shape ``(n_samples, n_components_)``."""
         X = self._check_X(X)
-        codes = self._module_output(X, self.module_.encode)
+        codes = self._module_output(X, "encode")
         return codes[:, self.selected_components_]
 
     def inverse_transform(self, X):
@@ -335,7 +335,7 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
             )
         full = np.zeros((Z.shape[0], self.module_.n_components))
         full[:, self.selected_components_] = Z
-        return self._module_output(full, self.module_.decode)
+        return self._module_output(full, "decode")
 
     def score(self, X, y=None):
         """R^2 of the reconstruction, averaged over features (1 is perfect).

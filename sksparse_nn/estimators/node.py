@@ -326,23 +326,6 @@ class _NODEFamily(BaseDGated):
             ],
         )
 
-    def _module_output(self, X):
-        """Module output in float64.
-
-        float32 matrix products round differently for different batch sizes, so a
-        float32 prediction of a row would depend (at the 1e-7 level) on which rows are
-        predicted with it; a float64 copy of the fitted module makes predictions
-        independent of the batch.
-        """
-        module = copy.deepcopy(self.module_).to(torch.float64)
-        dataset = ArrayDataset(X, None, dtype=torch.float64)
-        with torch.no_grad():
-            outs = [
-                module(dataset.rows(slice(i, i + self._predict_batch)))
-                for i in range(0, len(dataset), self._predict_batch)
-            ]
-        return as_numpy(torch.cat(outs))
-
     def lambda_max(self, X, y):
         """Top of the default lam grid: the D=2 lam that keeps every tree at zero.
 

@@ -102,6 +102,18 @@ class Sparsifier(nn.Module):
     def initialize(self, original, init):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def add_penalty_grad_(self, original, scale):
+        """Add ``scale`` times the gradient of :meth:`penalty` to the ``.grad`` of
+        ``original`` and of this module's parameters, without an autograd graph, and
+        return the penalty's value (a detached 0-dim tensor); ``None`` when the method
+        has no closed form (training then differentiates :meth:`penalty` by autograd).
+
+        Training loops call it after ``backward()`` instead of adding ``scale *
+        penalty`` to the loss: the same update with a handful of in-place kernels
+        instead of a graph of small autograd nodes per step.
+        """
+        return None
+
     def group_norms(self, weight):
         """Euclidean norm of each group of the effective weight, shape ``(J,)``."""
         return self.grouping.group_sum(weight.pow(2)).sqrt()
@@ -280,15 +292,18 @@ def penalty(model):
     return penalty_function(model)()
 
 
-def penalty_function(model):
+def penalty_function(model, *, direct=True):
     """A callable returning :func:`penalty` of ``model``, with the tensors looked up once.
 
     For training loops: calling it costs only the penalty arithmetic, not a walk over the
-    model's modules. Re-create it if sparsifiers are added or removed.
+    model's modules. Re-create it if sparsifiers are added or removed. ``direct=False``
+    leaves out the sparsifiers with a closed-form gradient
+    (:meth:`Sparsifier.add_penalty_grad_`), for loops that add those to the gradients.
     """
     terms = [
         (sparsifier, module.parametrizations[name].original)
         for _, module, name, sparsifier in sparsified_tensors(model)
+        if direct or type(sparsifier).add_penalty_grad_ is Sparsifier.add_penalty_grad_
     ]
     if not terms:
         return lambda: torch.zeros(())
