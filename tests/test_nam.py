@@ -167,6 +167,27 @@ def test_forward_has_no_loop_over_features():
 
 
 @pytest.mark.numerics
+@pytest.mark.parametrize("chunk", [1, 8 * 16 * 3, 2**18])  # one feature, 3 per chunk, all
+def test_chunked_forward_is_the_sum_of_the_shape_functions(monkeypatch, chunk):
+    """The one-hidden-layer forward, computed over chunks of features, equals intercept
+    plus the per-feature outputs (float64: only summation order differs)."""
+    import sksparse_nn.nn.nam as nam_module
+
+    monkeypatch.setattr(nam_module, "_CHUNK_ELEMENTS", chunk)
+    torch.manual_seed(0)
+    module = NAM(10, (16,), n_outputs=2).double()
+    with torch.no_grad():
+        module.intercept.normal_()
+    x = torch.randn(8, 10, dtype=torch.float64, requires_grad=True)
+    expected = module.feature_outputs(x).sum(dim=0) + module.intercept
+    out = module(x)
+    torch.testing.assert_close(out, expected, rtol=1e-13, atol=1e-13)
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    (grad_expected,) = torch.autograd.grad(expected.sum(), x)
+    torch.testing.assert_close(grad, grad_expected, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.numerics
 def test_zero_group_gives_an_exactly_zero_shape_function():
     torch.manual_seed(0)
     module = NAM(4, (8, 8), n_outputs=2, activation="gelu")

@@ -60,6 +60,9 @@ from .mlp import ACTIVATIONS
 
 __all__ = ["NAM", "compact_nam"]
 
+#: Activations per chunk of features in the one-hidden-layer forward (1 MB of float32).
+_CHUNK_ELEMENTS = 2**18
+
 
 class NAM(nn.Module):
     """A neural additive model whose per-feature subnetworks run as batched products.
@@ -216,12 +219,24 @@ class NAM(nn.Module):
 
     def forward(self, x):
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
-            # One hidden layer: the sum over features fuses into a single matrix product
-            # on the (n, p * h) activations (about 25% faster than per-feature outputs).
-            first = self.first
-            h = torch.addcmul(first[:, 1], x.unsqueeze(2), first[:, 0])  # (n, p, h1)
-            h = self._hidden_dropout(self.activation(h))
-            out = h.reshape(x.shape[0], -1) @ self.out.reshape(-1, self.n_outputs)
+            # One hidden layer: the sum over features fuses into one matrix product on the
+            # (n, p * h) activations per chunk of features. Chunks keep the activations
+            # near _CHUNK_ELEMENTS floats (cache-sized): one (n, p, h) tensor for large
+            # batches made a step at batch 1024 1.7x slower than chunks of it (and than a
+            # Python loop over per-feature networks), and a batch of 8192 rows at
+            # prediction time held n * p * h floats at once.
+            first, out_weight = self.first, self.out  # recomputed once here when D-gated
+            n, h1 = x.shape[0], first.shape[2]
+            step = max(1, _CHUNK_ELEMENTS // max(1, n * h1))
+            out = None
+            for start in range(0, self.n_features, step):
+                part = slice(start, start + step)
+                h = torch.addcmul(first[part, 1], x[:, part].unsqueeze(2), first[part, 0])
+                h = self._hidden_dropout(self.activation(h))  # (n, chunk, h1)
+                term = h.reshape(n, -1) @ out_weight[part].reshape(-1, self.n_outputs)
+                out = term if out is None else out + term
+            if out is None:  # no features
+                out = x.new_zeros(n, self.n_outputs)
             return out + (self.intercept - self.centers.sum(dim=0))
         g = self.feature_outputs(x)  # (p, n, k)
         if self.training and self.feature_dropout > 0:
