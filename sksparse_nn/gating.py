@@ -172,7 +172,8 @@ class DGate(Sparsifier):
     @torch.no_grad()
     def add_penalty_grad_(self, original, scale):
         """The smooth surrogate's gradient ``scale * (2 / D) rho_j (omega_j, gamma_j)``
-        added in place (see :meth:`Sparsifier.add_penalty_grad_`); returns its value."""
+        added in place (see :meth:`~sksparse_nn.sparsifiers.Sparsifier.add_penalty_grad_`);
+        returns its value."""
         coef = 2.0 * scale / self.D
         if self.group_weights is None and self.grouping.complete:
             # one fused kernel per tensor for the gradient and one for the value
