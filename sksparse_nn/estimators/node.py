@@ -55,6 +55,12 @@ _DUST = 1e-2
 #: its validation loss beats the best epoch's almost never does (that epoch's loss is
 #: the minimum of noisy values, biased low), so the average is restored as it is.
 _AVERAGE_EPOCHS = 5
+#: Relative validation loss a clean early-stopping epoch may give up against the best
+#: epoch overall (a clean sparsity gap is worth a little accuracy, not a lot).
+_CLEAN_SLACK = 0.05
+#: Training with early stopping ends once the best validation loss of all epochs has not
+#: improved for this many times ``n_iter_no_change`` epochs.
+_STALL_FACTOR = 3
 
 
 def _average_states(states):
@@ -123,9 +129,13 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
     the same live trees just before it (see the base class): a dead tree is below
     ``DUST * zero_tol`` in every averaged epoch, so also in the average.
 
-    If no epoch was clean (trees kept dying until ``max_epochs``), the epoch with the
-    best validation loss is restored, not averaged (its trees in transit show in the
-    sparsity gap).
+    If no epoch was clean (trees kept dying until ``max_epochs``), or the best clean
+    epoch validates more than ``_CLEAN_SLACK`` worse than the best epoch overall (a
+    small ``lam`` shrinks unused trees so slowly that the only clean epochs are the
+    first, nearly untrained ones), the epoch with the best validation loss is restored,
+    not averaged (its trees in transit show in the sparsity gap). For the same reason
+    training also stops once no epoch, clean or not, has improved the validation loss
+    for ``_STALL_FACTOR * patience`` epochs.
     """
 
     def __init__(self, patience, zero_tol, window=_AVERAGE_EPOCHS):
@@ -150,6 +160,8 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
 
     def on_epoch_end(self, net, **kwargs):
         self.any_.on_epoch_end(net, **kwargs)
+        if self.any_.misses_ >= _STALL_FACTOR * self.patience:
+            raise StopTraining  # nothing improves any more, shrinking trees or not
         with torch.no_grad():
             support = self._support(net.module_)
         if support is None:
@@ -160,7 +172,8 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         super().on_epoch_end(net, **kwargs)
 
     def on_train_end(self, net, **kwargs):
-        if self.best_state_ is None:  # no clean epoch: the best of all
+        stale = self.best_loss_ > self.any_.best_loss_ + _CLEAN_SLACK * abs(self.any_.best_loss_)
+        if self.best_state_ is None or stale:  # no (good) clean epoch: the best of all
             self.best_state_ = self.any_.best_state_
         super().on_train_end(net, **kwargs)
 
@@ -425,7 +438,7 @@ _NODE_DOC = fill(
         connections: the second reads the first's outputs) predicted wine quality with
         3-8% lower test RMSE than one layer of 128 at the same cost; for classification
         (breast cancer, scikit-learn's wine) two layers were no better, so it keeps one
-        (benchmarks/node_defaults.py and the notes of issue 13).
+        (measured by benchmarks/node_defaults.py).
     dense : bool, default=True
         Each layer reads the input and all earlier layers' outputs, and every layer's
         trees feed the prediction (as in NODE); ``False`` stacks layers plainly.
