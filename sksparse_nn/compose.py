@@ -148,8 +148,10 @@ def variable_groups(encoder):
     >>> from sklearn.compose import make_column_transformer
     >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
     >>> from sksparse_nn.compose import variable_groups
-    >>> df = pd.DataFrame({"color": ["red", "blue", "green"], "age": [30.0, 40.0, 50.0]})
-    >>> ct = make_column_transformer((OneHotEncoder(), ["color"]), (StandardScaler(), ["age"]))
+    >>> df = pd.DataFrame({"color": ["red", "blue", "green"],
+    ...                    "age": [30.0, 40.0, 50.0]})
+    >>> ct = make_column_transformer((OneHotEncoder(), ["color"]),
+    ...                              (StandardScaler(), ["age"]))
     >>> labels, names = variable_groups(ct.fit(df))
     >>> labels.tolist(), names.tolist()
     ([0, 0, 0, 1], ['color', 'age'])
@@ -244,10 +246,12 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     >>> df = pd.DataFrame({"color": rng.choice(["red", "blue", "green"], 200),
     ...                    "shape": rng.choice(["disc", "star"], 200),
     ...                    "size": rng.randn(200)})
-    >>> y = df["color"].map({"red": 1.0, "blue": -1.0, "green": 0.0}) + 0.1 * rng.randn(200)
+    >>> effect = {"red": 1.0, "blue": -1.0, "green": 0.0}
+    >>> y = df["color"].map(effect) + 0.1 * rng.randn(200)
     >>> encode = make_column_transformer((OneHotEncoder(), ["color", "shape"]),
     ...                                  (StandardScaler(), ["size"]))
-    >>> model = VariableModel(encode, SparseLinearRegressor(lam=0.05)).fit(df, y)
+    >>> model = VariableModel(encode, SparseLinearRegressor(lam=0.05))
+    >>> model = model.fit(df, y)
     >>> model.selected_variables_.tolist()
     ['color']
     """
