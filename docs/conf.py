@@ -94,6 +94,12 @@ html_static_path = []
 # to their wide tables and the architecture page's two-column layout
 html_sidebars = {"install": [], "benchmarks": [], "architecture": []}
 
+# The examples write their figures for the README into docs/images when run as scripts;
+# run by the gallery they write into the build directory, so a docs build leaves the
+# tracked figures alone.
+os.environ.setdefault("SKSPARSE_NN_FIGURES", str(ROOT / "docs" / "_build" / "figures"))
+Path(os.environ["SKSPARSE_NN_FIGURES"]).mkdir(parents=True, exist_ok=True)
+
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",

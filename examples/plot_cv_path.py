@@ -10,6 +10,7 @@ a second panel shows which pixels survive at ``lam_1se_``.
 Writes docs/images/cv_path.png.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -24,7 +25,8 @@ from sksparse_nn import DGatedMLPClassifier  # noqa: E402
 
 # the examples directory (sphinx-gallery runs an example there, without __file__)
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-OUT = HERE.parent / "docs" / "images"
+# the README's figures; the docs build writes its copies elsewhere (docs/conf.py)
+OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"))
 
 
 def main(out=OUT):

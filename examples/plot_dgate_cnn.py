@@ -20,6 +20,7 @@ conv does not pad (see :func:`~sksparse_nn.compaction.compact_sequential`).
 Writes docs/images/dgate_cnn.png.
 """
 
+import os
 import time
 from pathlib import Path
 
@@ -35,7 +36,8 @@ from sksparse_nn import DGatedNeuralNetClassifier  # noqa: E402
 
 # the examples directory (sphinx-gallery runs an example there, without __file__)
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-OUT = HERE.parent / "docs" / "images"
+# the README's figures; the docs build writes its copies elsewhere (docs/conf.py)
+OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"))
 
 
 def make_bars(n, size=12, seed=0):

@@ -12,6 +12,7 @@ training data, with the true function dashed.
 Writes docs/images/nam_shapes.png.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -25,7 +26,8 @@ from sksparse_nn.plotting import plot_shape_functions  # noqa: E402
 
 # the examples directory (sphinx-gallery runs an example there, without __file__)
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-OUT = HERE.parent / "docs" / "images"
+# the README's figures; the docs build writes its copies elsewhere (docs/conf.py)
+OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"))
 
 TRUE = [np.sin, np.cos, np.square, lambda x: -x, lambda x: -np.abs(x)]
 

@@ -21,6 +21,7 @@ removed: trees removed earlier on the path stay exactly 0) and the smallest kept
 Writes docs/images/node_trees.png.
 """
 
+import os
 import time
 from pathlib import Path
 
@@ -37,7 +38,8 @@ from sksparse_nn import NODERegressor, regularization_path  # noqa: E402
 
 # the examples directory (sphinx-gallery runs an example there, without __file__)
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-OUT = HERE.parent / "docs" / "images"
+# the README's figures; the docs build writes its copies elsewhere (docs/conf.py)
+OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"))
 
 #: from the estimator's default lam (3e-3) up to 30 times stronger
 LAMS = np.geomspace(3e-3, 9e-2, 6)

@@ -24,6 +24,7 @@ few features the 1-SE ``lam`` keeps.
 Writes docs/images/pipeline_grid_search.png.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -40,7 +41,8 @@ from sksparse_nn import SparseLinearClassifier, SparsePathCV  # noqa: E402
 
 # the examples directory (sphinx-gallery runs an example there, without __file__)
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-OUT = HERE.parent / "docs" / "images"
+# the README's figures; the docs build writes its copies elsewhere (docs/conf.py)
+OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"))
 
 
 def main(out=OUT):

@@ -10,6 +10,7 @@ A last panel shows held-out R^2 against the number of selected groups.
 Writes docs/images/regularization_paths.png.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -24,7 +25,8 @@ from sksparse_nn.plotting import plot_tradeoff  # noqa: E402
 
 # the examples directory (sphinx-gallery runs an example there, without __file__)
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-OUT = HERE.parent / "docs" / "images"
+# the README's figures; the docs build writes its copies elsewhere (docs/conf.py)
+OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"))
 
 
 def main(out=OUT):
