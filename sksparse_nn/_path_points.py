@@ -128,6 +128,8 @@ def run_path(
     out["points"] = points
     out["has_coef"] = hasattr(est, "coef_")
     out["feature_names"] = getattr(est, "feature_names_in_", None)
+    components = getattr(est, "selected_components_", None) is not None
+    out["selection_unit"] = "components" if components else "features"
     return out
 
 

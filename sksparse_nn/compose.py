@@ -386,6 +386,7 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             feature_names=np.asarray(names, dtype=object),
             importances=importances,
             estimators=path.estimators,
+            selection_unit="variables",
         )
 
     def __sklearn_tags__(self):

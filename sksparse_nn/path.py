@@ -52,7 +52,8 @@ class RegularizationPath:
     lams : ndarray of shape (n_lams,)
     n_selected : ndarray of int of shape (n_lams,)
         Number of selected features at each lam (of components, for estimators with
-        ``selected_components_`` such as :class:`~sksparse_nn.DGatedAutoencoder`).
+        ``selected_components_`` such as :class:`~sksparse_nn.DGatedAutoencoder`; of
+        variables, for :meth:`sksparse_nn.compose.VariableModel.regularization_path`).
     selected : list of ndarray
         ``selected_features_`` (or ``selected_components_``) at each lam.
     group_norms : ndarray of shape (n_lams, n_groups)
@@ -96,6 +97,10 @@ class RegularizationPath:
         Points whose training diverged (:class:`~sksparse_nn.TrainingDivergedError`):
         NaN scores and norms, nothing selected (``n_selected`` 0). A path stops at its
         first failed point (a default grid stops growing).
+    selection_unit : str
+        What ``selected`` counts: ``"features"``, ``"components"`` (the autoencoder) or
+        ``"variables"`` (a :class:`~sksparse_nn.compose.VariableModel`); plots label
+        their axes with it.
     """
 
     lams: np.ndarray
@@ -119,6 +124,7 @@ class RegularizationPath:
     completed: bool = True
     failed: np.ndarray | None = None
     importances: np.ndarray | None = None
+    selection_unit: str = "features"
 
     def __len__(self):
         return len(self.lams)
@@ -423,6 +429,7 @@ def _assemble(full, folds, splits, estimator, completed):
         estimators=[p["estimator"] for p in points if "estimator" in p],
         completed=completed,
         failed=failed,
+        selection_unit=full.get("selection_unit", "features"),
     )
     if splits and folds:
         # every finished fold covers the whole grid; keep the lams of the full-data path

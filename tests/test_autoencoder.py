@@ -109,6 +109,7 @@ def test_path_and_grid_search_score_the_reconstruction():
         path = est.regularization_path(X, n_lams=5, lam_min_ratio=0.05, keep_estimators=True)
     # the learned dimension, not the number of input features, is what a point selects
     assert path.n_selected[0] >= 2 and path.n_selected[-1] == 0
+    assert path.selection_unit == "components"
     assert np.all(np.diff(path.n_selected) <= 0)
     assert path.train_score[0] > 0.95
     # the empty model reconstructs every row as the same point (its output bias)

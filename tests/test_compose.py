@@ -171,6 +171,7 @@ def test_path_counts_variables():
     model = VariableModel(_encoder(), SparseLinearRegressor())
     path = model.regularization_path(df, y, n_lams=8, lam_min_ratio=1e-2)
     assert path.feature_names.tolist() == ["color", "shape", "size", "weight"]
+    assert path.selection_unit == "variables"
     assert np.all(path.n_selected <= 4)
     for chosen, n in zip(path.selected, path.n_selected, strict=True):
         assert len(chosen) == n

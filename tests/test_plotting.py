@@ -39,6 +39,7 @@ def fake_path(**changes):
         "cv_se": np.array([0.05, 0.04, 0.1]),
         "best_lam_": 0.1,
         "lam_1se_": 1.0,
+        "selection_unit": "features",
     }
     values.update(changes)
     return SimpleNamespace(**values)
@@ -351,3 +352,13 @@ def test_shape_functions_multiclass_one_line_per_class():
     assert ax.get_title() == f"x{j}"  # fitted on an array: no names
     with pytest.raises(ValueError, match="fitted on a DataFrame"):
         plot_shape_functions(est, features=["x0"])
+
+
+def test_axes_count_what_the_path_selects():
+    """A path counted in variables (VariableModel) or components (the autoencoder) says so
+    on its second axis and on the trade-off plot."""
+    path = fake_path(selection_unit="variables")
+    ax = plot_cv_path(path)
+    assert twin_of(ax).get_ylabel() == "selected variables"
+    ax = plot_tradeoff([path], score="train")
+    assert ax.get_xlabel() == "selected variables"

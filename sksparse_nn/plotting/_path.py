@@ -14,11 +14,12 @@ def _d_suffix(path):
     return f" (D={path.D})" if path.D is not None else ""
 
 
-def _selected_on_twin(ax, lams, n_selected):
-    """The number of selected features as a grey step line on a second y-axis."""
+def _selected_on_twin(ax, lams, n_selected, unit="features"):
+    """The number of selected features (variables, components) as a grey step line on a
+    second y-axis."""
     twin = ax.twinx()
     twin.step(lams, n_selected, where="mid", color="0.4", lw=1)
-    twin.set_ylabel("selected features")
+    twin.set_ylabel(f"selected {unit}")
     return twin
 
 
@@ -62,7 +63,7 @@ def plot_path(path, ax=None, *, kind="norms"):
             ax.plot(lams, path.val_score, marker="o", ms=3, label="validation")
         ax.set_ylabel("score")
         ax.legend(loc="lower left")
-        _selected_on_twin(ax, lams, path.n_selected)
+        _selected_on_twin(ax, lams, path.n_selected, path.selection_unit)
         ax.set_title(f"Score and sparsity along the path{D}")
     ax.set_xscale("log")
     ax.set_xlabel("lam")
@@ -104,7 +105,7 @@ def plot_cv_path(path, ax=None):
     ax.set_xlabel("lam")
     ax.set_ylabel("CV score")
     ax.legend(loc="lower left", fontsize="small")
-    _selected_on_twin(ax, lams, path.n_selected[: len(lams)])
+    _selected_on_twin(ax, lams, path.n_selected[: len(lams)], path.selection_unit)
     ax.set_title(f"Cross-validated path{_d_suffix(path)}")
     return ax
 
@@ -133,7 +134,8 @@ def plot_tradeoff(paths, ax=None, *, score="auto"):
         n = len(values)
         order = np.argsort(path.n_selected[:n], kind="stable")
         ax.plot(path.n_selected[:n][order], values[order], marker="o", ms=3, label=label)
-    ax.set_xlabel("selected features")
+    units = {p.selection_unit for p in paths.values()}
+    ax.set_xlabel(f"selected {units.pop() if len(units) == 1 else 'groups'}")
     ax.set_ylabel("score")
     ax.set_title("Sparsity-accuracy trade-off")
     ax.legend()
