@@ -362,8 +362,9 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         """The estimator's regularization path, counted in variables.
 
         The encoder is fitted once on all of ``X`` (also for ``cv``: a one-hot encoding
-        learns only the category lists, so the folds see the same columns). Keywords are
-        those of :func:`sksparse_nn.regularization_path`.
+        learns only the category lists, so the folds see the same columns) and encodes
+        ``X_val`` when given. Keywords are those of
+        :func:`sksparse_nn.regularization_path`.
 
         Returns
         -------
@@ -373,7 +374,9 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         """
         from .path import regularization_path
 
-        _, encoded, sources, names, labels = self._encode_fit(X, y)
+        encoder, encoded, sources, names, labels = self._encode_fit(X, y)
+        if kwargs.get("X_val") is not None:  # validation rows in the same encoding
+            kwargs["X_val"] = _check_finite(encoder.transform(kwargs["X_val"]), encoder)
         path = regularization_path(self._with_groups(labels), encoded, y, **kwargs)
         selected = [np.unique(sources[np.asarray(s, dtype=np.intp)]) for s in path.selected]
         importances = path.importances

@@ -180,6 +180,10 @@ def test_path_counts_variables():
     for chosen, row in zip(path.selected, path.importances, strict=True):
         np.testing.assert_array_equal(np.flatnonzero(row), chosen)
     assert set(path.selected_at(path.lams[len(path) // 2])) <= {"color", "shape", "size", "weight"}
+    # validation rows are encoded like the training rows
+    held_out, y_held = _table(n=100, seed=1)
+    scored = model.regularization_path(df, y, lams=path.lams[:3], X_val=held_out, y_val=y_held)
+    assert np.all(scored.val_score > 0.8)
 
 
 def test_works_with_grid_search_and_sparse_path_cv():
