@@ -146,3 +146,52 @@ def test_output_width_and_instance_kwargs_are_checked():
     clf = DGatedNeuralNetClassifier(net, gates={"0.weight": "in"}, max_epochs=30, lr=0.1)
     _quiet(clf, X, y2)
     assert clf.predict_proba(X).shape == (30, 2)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "adamw"])
+def test_weight_decay_reaches_the_ungated_weights_only(optimizer):
+    """weight_decay is L2 on the ungated weights: the optimizer's groups give it to
+    out.weight (ungated) and to nothing else (the D-Gating factors carry their own L2,
+    biases are not decayed)."""
+    from skorch import NeuralNet
+
+    from sksparse_nn.estimators._training import resolve_optimizer
+    from sksparse_nn.gating import dgate
+
+    est = DGatedNeuralNetRegressor(
+        TinyNet, gates={"hidden.weight": "in"}, lam=10.0, weight_decay=0.3, optimizer=optimizer
+    )
+    module = TinyNet(4, 1)
+    dgate(module.hidden, "weight", groups="in", D=3)
+    opt, opt_kwargs = resolve_optimizer(optimizer)
+    net = NeuralNet(
+        module,
+        criterion=nn.MSELoss,
+        optimizer=opt,
+        lr=est.lr,
+        **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},
+        **est._factor_step_sizes(module, opt),
+    ).initialize()
+    decay = {
+        id(p): group.get("weight_decay", 0.0)
+        for group in net.optimizer_.param_groups
+        for p in group["params"]
+    }
+    names = dict(module.named_parameters())
+    assert decay[id(names["out.weight"])] == 0.3
+    for name, param in names.items():
+        if name != "out.weight":  # factors (original, gates) and biases
+            assert decay[id(param)] == 0.0, name
+
+
+def test_weight_decay_shrinks_the_ungated_layer():
+    """With a strong weight_decay the ungated output layer ends smaller."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 4)
+    y = X[:, 0] - X[:, 1]
+    norms = []
+    for decay in (0.0, 0.05):
+        est = DGatedNeuralNetRegressor(TinyNet, weight_decay=decay, **{**SMALL, "max_epochs": 20})
+        _quiet(est, X, y)
+        norms.append(float(est.module_.module.out.weight.norm()))
+    assert norms[1] < 0.8 * norms[0]

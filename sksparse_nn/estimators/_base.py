@@ -344,7 +344,9 @@ class BaseDGated(BaseEstimator):
             net.callbacks.append(("settled", settled))
 
     def _factor_step_sizes(self, module, optimizer):
-        """SGD step sizes of the D-Gating factors, bounded by the penalty's curvature.
+        """Optimizer parameter groups: SGD step sizes of the D-Gating factors, bounded by
+        the penalty's curvature, and (families with ``weight_decay``) L2 on ungated
+        weights.
 
         ``lam * penalty`` is quadratic in each factor with curvature ``lam * c``
         (:func:`~sksparse_nn.gating.gate_factors`); an SGD step of size ``lr`` with
@@ -354,15 +356,19 @@ class BaseDGated(BaseEstimator):
         half per step instead of blowing up (adaptive optimizers normalize their steps
         and are left alone).
         """
-        if not (isinstance(optimizer, type) and issubclass(optimizer, torch.optim.SGD)):
-            return {}
-        if not self.lam > 0:
-            return {}
         groups = []
-        for name, _, curvature in gate_factors(module):
-            cap = 0.5 / (self.lam * curvature) if curvature > 0 else np.inf
-            if cap < self.lr:
-                groups.append((name, {"lr": cap}))
+        sgd = isinstance(optimizer, type) and issubclass(optimizer, torch.optim.SGD)
+        if sgd and self.lam > 0:
+            for name, _, curvature in gate_factors(module):
+                cap = 0.5 / (self.lam * curvature) if curvature > 0 else np.inf
+                if cap < self.lr:
+                    groups.append((name, {"lr": cap}))
+        # families with a weight_decay parameter: L2 on the ungated weights only (skorch
+        # gives a parameter to the first pattern it matches; the D-Gating factors' names
+        # end in "original" / "gates", and biases are left alone)
+        decay = getattr(self, "weight_decay", 0.0)
+        if decay:
+            groups.append(("*weight", {"weight_decay": decay}))
         return {"optimizer__param_groups": groups} if groups else {}
 
     def _max_epochs(self, n_samples, batch_size):

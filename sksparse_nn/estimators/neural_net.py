@@ -80,6 +80,7 @@ class _DGatedNeuralNet(BaseDGated):
         "sparsifier": [str, type],
         "sparsifier_params": [dict, None],
         "lr": [Interval(Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(
@@ -93,6 +94,7 @@ class _DGatedNeuralNet(BaseDGated):
         sparsifier_params=None,
         optimizer="sgd",
         lr=0.05,
+        weight_decay=0.0,
         max_epochs=None,
         batch_size=64,
         lr_schedule="cosine",
@@ -116,6 +118,7 @@ class _DGatedNeuralNet(BaseDGated):
         self.sparsifier_params = sparsifier_params
         self.optimizer = optimizer
         self.lr = lr
+        self.weight_decay = weight_decay
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr_schedule = lr_schedule
@@ -334,15 +337,13 @@ class _DGatedNeuralNet(BaseDGated):
         return top
 
 
-
 class DGatedNeuralNetRegressor(RegressorTaskMixin, _DGatedNeuralNet):
     _standardize_targets = True
 
     def _check_output_width(self, width):
         if width != self.n_outputs_:
             raise ValueError(
-                f"The module returns {width} values per sample; y has {self.n_outputs_} "
-                "output(s)."
+                f"The module returns {width} values per sample; y has {self.n_outputs_} output(s)."
             )
 
 
@@ -396,6 +397,13 @@ _GATES_DOC = fill(
     $sparsifier_params
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
     lr : float, default=0.05
+    weight_decay : float, default=0.0
+        L2 on the weights that are *not* sparsified (every ungated parameter whose name
+        ends in ``weight``; biases and the D-Gating factors, which already carry their
+        own L2, are left alone), as the optimizer's ``weight_decay``. Without it the
+        penalty on, e.g., a layer's filters can be evaded by shrinking them while the
+        next layer grows (ReLU networks are invariant to that rescaling); the
+        structured-sparsity experiments of the D-Gating paper train with it.
     max_epochs : int or None, default=None
         ``None``: at most the larger of 100 epochs and 4000 optimizer steps.
         $max_epochs_warning
