@@ -195,3 +195,41 @@ def test_weight_decay_shrinks_the_ungated_layer():
         _quiet(est, X, y)
         norms.append(float(est.module_.module.out.weight.norm()))
     assert norms[1] < 0.8 * norms[0]
+
+
+class TwoBranch(nn.Module):
+    """Late fusion: columns 0-2 and 3-5 are two modalities, each with its own branch; the
+    fusion layer's columns are grouped by modality."""
+
+    def __init__(self, n_features=6, n_outputs=1):
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 4), nn.ReLU())
+        self.b = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 4), nn.ReLU())
+        self.fusion = nn.Linear(8, n_outputs)
+
+    def forward(self, x):
+        return self.fusion(torch.cat([self.a(x[:, :3]), self.b(x[:, 3:])], dim=1))
+
+
+def test_late_fusion_drops_the_uninformative_modality_exactly():
+    """Only modality A carries signal: B's fusion group ends exactly at 0, A's stays."""
+    from sksparse_nn.groups import AxisGroups
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (400, 6))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.randn(400)
+    est = DGatedNeuralNetRegressor(
+        TwoBranch,
+        gates={"fusion.weight": AxisGroups(1, [0, 0, 0, 0, 1, 1, 1, 1])},
+        lam=0.03,
+        weight_decay=1e-3,
+        random_state=0,
+    )
+    _quiet(est, X, y)
+    norm_a, norm_b = est.group_norms_
+    assert norm_b == 0.0 and norm_a > 1e-2
+    fusion = est.module_.module.fusion.weight.detach().numpy()
+    assert np.all(fusion[:, 4:] == 0.0) and np.any(fusion[:, :4] != 0.0)
+    dead, live = est.sparsity_gap_
+    assert dead < 1e-6 < 1e-2 < live
+    assert est.score(X, y) > 0.8
