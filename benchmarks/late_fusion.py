@@ -16,7 +16,8 @@ latent layer) and a tabular MLP branch (6 -> 32 -> 8), fused by one linear layer
 :class:`sksparse_nn.DGatedNeuralNetRegressor` (X = the 196 pixels and the 6 covariates
 side by side; the module splits them), ``weight_decay`` on the ungated weights (so that
 the branches cannot evade the fusion penalty by growing), SGD, a fixed epoch budget per
-path point. ``regularization_path(..., cv=3)`` chooses lam by the 1-SE rule; recorded per
+path point, a grid of 10 lams from 4 lambda_max down 2.5 decades.
+``regularization_path(..., cv=3)`` chooses lam by the 1-SE rule; recorded per
 alpha and D: the modality norms along the path, the modalities kept at ``lam_1se_`` (full
 data), its sparsity gap and test R^2.
 
@@ -125,9 +126,11 @@ def run(images, digits, alpha, D, args):
         random_state=0,
     )
     start = time.perf_counter()
-    path = est.regularization_path(
-        Xtr, ytr, n_lams=args.n_lams, lam_min_ratio=0.01, cv=3, keep_estimators=True
-    )
+    # the grid runs past lambda_max (the gradient norms at the initial weights): once the
+    # branches have learned, the fusion groups can outlive it
+    top = args.lam_max_factor * est.lambda_max(Xtr, ytr)
+    lams = np.geomspace(top / 10 ** (args.decades), top, args.n_lams)
+    path = est.regularization_path(Xtr, ytr, lams=lams, cv=3, keep_estimators=True)
     seconds = time.perf_counter() - start
     chosen = path.estimators[path.index_of(path.lam_1se_)]
     norms = chosen.group_norms_
@@ -183,7 +186,9 @@ def main():
     parser.add_argument("--n-train", type=int, default=1000)
     parser.add_argument("--n-test", type=int, default=1000)
     parser.add_argument("--epochs", type=int, default=40, help="epochs per path point")
-    parser.add_argument("--n-lams", type=int, default=8)
+    parser.add_argument("--n-lams", type=int, default=10)
+    parser.add_argument("--lam-max-factor", type=float, default=4.0)
+    parser.add_argument("--decades", type=float, default=2.5, help="grid depth below its top")
     parser.add_argument("--weight-decay", type=float, default=1e-3)
     parser.add_argument("--out", default=str(RESULTS / "late_fusion.json"))
     args = parser.parse_args()
