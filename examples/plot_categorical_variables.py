@@ -1,6 +1,6 @@
 """
-Which of my variables matter? A table with categoricals in, kept variables out
-============================================================================
+Which of my variables matter? Categoricals in, kept variables out
+=================================================================
 
 Daily sales of a chain of shops depend on the ``region`` (5 levels), the ``weekday``
 (7 levels), the ``price`` and the ``temperature``; the ``payment`` mix (3 levels), the

@@ -20,3 +20,23 @@ def test_example_runs_and_writes_its_figure(path, tmp_path):
     namespace["main"](tmp_path)
     plt.close("all")
     assert list(tmp_path.glob("*.png")), f"{path.name} wrote no figure"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_docstring_is_a_valid_gallery_header(path):
+    # sphinx-gallery turns the module docstring into the page's reST; a title whose
+    # underline is shorter than itself is a docutils warning, which fails the -W docs build.
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+    assert doc, f"{path.name} has no module docstring (the gallery needs a title)"
+    lines = doc.strip("\n").splitlines()
+    assert len(lines) >= 2, f"{path.name}: the docstring must start with a title"
+    title, underline = lines[0], lines[1]
+    assert underline and set(underline) == {underline[0]} and underline[0] in "=-~^#*", (
+        f"{path.name}: the title must be followed by an underline"
+    )
+    assert len(underline) >= len(title), (
+        f"{path.name}: the title's underline ({len(underline)}) is shorter than the "
+        f"title ({len(title)})"
+    )
