@@ -16,6 +16,8 @@ them) without the units that cannot change its output:
   (reported as ``kept_inputs``; the compact model takes the kept ones only when
   ``drop_inputs=True``).
 
+:func:`compact_module` does this for any module whose forward ``torch.fx`` can trace
+(branches joined by ``torch.cat`` included), keeping its class and ``forward``.
 :func:`compact_attention` does the same for the heads of a ``nn.MultiheadAttention``.
 :func:`count_parameters` and :func:`count_flops` measure what was gained. Pure PyTorch.
 """
@@ -23,9 +25,12 @@ them) without the units that cannot change its output:
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
+import torch.fx
 import torch.nn.functional as F
 from torch import nn
 
@@ -33,33 +38,11 @@ __all__ = [
     "CompactAttention",
     "CompactionReport",
     "compact_attention",
+    "compact_module",
     "compact_sequential",
     "count_flops",
     "count_parameters",
 ]
-
-_PER_CHANNEL = (
-    nn.BatchNorm1d,
-    nn.BatchNorm2d,
-    nn.ReLU,
-    nn.ReLU6,
-    nn.LeakyReLU,
-    nn.ELU,
-    nn.GELU,
-    nn.SiLU,
-    nn.Tanh,
-    nn.Sigmoid,
-    nn.Softplus,
-    nn.Identity,
-    nn.Dropout,
-    nn.Dropout1d,
-    nn.Dropout2d,
-    nn.MaxPool2d,
-    nn.AvgPool2d,
-    nn.AdaptiveAvgPool2d,
-    nn.AdaptiveMaxPool2d,
-)
-
 
 @dataclass
 class CompactionReport:
@@ -163,22 +146,13 @@ def _flatten(module, prefix=""):
     return [(prefix, module)]
 
 
-def _shapes(layers, example_input):
-    """The input shape of every layer (one sample) for ``example_input``."""
-    shapes, x = [], example_input
-    with torch.no_grad():
-        for layer in layers:
-            shapes.append(tuple(x.shape[1:]))
-            x = layer(x)
-    return shapes
-
-
-def _constant_through(layer, values, shape):
-    """Per-channel constants ``values`` mapped by a per-channel ``layer`` (input shape
-    ``shape``): the new constants, NaN where the output is not constant over space."""
+def _constant_through(fn, values, shape):
+    """Per-channel constants ``values`` mapped by a per-channel operation ``fn`` (input
+    shape ``shape``, one sample): the new constants, NaN where the output is not constant
+    over space."""
     x = values.reshape(1, -1, *([1] * (len(shape) - 1))).expand(1, *shape).clone()
     with torch.no_grad():
-        out = layer.eval()(x)[0]
+        out = fn(x)[0]
     flat = out.reshape(out.shape[0], -1)
     constant = (flat == flat[:, :1]).all(dim=1)
     return torch.where(constant, flat[:, 0], torch.full_like(flat[:, 0], float("nan")))
@@ -193,7 +167,8 @@ def compact_sequential(model, example_input, *, drop_inputs=False):
         ``Linear`` and ``Conv2d`` (``groups=1``) layers with per-channel layers
         (batch norm in eval mode, element-wise activations, pooling, dropout) and
         ``Flatten`` between them; nested ``Sequential`` blocks are flattened. Any other
-        layer ends compaction across it (the units before it are kept).
+        layer (a grouped convolution, a layer of your own) ends compaction across it
+        (the units before it are kept).
     example_input : tensor
         One batch of inputs (shapes after ``Flatten`` are read from it).
     drop_inputs : bool, default=False
@@ -205,48 +180,366 @@ def compact_sequential(model, example_input, *, drop_inputs=False):
     compact : nn.Sequential
         In eval mode; equal outputs up to float rounding.
     report : CompactionReport
+
+    See Also
+    --------
+    compact_module : the same for any module that ``torch.fx`` can trace.
     """
     if not isinstance(model, nn.Sequential):
         raise ValueError(f"compact_sequential needs an nn.Sequential, got {type(model).__name__}.")
-    was_training = model.training
-    model.eval()
+    named = _flatten(model)
+    flat = nn.Sequential(*[layer for _, layer in named])
+    small, report = _compact(flat, example_input, leaves=True, drop_inputs=drop_inputs)
+    names = [name for name, _ in named]
+    report.kept_units = {names[int(k)]: v for k, v in report.kept_units.items()}
+    return small, report
+
+
+def compact_module(model, example_input, *, drop_inputs=False):
+    """A smaller copy of any (collapsed) module with the same outputs.
+
+    The module's forward pass is traced with :func:`torch.fx.symbolic_trace` and its
+    data flow read from the graph: wherever a ``Linear`` or ``Conv2d`` (``groups=1``)
+    feeds, through per-channel operations only, exactly one ``Linear`` / ``Conv2d``, the
+    units that cannot change the output are removed as in :func:`compact_sequential`.
+    Per-channel operations are batch norm (modules), element-wise activations and
+    dropout (modules, ``torch`` / ``torch.nn.functional`` functions, tensor methods),
+    arithmetic with a number, pooling, and a flatten from axis 1; one ``torch.cat``
+    along the channel axis may join several producers before their consumer (the
+    branches of a late-fusion model), element-wise operations may follow it. Whatever
+    else the graph does (residual sums, reshapes, a layer used twice, an output read by
+    two layers) is left as it is: the units it touches are kept. Every
+    ``nn.MultiheadAttention`` is replaced by a :class:`CompactAttention` with its live
+    heads (:func:`compact_attention`).
+
+    The module's own class and ``forward`` are kept (its layers are replaced by smaller
+    ones), so a ``forward`` that hard-codes a width (``x.view(-1, 400)``) is found by the
+    trace and the units behind it are kept.
+
+    Parameters
+    ----------
+    model : nn.Module
+        With exact zeros (e.g. after :func:`~sksparse_nn.sparsifiers.collapse`).
+    example_input : tensor or tuple of tensors
+        One batch of inputs (shapes are read from it).
+    drop_inputs : bool, default=False
+        Also drop the all-zero input columns / channels of the first ``Linear`` /
+        ``Conv2d`` that reads the input directly (the compact model then takes
+        ``x[:, report.kept_inputs]``).
+
+    Returns
+    -------
+    compact : nn.Module
+        A copy of ``model`` with smaller layers, in eval mode; equal outputs up to float
+        rounding.
+    report : CompactionReport
+        ``kept_units`` by qualified layer name (attention layers: their kept heads).
+
+    Raises
+    ------
+    ValueError
+        When ``torch.fx`` cannot trace the module (data-dependent control flow).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch import nn
+    >>> class TwoBranch(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.a, self.b, self.head = nn.Linear(3, 4), nn.Linear(2, 4), nn.Linear(8, 1)
+    ...     def forward(self, x):
+    ...         h = torch.cat([self.a(x[:, :3]), self.b(x[:, 3:])], dim=1)
+    ...         return self.head(torch.relu(h))
+    >>> model = TwoBranch().eval()
+    >>> with torch.no_grad():
+    ...     model.head.weight[:, 4:] = 0  # branch b is never read
+    >>> small, report = compact_module(model, torch.randn(5, 5))
+    >>> report.kept_units["b"], small.b
+    ([0], Linear(in_features=2, out_features=1, bias=True))
+    """
+    return _compact(model, example_input, leaves=False, drop_inputs=drop_inputs)
+
+
+#: Element-wise, parameter-free operations (their constants map value by value).
+_ELEMENTWISE_MODULES = (
+    nn.ReLU,
+    nn.ReLU6,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.Softplus,
+    nn.Identity,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+)
+#: Per-channel operations that may change space (pooling) or carry per-channel
+#: parameters (batch norm, sliced with the channels).
+_CHANNEL_MODULES = (
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.MaxPool2d,
+    nn.AvgPool2d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveMaxPool2d,
+)
+_PER_CHANNEL = _ELEMENTWISE_MODULES + _CHANNEL_MODULES
+_ELEMENTWISE_FUNCTIONS = {
+    F.relu, F.relu6, F.leaky_relu, F.elu, F.gelu, F.silu, F.softplus, F.dropout,
+    F.hardtanh, F.tanh, F.sigmoid, torch.relu, torch.tanh, torch.sigmoid,
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
+}  # fmt: skip
+_ELEMENTWISE_METHODS = {"relu", "tanh", "sigmoid", "neg", "contiguous"}
+_CHANNEL_FUNCTIONS = {F.max_pool2d, F.avg_pool2d, F.adaptive_avg_pool2d, F.adaptive_max_pool2d}
+
+
+@dataclass
+class _Segment:
+    """A producer's units, the per-channel operations between it and the one layer that
+    reads them, and where they sit in that layer's input (``offset``, ``block`` columns
+    per unit after a flatten)."""
+
+    producer: str
+    consumer: str
+    order: int
+    channel_ops: list  # (fn, input shape of one sample, module or None), before flatten/cat
+    elementwise_after: list  # element-wise fns after a flatten or cat
+    offset: int
+    block: int
+
+
+class _LeafTracer(torch.fx.Tracer):
+    """Traces a flat Sequential with every child a leaf (an unknown layer stays opaque)."""
+
+    def is_leaf_module(self, m, module_qualified_name):
+        return "." not in module_qualified_name
+
+
+def _trace(model, example_input, leaves):
+    from torch.fx.passes.shape_prop import ShapeProp
+
     try:
-        named = _flatten(model)
-        names = [name for name, _ in named]
-        layers = [copy.deepcopy(layer) for _, layer in named]
-        shapes = _shapes(layers, example_input)
-        params_before = count_parameters(model)
-        flops_before = count_flops(model, example_input)
-    finally:
-        model.train(was_training)
-    producers = [i for i, layer in enumerate(layers) if isinstance(layer, (nn.Linear, nn.Conv2d))]
-    for i in producers:
-        layer = layers[i]
-        if isinstance(layer, nn.Conv2d) and layer.groups != 1:
-            raise ValueError(f"Layer {names[i]!r}: grouped convolutions are not supported.")
-    kept_units = {}
+        if leaves:
+            graph = _LeafTracer().trace(model)
+            gm = torch.fx.GraphModule(model, graph)
+        else:
+            gm = torch.fx.symbolic_trace(model)
+    except Exception as exc:  # torch.fx raises TraceError, TypeError, ...
+        raise ValueError(
+            f"Compaction reads the model's data flow with torch.fx, which cannot trace this "
+            f"{type(model).__name__} ({type(exc).__name__}: {exc}). Compact its traceable "
+            "parts (compact_module on a submodule, compact_attention) instead."
+        ) from exc
+    inputs = example_input if isinstance(example_input, tuple) else (example_input,)
     with torch.no_grad():
-        for a, b in zip(producers, producers[1:] + [None], strict=True):
-            kept_units[names[a]] = _compact_segment(layers, shapes, a, b)
-        first = layers[producers[0]] if producers else None
+        ShapeProp(gm).propagate(*inputs)
+    return gm
+
+
+def _shape(node):
+    meta = node.meta.get("tensor_meta")
+    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+
+def _has_node(values):
+    found = []
+    torch.fx.node.map_arg(values, lambda a: found.append(a))
+    return bool(found)
+
+
+def _bound(node, modules):
+    """The operation of ``node`` as a function of its first argument."""
+    if node.op == "call_module":
+        return modules[node.target]
+    rest, kwargs = node.args[1:], node.kwargs
+    if node.op == "call_method":
+        return lambda t: getattr(t, node.target)(*rest, **kwargs)
+    return lambda t: node.target(t, *rest, **kwargs)
+
+
+def _kind(node, cur, modules, calls):
+    """What ``node`` does to its input ``cur``: "consumer", "elementwise", "channel",
+    "flatten", "cat", or None (opaque)."""
+    if node.op == "call_module":
+        if node.args[:1] != (cur,) or len(node.args) != 1 or node.kwargs:
+            return None
+        if calls[node.target] != 1:
+            return None  # a layer used twice: its slices would change both uses
+        m = modules[node.target]
+        if isinstance(m, nn.Linear) or (isinstance(m, nn.Conv2d) and m.groups == 1):
+            return "consumer"
+        if isinstance(m, _ELEMENTWISE_MODULES):
+            return "elementwise"
+        if isinstance(m, _CHANNEL_MODULES):
+            return "channel"
+        if isinstance(m, nn.Flatten) and m.start_dim == 1 and m.end_dim == -1:
+            return "flatten"
+        return None
+    if node.op == "call_function" and node.target is torch.cat:
+        tensors = node.args[0] if node.args else node.kwargs.get("tensors")
+        ok = isinstance(tensors, (list, tuple)) and sum(t is cur for t in tensors) == 1
+        return "cat" if ok else None
+    if node.op not in ("call_function", "call_method") or not node.args:
+        return None
+    if node.args[0] is not cur or _has_node((node.args[1:], node.kwargs)):
+        return None
+    target = node.target
+    if node.op == "call_method":
+        if target in _ELEMENTWISE_METHODS:
+            return "elementwise"
+        if target == "flatten" and _flatten_args(node.args[1:], node.kwargs):
+            return "flatten"
+        return None
+    if target is torch.flatten and _flatten_args(node.args[1:], node.kwargs):
+        return "flatten"
+    if target in _ELEMENTWISE_FUNCTIONS:
+        return "elementwise"
+    if target in _CHANNEL_FUNCTIONS:
+        return "channel"
+    return None
+
+
+def _flatten_args(args, kwargs):
+    start = args[0] if args else kwargs.get("start_dim", 0)
+    end = args[1] if len(args) > 1 else kwargs.get("end_dim", -1)
+    return start == 1 and end == -1
+
+
+def _segment(node, order, modules, calls):
+    """The segment from producer ``node`` to the layer reading its units, or None."""
+    out = _shape(node)
+    m = modules[node.target]
+    if out is None or len(out) != (2 if isinstance(m, nn.Linear) else 4):
+        return None  # channels not on axis 1 (e.g. a Linear over a sequence)
+    cur, channel_ops, after, flat, catted, offset, block = node, [], [], False, False, 0, 1
+    while True:
+        users = list(cur.users)
+        if len(users) != 1:
+            return None  # read twice, or a model output
+        user = users[0]
+        kind = _kind(user, cur, modules, calls)
+        if kind == "consumer":
+            break
+        shape = _shape(cur)
+        if kind == "elementwise":
+            if flat or catted:
+                after.append(_bound(user, modules))
+            else:
+                channel_ops.append((_bound(user, modules), shape[1:], None))
+        elif kind == "channel" and not (flat or catted):
+            module = modules[user.target] if user.op == "call_module" else None
+            if module is not None and calls[user.target] != 1:
+                return None
+            channel_ops.append((_bound(user, modules), shape[1:], module))
+        elif kind == "flatten" and not (flat or catted):
+            flat, block = True, int(np.prod(shape[2:], dtype=np.int64))
+        elif kind == "cat" and not catted:
+            tensors = user.args[0] if user.args else user.kwargs["tensors"]
+            dim = user.args[1] if len(user.args) > 1 else user.kwargs.get("dim", 0)
+            if dim % len(shape) != 1:
+                return None
+            before = tensors[: [t is cur for t in tensors].index(True)]
+            shapes = [_shape(t) if isinstance(t, torch.fx.Node) else None for t in before]
+            if any(s is None or len(s) != len(shape) for s in shapes):
+                return None
+            # the columns (after a flatten) or channels before this producer's
+            offset = sum(int(np.prod(s[1:])) if flat else s[1] for s in shapes)
+            catted = True
+        else:
+            return None
+        cur = user
+    consumer = modules[user.target]
+    if isinstance(consumer, nn.Conv2d) and (flat or not isinstance(m, nn.Conv2d)):
+        return None
+    if isinstance(consumer, nn.Linear) and len(_shape(cur)) != 2:
+        return None
+    return _Segment(node.target, user.target, order, channel_ops, after, offset, block)
+
+
+def _compact(model, example_input, leaves, drop_inputs):
+    small = copy.deepcopy(model).eval()  # the user's model is not touched (nor its modes)
+    params_before = count_parameters(small)
+    flops_before = count_flops(small, example_input)
+    gm = _trace(small, example_input, leaves)
+    modules = dict(small.named_modules())
+    nodes = list(gm.graph.nodes)
+    calls = {}
+    for node in nodes:
+        if node.op == "call_module":
+            calls[node.target] = calls.get(node.target, 0) + 1
+    producers = [
+        node
+        for node in nodes
+        if node.op == "call_module"
+        and (
+            isinstance(modules[node.target], nn.Linear)
+            or (isinstance(modules[node.target], nn.Conv2d) and modules[node.target].groups == 1)
+        )
+    ]
+    order = {node.target: k for k, node in enumerate(nodes) if node.op == "call_module"}
+    segments = []
+    for node in producers:
+        if calls[node.target] == 1:
+            seg = _segment(node, order[node.target], modules, calls)
+            if seg is not None:
+                segments.append(seg)
+    kept_units = {
+        node.target: list(range(modules[node.target].weight.shape[0])) for node in producers
+    }
+    # a consumer's input columns from the right: earlier offsets stay valid; consumers
+    # in graph order: a layer's bias has its folded constants before it is a producer
+    segments.sort(key=lambda s: (order[s.consumer], -s.offset))
+    with torch.no_grad():
+        for seg in segments:
+            kept_units[seg.producer] = _compact_segment(
+                modules[seg.producer], modules[seg.consumer], seg
+            )
+        for name, module in list(small.named_modules()):
+            if isinstance(module, nn.MultiheadAttention) and name:
+                compact = compact_attention(module)
+                if compact.n_heads < module.num_heads:
+                    parent, _, child = name.rpartition(".")
+                    setattr(small.get_submodule(parent) if parent else small, child, compact)
+                    kept_units[name] = _live_heads(module)
         kept_inputs = []
+        first = next(
+            (node for node in producers if node.args and node.args[0].op == "placeholder"),
+            None,
+        )
         if first is not None:
-            w = first.weight
+            layer = modules[first.target]
+            w = layer.weight
             alive = w.transpose(0, 1).reshape(w.shape[1], -1).abs().sum(dim=1) > 0
             kept_inputs = alive.nonzero().flatten().tolist()
             if drop_inputs:
-                _slice_inputs(first, torch.as_tensor(kept_inputs), w.shape[1])
-    compact = nn.Sequential(*layers).eval()
-    x = example_input[:, kept_inputs] if drop_inputs else example_input
+                _slice_inputs(layer, torch.as_tensor(kept_inputs), w.shape[1])
+    if drop_inputs:
+        x = example_input[:, kept_inputs]
+    else:
+        x = example_input
     report = CompactionReport(
         params_before,
-        count_parameters(compact),
+        count_parameters(small),
         flops_before,
-        count_flops(compact, x),
+        count_flops(small, x),
         kept_units,
         kept_inputs,
     )
-    return compact, report
+    return small.eval(), report
+
+
+def _live_heads(mha):
+    E, h = mha.embed_dim, mha.num_heads
+    d = E // h
+    W = mha.in_proj_weight.reshape(3, h, d, E)
+    Wo = mha.out_proj.weight.reshape(E, h, d)
+    value_dead = W[2].reshape(h, -1).abs().sum(dim=1) == 0
+    out_dead = Wo.permute(1, 0, 2).reshape(h, -1).abs().sum(dim=1) == 0
+    return (~(value_dead | out_dead)).nonzero().flatten().tolist()
 
 
 def _slice_inputs(layer, keep, n_in):
@@ -282,42 +575,29 @@ def _slice_channels(layer, keep):
         layer.num_features = len(keep)
 
 
-def _compact_segment(layers, shapes, a, b):
-    """Remove the removable output units of producer ``a`` whose consumer is ``b`` (the
-    next producer, ``None`` at the end); returns the kept units."""
-    producer = layers[a]
+def _compact_segment(producer, consumer, seg):
+    """Remove the removable output units of ``producer`` (read by ``consumer`` as
+    ``seg`` describes); returns the kept units."""
     n = producer.weight.shape[0]
-    everything = list(range(n))
-    if b is None:
-        return everything  # the model's outputs
-    between, consumer = layers[a + 1 : b], layers[b]
-    flat = [k for k, layer in enumerate(between) if isinstance(layer, nn.Flatten)]
-    if any(not isinstance(layer, (*_PER_CHANNEL, nn.Flatten)) for layer in between):
-        return everything  # something we cannot see through
-    if len(shapes[a + 1]) != (1 if isinstance(producer, nn.Linear) else 3):
-        return everything  # channels not on axis 1 (e.g. a Linear over a sequence)
-    per_channel = between[: flat[0]] if flat else between
-    if flat and (len(flat) > 1 or between[flat[0]].start_dim != 1):
-        return everything
-    if flat and not isinstance(consumer, nn.Linear):
-        return everything
-    if not flat and isinstance(producer, nn.Conv2d) != isinstance(consumer, nn.Conv2d):
-        return everything
-    # the consumer's weights per producer channel: (n, out, block)
     w = consumer.weight.data
+    lo, hi = seg.offset, seg.offset + n * seg.block
+    if hi > w.shape[1]:
+        return list(range(n))
+    # the consumer's weights per producer unit: (n, out, block)
     if isinstance(consumer, nn.Conv2d):
-        blocks = w.transpose(0, 1).reshape(n, w.shape[0], -1)
+        blocks = w[:, lo:hi].transpose(0, 1).reshape(n, w.shape[0], -1)
     else:
-        if w.shape[1] % n:
-            return everything
-        blocks = w.reshape(w.shape[0], n, -1).transpose(0, 1)
+        blocks = w[:, lo:hi].reshape(w.shape[0], n, seg.block).transpose(0, 1)
     # constants emitted by units with all-zero incoming weights, mapped to the consumer
     incoming = producer.weight.data.reshape(n, -1)
     bias = producer.bias.data if producer.bias is not None else torch.zeros(n)
     dead_in = incoming.abs().sum(dim=1) == 0
-    const = torch.where(dead_in, bias.to(incoming.dtype), torch.full((n,), float("nan")))
-    for k, layer in enumerate(per_channel):
-        const = _constant_through(layer, const, shapes[a + 1 + k])
+    nan = torch.full((n,), float("nan"), dtype=incoming.dtype)
+    const = torch.where(dead_in, bias.to(incoming.dtype), nan)
+    for fn, shape, _ in seg.channel_ops:
+        const = _constant_through(fn, const, shape)
+    for fn in seg.elementwise_after:
+        const = fn(const.reshape(1, -1))[0]
     foldable = ~torch.isnan(const)
     if isinstance(consumer, nn.Conv2d):
         padded = consumer.padding == "same" or any(p != 0 for p in _pair(consumer.padding))
@@ -335,15 +615,16 @@ def _compact_segment(layers, shapes, a, b):
         consumer.bias.data.add_(shift.to(consumer.bias.dtype))
     keep = (~(dead_out | foldable)).nonzero().flatten()
     _slice_outputs(producer, keep)
-    for layer in per_channel:
-        _slice_channels(layer, keep)
+    for _, _, module in seg.channel_ops:
+        if module is not None:
+            _slice_channels(module, keep)
     if isinstance(consumer, nn.Conv2d):
-        consumer.weight = nn.Parameter(w[:, keep].clone())
-        consumer.in_channels = len(keep)
+        consumer.weight = nn.Parameter(torch.cat([w[:, :lo], w[:, lo + keep], w[:, hi:]], 1))
+        consumer.in_channels = consumer.weight.shape[1]
     else:
         cols = blocks[keep].transpose(0, 1).reshape(w.shape[0], -1)
-        consumer.weight = nn.Parameter(cols.clone())
-        consumer.in_features = cols.shape[1]
+        consumer.weight = nn.Parameter(torch.cat([w[:, :lo], cols, w[:, hi:]], dim=1))
+        consumer.in_features = consumer.weight.shape[1]
     return keep.tolist()
 
 

@@ -3,10 +3,13 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from sksparse_nn.compaction import (
+    CompactAttention,
     compact_attention,
+    compact_module,
     compact_sequential,
     count_flops,
     count_parameters,
@@ -129,8 +132,22 @@ def test_attention_without_live_heads_still_runs_and_is_counted():
 def test_unsupported_models_are_refused():
     with pytest.raises(ValueError, match="needs an nn.Sequential"):
         compact_sequential(nn.Linear(2, 2), torch.randn(1, 2))
-    with pytest.raises(ValueError, match="grouped convolutions"):
-        compact_sequential(nn.Sequential(nn.Conv2d(2, 2, 1, groups=2)), torch.randn(1, 2, 3, 3))
+
+
+def test_a_grouped_convolution_is_left_whole():
+    """A grouped conv is neither a producer nor a consumer: the units around it stay."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(2, 4, 1), nn.ReLU(), nn.Conv2d(4, 4, 1, groups=2), nn.Conv2d(4, 3, 1)
+    ).eval()
+    with torch.no_grad():
+        model[0].weight[1] = 0
+        model[3].weight[:, 2] = 0
+    x = torch.randn(3, 2, 5, 5)
+    small, report = compact_sequential(model, x)
+    assert report.kept_units == {"0": [0, 1, 2, 3], "3": [0, 1, 2]}
+    assert report.params_after == report.params_before
+    torch.testing.assert_close(small(x), model(x), rtol=1e-12, atol=1e-12)
 
 
 def test_estimator_compact_keeps_predictions():
@@ -172,3 +189,221 @@ def test_a_layer_without_live_units_keeps_one_and_still_runs():
     small, report = compact_sequential(model, x)
     assert report.kept_units["0"] == [0] and report.kept_units["6"] == [0]
     torch.testing.assert_close(small(x), model(x), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- compact_module (torch.fx)
+class _FunctionalCNN(nn.Module):
+    """The network of ``_cnn`` written with functional calls in a forward of its own."""
+
+    def __init__(self):
+        super().__init__()
+        seq = _cnn()
+        self.conv1, self.bn, self.conv2 = seq[0], seq[1], seq[4][0]
+        self.fc1, self.fc2 = seq[6], seq[8]
+
+    def forward(self, x):
+        h = F.max_pool2d(torch.relu(self.bn(self.conv1(x))), 2)
+        h = torch.flatten(self.conv2(h).relu(), 1)
+        return self.fc2(F.relu(self.fc1(h)))
+
+
+def _zero_like_the_sequential_test(m):
+    with torch.no_grad():
+        m.conv1.weight[[1, 4]] = 0
+        m.conv2.weight[:, 6] = 0
+        m.conv2.weight[2] = 0
+        m.fc1.weight[3] = 0
+        m.fc2.weight[:, 5] = 0
+
+
+def test_module_with_functional_forward_compacts_like_the_sequential():
+    model = _FunctionalCNN().eval()
+    _zero_like_the_sequential_test(model)
+    x = torch.randn(7, 3, 8, 8)
+    small, report = compact_module(model, x)
+    assert type(small) is _FunctionalCNN  # the user's class and forward are kept
+    assert report.kept_units == {
+        "conv1": [0, 2, 3, 5, 7],
+        "conv2": [0, 1, 3, 4, 5],
+        "fc1": [0, 1, 2, 4, 6, 7, 8, 9],
+        "fc2": [0, 1, 2],
+    }
+    torch.testing.assert_close(small(x), model(x), rtol=1e-12, atol=1e-12)
+    assert report.params_after == count_parameters(small) < report.params_before
+
+
+class _LateFusion(nn.Module):
+    """A conv branch on images and an MLP branch on a table, joined by torch.cat."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.tab = nn.Linear(5, 6)
+        self.fusion = nn.Linear(4 * 2 * 2 + 6, 7)
+        self.head = nn.Linear(7, 2)
+
+    def forward(self, image, table):
+        a = torch.flatten(F.avg_pool2d(torch.relu(self.bn(self.conv(image))), 2), 1)
+        b = torch.tanh(self.tab(table))
+        h = self.fusion(torch.relu(torch.cat([a, b], dim=1)) * 0.5)
+        return self.head(F.relu(h))
+
+
+def _late_fusion():
+    torch.manual_seed(0)
+    model = _LateFusion().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.bias.uniform_(-1, 1)
+    return model
+
+
+@pytest.mark.parametrize("dead", ["image", "table", "units"])
+def test_late_fusion_branches_shrink_through_the_concatenation(dead):
+    model = _late_fusion()
+    with torch.no_grad():
+        if dead == "image":  # the fusion layer never reads the image branch
+            model.fusion.weight[:, :16] = 0
+        elif dead == "table":
+            model.fusion.weight[:, 16:] = 0
+        else:  # filter 1 emits a constant; table unit 4 is never read; hidden 3 is dead
+            model.conv.weight[1] = 0
+            model.fusion.weight[:, 16 + 4] = 0
+            model.head.weight[:, 3] = 0
+    image, table = torch.randn(6, 1, 6, 6), torch.randn(6, 5)
+    small, report = compact_module(model, (image, table))
+    expected = {
+        "image": {"conv": [0], "tab": list(range(6))},
+        "table": {"conv": [0, 1, 2, 3], "tab": [0]},  # a layer keeps one unit
+        "units": {"conv": [0, 2, 3], "tab": [0, 1, 2, 3, 5]},
+    }[dead]
+    assert {k: report.kept_units[k] for k in ("conv", "tab")} == expected
+    if dead == "units":
+        assert report.kept_units["fusion"] == [0, 1, 2, 4, 5, 6]
+    torch.testing.assert_close(small(image, table), model(image, table), rtol=1e-12, atol=1e-12)
+    assert report.flops_after < report.flops_before
+
+
+class _Opaque(nn.Module):
+    """Data flow compaction must not cross: a residual sum, a reshape to a hard-coded
+    width, a layer used twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.twice = nn.Linear(4, 4)
+        self.c, self.d = nn.Linear(4, 6), nn.Linear(6, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x)) + x  # a's units are read by the sum, not by a layer
+        h = self.twice(self.twice(self.b(h)))
+        h = self.c(h).view(-1, 6)
+        return self.d(h)
+
+
+def test_operations_it_cannot_see_through_keep_their_units():
+    torch.manual_seed(0)
+    model = _Opaque().eval()
+    with torch.no_grad():
+        for layer in (model.a, model.b, model.twice, model.c):
+            layer.weight[1] = 0  # incoming zeros everywhere
+        model.d.weight[:, 2] = 0
+    x = torch.randn(5, 4)
+    small, report = compact_module(model, x)
+    assert report.kept_units["a"] == [0, 1, 2, 3]  # residual
+    assert report.kept_units["b"] == [0, 1, 2, 3]  # feeds a layer used twice
+    assert report.kept_units["twice"] == [0, 1, 2, 3]
+    assert report.kept_units["c"] == list(range(6))  # a view between c and d
+    torch.testing.assert_close(small(x), model(x), rtol=1e-12, atol=1e-12)
+
+
+class _Attn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 4, batch_first=True)
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.out(self.attn(x, x, x, need_weights=False)[0].mean(dim=1))
+
+
+def test_attention_inside_a_module_loses_its_dead_heads():
+    torch.manual_seed(0)
+    model = _Attn().eval()
+    with torch.no_grad():
+        model.attn.out_proj.weight[:, 2:6] = 0  # heads 1 and 2 are never read
+    x = torch.randn(3, 5, 8)
+    small, report = compact_module(model, x)
+    assert isinstance(small.attn, CompactAttention) and small.attn.n_heads == 2
+    assert report.kept_units["attn"] == [0, 3]
+    torch.testing.assert_close(small(x), model(x), rtol=1e-12, atol=1e-12)
+
+
+def test_the_users_model_is_left_as_it_was():
+    model = _late_fusion().train()
+    model.bn.eval()  # mixed modes survive too
+    model.fusion.weight.data[:, :16] = 0
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    compact_module(model, (torch.randn(4, 1, 6, 6), torch.randn(4, 5)))
+    assert model.training and not model.bn.training and model.conv.training
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+class _Untraceable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 1)
+
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow
+            return self.fc(x)
+        return -self.fc(x)
+
+
+def test_an_untraceable_module_gets_a_clear_error():
+    with pytest.raises(ValueError, match="torch.fx, which cannot trace this _Untraceable"):
+        compact_module(_Untraceable(), torch.randn(2, 3))
+
+
+class _TwoBranchNet(nn.Module):
+    """Columns 0-3 through one branch, 4-7 through another, fused by a Linear."""
+
+    def __init__(self, n_features=8, n_outputs=1):
+        super().__init__()
+        self.left, self.right = nn.Linear(4, 6), nn.Linear(n_features - 4, 6)
+        self.fusion = nn.Linear(12, n_outputs)
+
+    def forward(self, x):
+        h = torch.cat([self.left(x[:, :4]), self.right(x[:, 4:])], dim=1)
+        return self.fusion(torch.relu(h))
+
+
+def test_estimator_compacts_a_module_with_its_own_forward():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sksparse_nn import DGatedNeuralNetRegressor
+    from sksparse_nn.groups import AxisGroups
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 8).astype(np.float32)
+    y = np.sin(X[:, 0]) + X[:, 1] + 0.1 * rng.randn(400)  # the right branch is noise
+    modality = AxisGroups(1, np.repeat([0, 1], 6))  # fusion columns grouped by branch
+    est = DGatedNeuralNetRegressor(
+        _TwoBranchNet, gates={"fusion.weight": modality}, lam=0.05, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    norms = est.tensor_group_norms_["fusion.weight"]
+    assert norms[1] == 0 < norms[0]  # exact zero for the noise branch
+    small, report = est.compact(return_report=True)
+    assert report.kept_units["right"] == [0]  # one unit kept: a layer never goes to width 0
+    assert small.module.right.out_features == 1
+    with torch.no_grad():
+        pred = small(torch.as_tensor(X)).double().numpy().ravel()
+    # float32 model, outputs of order 1: rounding of the reordered sums
+    np.testing.assert_allclose(pred, est.predict(X), atol=1e-5)

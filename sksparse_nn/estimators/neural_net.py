@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ..compaction import compact_sequential
+from ..compaction import compact_module
 from ..gating import ZERO_TOL
 from ..groups import resolve_groups
 from ..sparsifiers import sparsified_tensors
@@ -248,11 +248,13 @@ class _DGatedNeuralNet(BaseDGated):
     def compact(self, return_report=False):
         """A smaller copy of the fitted model without its removable units (same outputs).
 
-        For a module that is an ``nn.Sequential`` of ``Linear`` / ``Conv2d`` layers with
-        per-channel layers between them (see
-        :func:`~sksparse_nn.compaction.compact_sequential`): neurons and filters whose
+        The module's data flow is traced with ``torch.fx`` (see
+        :func:`~sksparse_nn.compaction.compact_module`): wherever a ``Linear`` /
+        ``Conv2d`` feeds another through per-channel operations (activations, batch norm,
+        pooling, flatten, a ``torch.cat`` of branches), neurons and filters whose
         outgoing weights are zero, or whose incoming weights are zero (their constant
-        output goes into the next layer's bias), are removed.
+        output goes into the next layer's bias), are removed; attention heads of
+        ``nn.MultiheadAttention`` likewise. The module keeps its class and ``forward``.
 
         Parameters
         ----------
@@ -269,14 +271,9 @@ class _DGatedNeuralNet(BaseDGated):
         """
         check_is_fitted(self, "module_")
         user = self.module_.module
-        if not isinstance(user, torch.nn.Sequential):
-            raise ValueError(
-                f"compact() rebuilds nn.Sequential models; this module is a "
-                f"{type(user).__name__}. Use sksparse_nn.compaction on its parts (e.g. "
-                "compact_attention for nn.MultiheadAttention)."
-            )
-        example = torch.zeros((2, *self._sample_shape_), dtype=torch.float32)
-        small, report = compact_sequential(user, example)
+        dtype = next(user.parameters()).dtype
+        example = torch.zeros((2, *self._sample_shape_), dtype=dtype)
+        small, report = compact_module(user, example)
         out = copy.deepcopy(self.module_)
         out.module = small
         return (out.eval(), report) if return_report else out.eval()
