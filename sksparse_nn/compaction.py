@@ -44,6 +44,7 @@ __all__ = [
     "count_parameters",
 ]
 
+
 @dataclass
 class CompactionReport:
     """What :func:`compact_sequential` removed and what it saved.

@@ -162,6 +162,53 @@ def test_wide_D2_meets_the_kkt_conditions_and_matches_the_reference(
     assert radius < 1e-5 * np.abs(ref_coef).max()  # the check has teeth
 
 
+SPARSE_CASES = [  # (grouped, fit_intercept, weighted, positive)
+    (False, False, False, False),
+    (True, True, False, False),
+    (True, True, True, False),
+    (False, True, False, True),
+]
+
+
+@pytest.mark.parametrize("grouped, intercept, weighted, positive", SPARSE_CASES)
+def test_sparse_binary_D2_meets_the_kkt_conditions(grouped, intercept, weighted, positive,
+                                                   monkeypatch):  # fmt: skip
+    # sparse X, binary: working sets are solved by coordinate descent on their sparse
+    # columns (solvers._logistic_cd), never a dense Hessian; same certificate as dense X
+    from sksparse_nn.estimators import _gated_logistic
+
+    calls = []
+    solve = _gated_logistic.solve_set_cd
+    monkeypatch.setattr(_gated_logistic, "solve_set_cd",
+                        lambda *a, **k: calls.append(1) or solve(*a, **k))  # fmt: skip
+    n, p = 60, 400
+    X, y, labels, rho = _problem(n, p, 1, seed=p + int(grouped), grouped=grouped)
+    X[np.abs(X) < 1.2] = 0.0  # ~25% dense, columns still off zero
+    Xs = sp.csr_matrix(X)
+    sw = np.random.default_rng(1).uniform(0.2, 3.0, size=n) if weighted else None
+    params = dict(D=2, groups=labels, group_weights=rho, fit_intercept=intercept,
+                  positive=positive)  # fmt: skip
+    lam = 0.3 * SparseLinearClassifier(**params).lambda_max(Xs, y)
+    est = SparseLinearClassifier(lam=lam, **params).fit(Xs, y, sample_weight=sw)
+    assert calls and est.n_iter_ == 0  # certified by the coordinate-descent working sets
+    viol, scale = kkt_residuals(X, y, est.coef_, est.intercept_, est.classes_, labels, rho,
+                                lam, intercept, sw)  # fmt: skip
+    tol = KKT_TOL * scale + 1e4 * EPS * scale  # the estimator's rule plus rounding
+    if positive:
+        assert est.coef_.min() >= 0.0
+        # KKT with the sign constraint: a zero coefficient may have any positive gradient
+        G = _fit_quantities(X, y, est.classes_, est.coef_, np.atleast_1d(est.intercept_),
+                            sw)[0][:, 0]  # fmt: skip
+        zero = est.coef_[0] == 0
+        assert np.all(G[zero] >= -lam * rho[labels][zero] - tol)
+        assert np.all(viol[:-1][~zero] <= tol)  # live: the unconstrained stationarity
+        return
+    assert viol.max() <= tol
+    assert 0 < est.selected_groups_.size < 0.5 * rho.size
+    dense = SparseLinearClassifier(lam=lam, **params).fit(X, y, sample_weight=sw)
+    np.testing.assert_array_equal(est.selected_groups_, dense.selected_groups_)
+
+
 def test_more_than_2000_features_use_the_block_steps():
     # wider than the old limit of the classifier's block steps (2000 features)
     n, p = 60, 2500

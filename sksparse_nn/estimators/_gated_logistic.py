@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
 from ..penalties import penalty_value
+from ..solvers._logistic_cd import SparseColumns, solve_set_cd
 from ..solvers._logistic_newton import update_hessian
 from ._gated_least_squares import (
     BLOCK_STEPS_PATIENCE,
@@ -25,6 +26,8 @@ __all__ = ["GatedLogistic", "GatedLogisticProblem"]
 _MODEL_BLOCK_STEPS = 2
 # Columns of the design copied at a time into a working set's matrix.
 _COPY_CHUNK = 256
+# Most coordinate-descent sweeps and Newton steps on one sparse working set.
+_CD_MAX_ITER = 20000
 
 
 class _Groups:
@@ -418,6 +421,30 @@ class GatedLogisticProblem:
             self.kkt_scale,
         )
 
+    @property
+    def _sparse_cd(self):
+        """Whether working sets are solved by coordinate descent on their sparse columns
+        (binary, D = 2, sparse X): no Hessian of the set is formed."""
+        return sp.issparse(self.X) and self.k == 1 and self.D == 2
+
+    def _solve_set_cd(self, idx, V, tol_in):
+        """The D = 2 problem on the features ``idx`` (sparse X, binary) to the absolute
+        KKT tolerance ``tol_in``, by :func:`~sksparse_nn.solvers._logistic_cd.solve_set_cd`
+        on the set's CSC columns (the intercept's column of ones implicit); the steps
+        counted are its Newton steps (its models, as :class:`GatedLogistic`'s)."""
+        groups, ext_ws = np.unique(self.shape.ext[idx], return_inverse=True)
+        feats = idx[idx < self.p]
+        cols = SparseColumns(self.X, feats, ext_ws, None, 1.0 if feats.size < idx.size else None)
+        wn = np.full(self.n, 1.0 / self.n) if self.s is None else self.s / self.n
+        x, _, _, _, steps = solve_set_cd(
+            cols, self.C[:, 0], wn, V[idx, 0], ext_ws, self.shape.lam_rho[groups], groups.size,
+            tol_in, self.kkt_scale, _CD_MAX_ITER,
+            None if self.nonneg is None else self.nonneg[idx],
+        )  # fmt: skip
+        V = np.zeros_like(V)
+        V[idx, 0] = x
+        return V, steps, False
+
     def minimize(self, V, max_steps, tol, working_sets=False):
         """Block steps from ``V``; returns ``(V, objective, n_steps)``.
 
@@ -426,6 +453,8 @@ class GatedLogisticProblem:
         """
 
         def solve_set(idx, V, tol_in):
+            if self._sparse_cd and tol_in is not None:
+                return self._solve_set_cd(idx, V, tol_in)
             sub = self.restricted(idx)
             rel = tol if tol_in is None else tol_in / self.kkt_scale
             V_ws, _, steps = sub.minimize(V[idx], max_steps, rel)

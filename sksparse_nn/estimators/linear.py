@@ -365,7 +365,19 @@ class _SparseLinearModel(BaseDGated):
         self.selected_groups_ = np.flatnonzero(self.group_norms_)
         self.coef_, self.intercept_ = self._coef_shape(weight, bias)
         penalty = penalty_value(self.group_norms_, rho, self.D)
-        self.objective_ = self._data_loss(X, y, sample_weight) + self.lam * penalty
+        self.objective_ = self._data_loss(self._module_output(X), y, sample_weight)
+        self.objective_ += self.lam * penalty
+
+    def _module_output(self, X, method=None):
+        """The scores ``X W^T + b`` in float64 by one product with ``X`` (sparse ``X``
+        stays sparse; the module's batched forward would densify it batch by batch)."""
+        if method is not None:
+            return super()._module_output(X, method)
+        weight = as_numpy(self.module_.weight).astype(np.float64)
+        scores = np.asarray(X @ weight.T).reshape(X.shape[0], -1)
+        if self.module_.bias is not None:
+            scores = scores + as_numpy(self.module_.bias).astype(np.float64)
+        return scores
 
 
 class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
@@ -523,8 +535,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
             return weight[0], float(bias[0])
         return weight, bias
 
-    def _data_loss(self, X, y, sample_weight=None):
-        resid = y.reshape(len(y), -1) - self._module_output(X)
+    def _data_loss(self, scores, y, sample_weight=None):
+        resid = y.reshape(len(y), -1) - scores
         return 0.5 * float(np.average((resid**2).sum(axis=1), weights=sample_weight))
 
 
@@ -596,8 +608,7 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     def _coef_shape(self, weight, bias):
         return weight, bias
 
-    def _data_loss(self, X, y, sample_weight=None):
-        logits = self._module_output(X)
+    def _data_loss(self, logits, y, sample_weight=None):
         index = np.searchsorted(self.classes_, y)
         if logits.shape[1] == 1:  # binary: log(1 + exp(-s * z)) with s = +-1
             sign = np.where(index == 1, 1.0, -1.0)

@@ -7,6 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._data import check_solver_args, extended_groups
+from ._logistic_cd import logistic_ws_cd
 from ._logistic_design import LogisticDesign, mean_log_loss
 from ._logistic_newton import logistic_ws_newton
 from ._proximal import fista
@@ -136,6 +137,10 @@ def solve_group_logistic(
     x0 = design.start(w0)
     if design.binary and design._Xc is not None and not design.degenerate:
         x, n_iter, kkt = logistic_ws_newton(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
+    elif design.binary and design._X_sparse is not None and not design.degenerate:
+        x, n_iter, kkt = logistic_ws_cd(
+            design, design._X_sparse, float(lam), ext_x, rho_x, x0, tol, max_iter
+        )
     else:
         x, n_iter, kkt = fista(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
     W, b = design.unpack(x)

@@ -169,6 +169,7 @@ class LogisticDesign:
         self.x_mean = m if fit_intercept else np.zeros(p)
         self._Xc = None  # the centered dense design (dense X only)
         sparse = sp.issparse(X)
+        self._X_sparse = X if sparse else None  # the user's sparse X (uncopied)
         if sparse:
             Xt = X.T
 
