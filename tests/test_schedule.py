@@ -199,3 +199,27 @@ def test_tiny_groups_of_a_nonconvex_fit_never_look_settled(monkeypatch):
     stopped, rule, _ = _drive(monkeypatch, norms, cap=30)
     assert stopped is None  # ran to the cap ...
     assert rule.settled_ is None and rule.resumed_ == 0  # ... never looking settled
+
+
+def _noisy_norms(n_epochs, rate, seed=0, n_groups=20, sd=0.1):
+    """Group norms with epoch-to-epoch mini-batch noise (log-normal, ``sd``) around a
+    level that falls by ``rate`` per epoch, plus one dead group."""
+    rng = np.random.default_rng(seed)
+    level = np.exp(-rate * np.arange(n_epochs))[:, None] * np.linspace(0.5, 2.0, n_groups)
+    norms = level * np.exp(sd * rng.standard_normal((n_epochs, n_groups)))
+    return np.column_stack([norms, np.zeros(n_epochs)]).tolist()
+
+
+def test_groups_jittering_at_equilibrium_look_settled(monkeypatch):
+    # 20 live groups moving ~10% from epoch to epoch around fixed levels (what SGD does
+    # on small data): comparing single epochs, one of them nearly always "shrank" by
+    # more than 5% and the fit never settled; window means with a noise allowance do
+    stopped, rule, _ = _drive(monkeypatch, _noisy_norms(60, rate=0.0), window=8, cap=60)
+    assert stopped is not None and stopped < 2 * 8 + 8 + 10
+
+
+def test_groups_shrinking_under_noise_do_not_look_settled(monkeypatch):
+    # the same noise, but every live group falls 3% per epoch (~22% per window): on its
+    # way to zero, not settled
+    stopped, rule, _ = _drive(monkeypatch, _noisy_norms(60, rate=0.03), window=8, cap=60)
+    assert stopped is None and rule.settled_ is None
