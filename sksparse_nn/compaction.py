@@ -213,6 +213,11 @@ def compact_module(model, example_input, *, drop_inputs=False):
     ``nn.MultiheadAttention`` is replaced by a :class:`CompactAttention` with its live
     heads (:func:`compact_attention`).
 
+    Removal repeats until nothing more goes: a layer whose units all lost their readers
+    leaves the layers before it without readers too, so a branch that the model never
+    reads (a dropped modality) shrinks to one unit per layer (a layer of width 0 does
+    not run; the one unit kept has zero weights).
+
     The module's own class and ``forward`` are kept (its layers are replaced by smaller
     ones), so a ``forward`` that hard-codes a width (``x.view(-1, 400)``) is found by the
     trace and the units behind it are kept.
@@ -461,10 +466,11 @@ def _segment(node, order, modules, calls):
     return _Segment(node.target, user.target, order, channel_ops, after, offset, block)
 
 
-def _compact(model, example_input, leaves, drop_inputs):
-    small = copy.deepcopy(model).eval()  # the user's model is not touched (nor its modes)
-    params_before = count_parameters(small)
-    flops_before = count_flops(small, example_input)
+def _compact_pass(small, example_input, leaves, kept_units):
+    """One pass over the traced model: every segment's removable units go (in place);
+    ``kept_units`` (original indices per producer) is updated. Returns the producer
+    nodes of the trace and whether anything changed (a unit went, or the last unit of a
+    layer without readers was zeroed)."""
     gm = _trace(small, example_input, leaves)
     modules = dict(small.named_modules())
     nodes = list(gm.graph.nodes)
@@ -484,21 +490,36 @@ def _compact(model, example_input, leaves, drop_inputs):
     order = {node.target: k for k, node in enumerate(nodes) if node.op == "call_module"}
     segments = []
     for node in producers:
+        kept_units.setdefault(node.target, list(range(modules[node.target].weight.shape[0])))
         if calls[node.target] == 1:
             seg = _segment(node, order[node.target], modules, calls)
             if seg is not None:
                 segments.append(seg)
-    kept_units = {
-        node.target: list(range(modules[node.target].weight.shape[0])) for node in producers
-    }
     # a consumer's input columns from the right: earlier offsets stay valid; consumers
     # in graph order: a layer's bias has its folded constants before it is a producer
     segments.sort(key=lambda s: (order[s.consumer], -s.offset))
+    removed = False
+    for seg in segments:
+        keep, zeroed = _compact_segment(modules[seg.producer], modules[seg.consumer], seg)
+        before = kept_units[seg.producer]
+        removed |= zeroed or len(keep) < len(before)
+        kept_units[seg.producer] = [before[k] for k in keep]
+    return producers, removed
+
+
+def _compact(model, example_input, leaves, drop_inputs):
+    small = copy.deepcopy(model).eval()  # the user's model is not touched (nor its modes)
+    params_before = count_parameters(small)
+    flops_before = count_flops(small, example_input)
+    kept_units = {}
     with torch.no_grad():
-        for seg in segments:
-            kept_units[seg.producer] = _compact_segment(
-                modules[seg.producer], modules[seg.consumer], seg
-            )
+        # units removed from a layer can leave the layer before it without readers (a
+        # dead branch): passes until nothing more goes, each on a fresh trace (shapes
+        # and concatenation offsets change)
+        removed = True
+        while removed:
+            producers, removed = _compact_pass(small, example_input, leaves, kept_units)
+        modules = dict(small.named_modules())
         for name, module in list(small.named_modules()):
             if isinstance(module, nn.MultiheadAttention) and name:
                 compact = compact_attention(module)
@@ -578,12 +599,14 @@ def _slice_channels(layer, keep):
 
 def _compact_segment(producer, consumer, seg):
     """Remove the removable output units of ``producer`` (read by ``consumer`` as
-    ``seg`` describes); returns the kept units."""
+    ``seg`` describes); returns the kept units and whether the one unit kept of a layer
+    whose units all went had its incoming weights zeroed."""
     n = producer.weight.shape[0]
     w = consumer.weight.data
     lo, hi = seg.offset, seg.offset + n * seg.block
+    zeroed = False
     if hi > w.shape[1]:
-        return list(range(n))
+        return list(range(n)), zeroed
     # the consumer's weights per producer unit: (n, out, block)
     if isinstance(consumer, nn.Conv2d):
         blocks = w[:, lo:hi].transpose(0, 1).reshape(n, w.shape[0], -1)
@@ -606,7 +629,15 @@ def _compact_segment(producer, consumer, seg):
             foldable &= const == 0
     dead_out = blocks.reshape(n, -1).abs().sum(dim=1) == 0
     if bool((dead_out | foldable).all()):
-        # every unit goes: keep unit 0 as it is (layers of width 0 do not run)
+        # every unit goes: keep unit 0 (layers of width 0 do not run); when nothing reads
+        # it, its incoming weights and bias are zeroed (its output still goes nowhere),
+        # so that the layers feeding it lose their readers too: a dead branch shrinks
+        # to one unit per layer
+        if dead_out[0] and bool(incoming[0].any() or bias[0] != 0):
+            producer.weight.data[0] = 0
+            if producer.bias is not None:
+                producer.bias.data[0] = 0
+            zeroed = True
         foldable[0] = dead_out[0] = False
     fold = foldable & ~dead_out
     if bool(fold.any()):
@@ -626,7 +657,7 @@ def _compact_segment(producer, consumer, seg):
         cols = blocks[keep].transpose(0, 1).reshape(w.shape[0], -1)
         consumer.weight = nn.Parameter(torch.cat([w[:, :lo], cols, w[:, hi:]], dim=1))
         consumer.in_features = consumer.weight.shape[1]
-    return keep.tolist()
+    return keep.tolist(), zeroed
 
 
 def _pair(value):

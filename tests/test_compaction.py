@@ -285,6 +285,43 @@ def test_late_fusion_branches_shrink_through_the_concatenation(dead):
     assert report.flops_after < report.flops_before
 
 
+class _DeepFusion(nn.Module):
+    """Late fusion with a three-layer image branch (conv, conv, linear)."""
+
+    def __init__(self):
+        super().__init__()
+        self.image = nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 6, 3), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 5), nn.ReLU(),
+        )  # fmt: skip
+        self.table = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+        self.fusion = nn.Linear(5 + 4, 1)
+
+    def forward(self, x):
+        pixels = x[:, :49].reshape(-1, 1, 7, 7)
+        return self.fusion(torch.cat([self.image(pixels), self.table(x[:, 49:])], dim=1))
+
+
+def test_a_dead_branch_shrinks_to_one_unit_per_layer():
+    # the fusion layer never reads the image branch: its last layer loses its readers,
+    # then the convolutions before it do too (passes until nothing more goes); each
+    # layer keeps one unit (width 0 does not run) whose incoming weights are zeroed
+    torch.manual_seed(0)
+    model = _DeepFusion().double().eval()
+    with torch.no_grad():
+        model.fusion.weight[:, :5] = 0
+    x = torch.randn(8, 52, dtype=torch.float64)
+    small, report = compact_module(model, x)
+    assert {k: report.kept_units[k] for k in ("image.0", "image.2", "image.6")} == {
+        "image.0": [0], "image.2": [0], "image.6": [0],
+    }  # fmt: skip
+    assert report.kept_units["table.0"] == list(range(8))
+    torch.testing.assert_close(small(x), model(x), rtol=1e-12, atol=1e-12)
+    # the remaining width-1 convolutions still run over the image: 736 of 5878 FLOPs
+    assert report.flops_after == count_flops(small, x) < 0.2 * report.flops_before
+    assert model.image[0].weight.abs().sum() > 0  # the user's model untouched
+
+
 class _Opaque(nn.Module):
     """Data flow compaction must not cross: a residual sum, a reshape to a hard-coded
     width, a layer used twice."""
