@@ -223,3 +223,36 @@ def test_groups_shrinking_under_noise_do_not_look_settled(monkeypatch):
     # way to zero, not settled
     stopped, rule, _ = _drive(monkeypatch, _noisy_norms(60, rate=0.03), window=8, cap=60)
     assert stopped is None and rule.settled_ is None
+
+
+def test_plan_holds_the_rate_then_decays_over_the_rest_of_the_cap():
+    plan = LRPlan(100, "cosine", warmup=5, hold=60).initialize()
+    assert plan.factor(0) == pytest.approx(1 / 6)
+    assert plan.factor(10) == plan.factor(59) == plan.factor(60) == 1.0
+    assert plan.factor(80) == pytest.approx(0.5)
+    assert plan.factor(99) < 0.01
+    # without hold: the cosine over the whole cap (half the rate at mid-cap)
+    assert LRPlan(100, "cosine").initialize().factor(50) == pytest.approx(0.5)
+
+
+def test_a_warm_start_with_the_automatic_budget_holds_its_rate():
+    # a warm path point keeps the full rate until the settled rule anneals (groups on
+    # their way to zero shrink at a rate proportional to it); a cold fit decays over
+    # the cap; an explicit max_epochs keeps the plain cosine
+    X, y = _diabetes_with_noise()
+    holds = []
+    for params in ({}, {"max_epochs": 30}):
+        est = DGatedMLPRegressor(D=3, hidden_layer_sizes=(8,), random_state=0, **params)
+        original = est._plan_stopping
+
+        def spy(net, *args, original=original):
+            original(net, *args)
+            holds.append(dict(net.callbacks)["lr_schedule"].hold)
+
+        est._plan_stopping = spy
+        est.set_params(lam=0.3 * est.lambda_max(X, y)).fit(X, y)
+        est.set_params(warm_start=True).fit(X, y)
+    cold, warm, cold_fixed, warm_fixed = holds
+    assert cold == 0 and cold_fixed == 0 and warm_fixed == 0
+    cap = DGatedMLPRegressor()._max_epochs(X.shape[0], est.batch_size)
+    assert 0 < warm < cap

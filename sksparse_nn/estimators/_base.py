@@ -338,6 +338,10 @@ class BaseDGated(BaseEstimator):
             plan.warmup = _epochs_for(_WARMUP_STEPS, steps_per_epoch, plan.max_epochs)
         if self.max_epochs is None and plan.max_epochs > 0:
             window = _epochs_for(_SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
+            if warm and plan.schedule == "cosine":
+                # the full rate until the settled rule anneals; a cosine over the cap's
+                # last quarter when it never does
+                plan.hold = plan.max_epochs - max(window, plan.max_epochs // 4)
             zero_tol = self.zero_tol * self._weight_scale(X, y)
             nonconvex = self._sparsifier_name() == "dgating" and self.D > 2
             settled = StopWhenSettled(plan, window, zero_tol, window, nonconvex=nonconvex)
