@@ -16,8 +16,8 @@ import numpy as np
 import scipy.special
 
 from ._kkt import group_violations
+from ._logistic_newton import backtrack
 
-_EPS = float(np.finfo(np.float64).eps)
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
 
@@ -57,6 +57,7 @@ class SparseColumns:
         self.starts = np.append(starts, k).astype(np.intp)
         self.singletons = uniq.size == k
         self.k = k
+        self.weights = None  # the samples' weights (set by solve_set_cd)
         self._lam_w = None
 
     def perm(self, x):
@@ -419,23 +420,12 @@ def solve_set_cd(cols, y, wn, x, ext, lam_rho, n_groups, tol_in, scale, max_iter
         if not np.any(d):
             break
         delta = float(gw @ d) + penalty(v) - penalty(xi)  # the model's predicted decrease
-        t = 1.0
-        accepted = False
-        for _ in range(30):
-            zt = z + t * Ad
-            xt = xi + t * d
-            ft = float(wn @ (logaddexp(0.0, zt) - y * zt)) + penalty(xt)
-            if ft <= f + 0.25 * t * delta or ft <= f and t < 1e-6:
-                accepted = True
-                break
-            if t == 1.0 and -delta <= 64 * _EPS * max(abs(f), 1.0):
-                blind = (xi, z, f, kkt)
-                accepted = True
-                break
-            t *= 0.5
-        if not accepted:
+        step = backtrack(xi, z, f, d, Ad, delta, wn, y, penalty)
+        if step is None:
             break
-        xi, z, f = xt, zt, ft
+        if step[3]:  # below the objective's rounding: judged by the KKT violation
+            blind = (xi, z, f, kkt)
+        xi, z, f = step[:3]
     return cols.unperm(xi, x), z, n_iter, kkt, n_newton
 
 

@@ -81,6 +81,31 @@ def update_hessian(A, d, H=None, d_model=None):
     return H, d_model
 
 
+def backtrack(x, z, f, d, Ad, delta, wn, y, penalty):
+    """Damped step of a proximal Newton method on the binary mean log-loss plus
+    ``penalty``: from ``x`` (scores ``z``, objective ``f``) along ``d`` (``Ad`` its
+    scores), halving the step until the objective falls by a quarter of the model's
+    predicted decrease ``delta`` times the step (as in *Proximal Newton-type methods for
+    minimizing composite functions*).
+
+    When ``-delta`` is below the objective's rounding the full step is taken unchecked
+    and flagged (the caller judges it by the KKT violation). Returns ``(x, z, f,
+    unchecked)`` of the accepted step, or None when 30 halvings did not decrease ``f``.
+    """
+    logaddexp = np.logaddexp
+    t = 1.0
+    for _ in range(30):
+        zt = z + t * Ad
+        xt = x + t * d
+        ft = float(wn @ (logaddexp(0.0, zt) - y * zt)) + penalty(xt)
+        if ft <= f + 0.25 * t * delta or ft <= f and t < 1e-6:
+            return xt, zt, ft, False
+        if t == 1.0 and -delta <= 64 * _EPS * max(abs(f), 1.0):
+            return xt, zt, ft, True
+        t *= 0.5
+    return None
+
+
 def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
     """Binary logistic group lasso by working sets and proximal Newton steps (dense X).
 
@@ -185,27 +210,12 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
                 break
             pen0 = penalty(xw)
             delta = float(gw @ d) + penalty(v) - pen0  # the model's predicted decrease
-            Ad = A @ d
-            t = 1.0
-            accepted = False
-            for _ in range(30):
-                zt = z + t * Ad
-                xt = xw + t * d
-                ft = float(wn @ (logaddexp(0.0, zt) - y * zt)) + penalty(xt)
-                if ft <= f + 0.25 * t * delta or ft <= f and t < 1e-6:
-                    accepted = True
-                    break
-                if t == 1.0 and -delta <= 64 * _EPS * max(abs(f), 1.0):
-                    # the predicted decrease is below the rounding of the objective: take
-                    # the full step and judge it by the KKT violation instead
-                    blind = (xw, z, f, kkt_w)
-                    zt, xt, accepted = z + Ad, xw + d, True
-                    ft = float(wn @ (logaddexp(0.0, zt) - y * zt)) + penalty(xt)
-                    break
-                t *= 0.5
-            if not accepted:
+            step = backtrack(xw, z, f, d, A @ d, delta, wn, y, penalty)
+            if step is None:
                 break
-            xw, z, f = xt, zt, ft
+            if step[3]:
+                blind = (xw, z, f, kkt_w)
+            xw, z, f = step[:3]
         n_iter += it_ws
         stalled = stalled + 1 if it_ws == 0 else 0
         x = np.zeros_like(x)
