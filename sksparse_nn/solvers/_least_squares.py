@@ -14,7 +14,7 @@ from ._kkt import group_violations, kkt_setup
 from ._lipschitz import restricted_lipschitz
 from ._proximal import fista, start_coef
 from ._threads import single_blas_thread
-from ._working_set import working_set, ws_fista
+from ._working_set import inner_tolerance, working_set, ws_fista
 
 
 class GroupLassoResult(NamedTuple):
@@ -88,10 +88,8 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
                 vec = np.zeros(p)
                 vec[idx] = v
                 state.update(key=key, L=L, vec=vec)
-            tol_in = max(0.5 * abs_tol, 0.3 * outside)
-            if stalled >= 2:  # no inner iteration twice in a row: ask for the full tol
-                tol_in = 0.5 * abs_tol
-            if stalled >= 4:
+            tol_in = inner_tolerance(abs_tol, outside, stalled)
+            if tol_in is None:
                 break
             x, it, _, L = ws_fista(
                 G,

@@ -435,7 +435,7 @@ def logistic_ws_cd(design, X, lam, ext, rho_ext, x, tol, max_iter, near=0.8):
     unpenalized groups plus the worst and the near violators) whose problems
     :func:`solve_set_cd` solves. Returns ``(x, n_iter, relative kkt)``."""
     from ._kkt import kkt_setup
-    from ._working_set import working_set
+    from ._working_set import gradient_ranked_working_set, inner_tolerance
 
     n_ext, lam_rho, scale, abs_tol = kkt_setup(design.c, ext, rho_ext, lam, tol)
     y = design.Y[:, 0]
@@ -451,15 +451,11 @@ def logistic_ws_cd(design, X, lam, ext, rho_ext, x, tol, max_iter, near=0.8):
         kkt = float(viol.max())
         if kkt <= abs_tol or n_iter >= max_iter:
             break
-        gn = np.sqrt(np.bincount(ext, weights=g * g, minlength=n_ext))
-        ratio = np.full(n_ext, -1.0)
-        np.divide(gn, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
-        idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, near)
+        idx, outside = gradient_ranked_working_set(ext, g, viol, live, free, lam_rho,
+                                                   abs_tol, near)  # fmt: skip
         groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
-        tol_in = max(0.5 * abs_tol, 0.3 * outside)
-        if stalled >= 2:
-            tol_in = 0.5 * abs_tol
-        if stalled >= 4:
+        tol_in = inner_tolerance(abs_tol, outside, stalled)
+        if tol_in is None:
             break
         feats = idx[idx < p]
         const = design.s if feats.size < idx.size else None

@@ -8,7 +8,7 @@ import scipy.special
 
 from ._kkt import group_violations, kkt_setup
 from ._lipschitz import restricted_lipschitz
-from ._working_set import working_set, ws_fista
+from ._working_set import gradient_ranked_working_set, inner_tolerance, ws_fista
 
 _EPS = float(np.finfo(np.float64).eps)
 # Zero groups with ||g_j|| >= this fraction of lam rho_j join the logistic working sets.
@@ -150,19 +150,14 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
         kkt = float(viol.max())
         if kkt <= abs_tol or n_iter >= max_iter:
             break
-        # zero groups by ||g_j|| / (lam rho_j): the violators, and next the groups close
-        # to violating (the support moves as the working set is solved; taking the near
-        # ones at once saves the outer rounds, and Hessians, that would add them later)
-        gn = np.sqrt(np.bincount(ext, weights=g * g, minlength=n_ext))
-        ratio = np.full(n_ext, -1.0)
-        np.divide(gn, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
-        idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, _NEAR_VIOLATION)
+        # the near violators join at once: fewer outer rounds, and Hessians
+        idx, outside = gradient_ranked_working_set(
+            ext, g, viol, live, free, lam_rho, abs_tol, _NEAR_VIOLATION
+        )
         groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
         lr = lam_rho[groups_ws]
-        tol_in = max(0.5 * abs_tol, 0.3 * outside)
-        if stalled >= 2:
-            tol_in = 0.5 * abs_tol
-        if stalled >= 4:
+        tol_in = inner_tolerance(abs_tol, outside, stalled)
+        if tol_in is None:
             break
         A = columns(idx)
         xw = x[idx]

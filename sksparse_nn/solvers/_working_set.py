@@ -44,6 +44,28 @@ def working_set(ext, viol, live, free, abs_tol, ratio=None, near=None):
     return np.flatnonzero(in_ws[ext]), outside
 
 
+def gradient_ranked_working_set(ext, g, viol, live, free, lam_rho, abs_tol, near):
+    """:func:`working_set` with the zero groups ranked by ``||g_j|| / (lam rho_j)``: the
+    violators, and next the groups close to violating (the support moves as the set is
+    solved; taking the near ones at once saves the outer rounds that would add them)."""
+    n_ext = viol.shape[0]
+    gn = np.sqrt(np.bincount(ext, weights=g * g, minlength=n_ext))
+    ratio = np.full(n_ext, -1.0)
+    np.divide(gn, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
+    return working_set(ext, viol, live, free, abs_tol, ratio, near)
+
+
+def inner_tolerance(abs_tol, outside, stalled):
+    """Absolute KKT tolerance of a working set's inner solve: a fraction of the largest
+    violation left outside the set (no tighter than half the outer one), the outer one
+    once two rounds ran no inner iteration, and None (stop) after four such rounds."""
+    if stalled >= 4:
+        return None
+    if stalled >= 2:
+        return 0.5 * abs_tol
+    return max(0.5 * abs_tol, 0.3 * outside)
+
+
 def _gram_forward(G, c, L):
     """``y -> y - (G y - c) / L``, the gradient step on the block."""
     Gs, cs = G / L, c / L
