@@ -13,7 +13,9 @@ the estimator): compression ratio (weights / non-zero weights) against test accu
   is compared at the same compression by keeping its largest weights (global magnitude
   threshold), without retraining;
 * global magnitude pruning of the dense network (lam = 0) at the same compression,
-  without retraining.
+  without retraining;
+* at fixed compression ratios (``--targets``), every method thresholded alike: the dense
+  net, and L1 and each D at the best of their lams on the test set.
 
 Each comparison point uses the compression ratio that a D-Gating fit reached; the
 magnitudes compared are those of the units the networks were trained in (the first
@@ -27,7 +29,8 @@ thread. Data: ``mnist_t10k.npz`` (``--data-home`` / ``$SKSPARSE_NN_DATA``). Writ
 from the defaults, i.e.::
 
     python benchmarks/dwf_lenet.py --D 3 4 2 --epochs 150 --lr 0.05 \
-        --grid 3=7e-4,1e-3,1.5e-3,2e-3 4=5e-4,7e-4,1e-3,1.5e-3 2=1e-3,2e-3,3e-3,5e-3
+        --grid 3=5e-4,7e-4,1e-3,1.5e-3 4=5e-4,7e-4,1e-3 2=1e-3,2e-3,3e-3 \
+        --l1-lams 1e-3 2e-3 3e-3 5e-3 --targets 5 10 20 50 100 200
 """
 
 from __future__ import annotations
@@ -176,20 +179,29 @@ def main():
     parser.add_argument("--lams", nargs="+", type=float, default=[1e-3], help="any other D's")
     # chosen from calibration fits (lr 0.1, 60-120 epochs): D=3 removes nothing at 3e-4,
     # keeps 1/97 of the weights at 1e-3 (120 epochs) and kills the net at 2e-3; D=4 keeps
-    # all (in transit) at 5e-4 and 1/553 at 1e-3 (accuracy 0.43); D=2 diverges at 2e-3
+    # all (in transit) at 5e-4 and 1/553 at 1e-3 (accuracy 0.43); D=2 diverges at 2e-3.
+    # At lr 0.05, 150 epochs (commit d7d14bd) D=3 at 2e-3, D=4 at 1.5e-3 and D=2 at 5e-3
+    # leave no weight (or 3): dropped
     parser.add_argument(
         "--grid",
         nargs="*",
         metavar="D=LAM,LAM",
-        default=["3=7e-4,1e-3,1.5e-3,2e-3", "4=5e-4,7e-4,1e-3,1.5e-3", "2=1e-3,2e-3,3e-3,5e-3"],
+        default=["3=5e-4,7e-4,1e-3,1.5e-3", "4=5e-4,7e-4,1e-3", "2=1e-3,2e-3,3e-3"],
         help="lams of one D (overrides --lams)",
     )
     parser.add_argument(
-        "--l1-lams", nargs="+", type=float, help="lams of the L1 baseline (default: D=2's)"
+        "--l1-lams", nargs="+", type=float, default=[1e-3, 2e-3, 3e-3, 5e-3], help="L1's lams"
     )
     parser.add_argument("--epochs", type=int, default=150)
     parser.add_argument("--lr", type=float, default=0.05, help="the same for every method")
     parser.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine")
+    parser.add_argument(
+        "--targets",
+        nargs="+",
+        type=float,
+        default=[5, 10, 20, 50, 100, 200],
+        help="compression ratios at which every method is thresholded",
+    )
     parser.add_argument("--out", default=str(RESULTS / "dwf_lenet.json"))
     parser.add_argument(
         "--from-json", metavar="PATH", help="only redraw the figure of a results file"
@@ -203,7 +215,7 @@ def main():
         return plot(results, args.from_json.replace(".json", ".png"))
     single_thread()
     grid = lam_grid(args)
-    l1_lams = args.l1_lams or grid.get(2, args.lams)
+    l1_lams = args.l1_lams
     Xtr, ytr, Xte, yte = data(args.data_home)
     scale = input_scale(Xtr)
     common = {"max_epochs": args.epochs, "lr": args.lr, "lr_schedule": args.lr_schedule}
@@ -221,7 +233,7 @@ def main():
 
     # the L1 baseline first (kept in memory): every D-Gating point then gets its peers as
     # it comes, and a run cut short still has complete rows
-    runs, runs_diverged, l1_runs, l1_nets = [], [], [], []
+    runs, runs_diverged, l1_runs, l1_nets, gated_nets = [], [], [], [], []
     results["diverged"] = runs_diverged
     for lam in l1_lams:
         est, seconds = fit(L1MLPClassifier, Xtr, ytr, lam=lam, **common)
@@ -274,6 +286,7 @@ def main():
             run["l1_threshold_lam"] = best["lam"] if best else None
             run["clean_gap"] = clean_gap(run)
             runs.append(run)
+            gated_nets.append(est)
             print(
                 f"D={D} lam={lam:g}: {kept} of {total} weights (x{ratio:.1f}) "
                 f"{run['nonzero_per_layer']}, accuracy {run['accuracy']:.4f}, gap "
@@ -285,10 +298,44 @@ def main():
             )
             write_json({**results, "runs": runs, "load_end": uptime()}, args.out)
 
+    results["at_targets"] = at_targets(
+        args.targets, dense, l1_runs, l1_nets, runs, gated_nets, total, Xte, yte, scale
+    )
     results.update(runs=runs, l1=l1_runs, load_end=uptime())
     results["wall_seconds"] = time.perf_counter() - start
     write_json(results, args.out)
     plot(results, args.out.replace(".json", ".png"))
+
+
+def at_targets(targets, dense, l1_runs, l1_nets, runs, gated_nets, total, X, y, scale):
+    """Every method thresholded to the same sizes (global magnitude in training units, no
+    retraining): the dense net, and for L1 and each D the best of its lams on the test
+    set (in every method's favour alike)."""
+    rows = []
+    for target in targets:
+        keep = 1.0 / target
+        row = {"compression": target, "nonzero": int(round(keep * total))}
+        row["magnitude_pruning"] = accuracy_with(dense, X, y, keep, scale)
+        families = [("L1", l1_runs, l1_nets)]
+        for D in sorted({r["D"] for r in runs}):
+            pairs = [(r, n) for r, n in zip(runs, gated_nets, strict=True) if r["D"] == D]
+            families.append((f"D={D}", [r for r, _ in pairs], [n for _, n in pairs]))
+        for name, fits, nets in families:
+            scores = [
+                (accuracy_with(n, X, y, keep, scale), f["lam"])
+                for f, n in zip(fits, nets, strict=True)
+            ]
+            best = max(scores, default=(float("nan"), None))
+            row[f"{name} threshold"], row[f"{name} lam"] = best
+        rows.append(row)
+        print(
+            f"x{target:g}: "
+            + ", ".join(
+                f"{k} {v:.4f}" for k, v in row.items() if k.endswith(("pruning", "threshold"))
+            ),
+            flush=True,
+        )
+    return rows
 
 
 def clean_gap(run):
@@ -298,9 +345,33 @@ def clean_gap(run):
     return kept >= 100 * max(removed, 1e-30)
 
 
+def plot_targets(ax, results):
+    """Every method thresholded to the same sizes, at the best of its lams."""
+    rows = results["at_targets"]
+    x = [row["compression"] for row in rows]
+    names = sorted(k[: -len(" threshold")] for k in rows[0] if k.endswith(" threshold"))
+    for k, name in enumerate(n for n in names if n.startswith("D=")):
+        ax.plot(x, [row[f"{name} threshold"] for row in rows], "o-", color=f"C{k}",
+                label=f"D-Gating {name} + threshold")  # fmt: skip
+    ax.plot(x, [row["L1 threshold"] for row in rows], "^:", color="0.6",
+            label="L1 by SGD + threshold")  # fmt: skip
+    ax.plot(x, [row["magnitude_pruning"] for row in rows], "s:", color="0.3",
+            label="magnitude pruning (dense)")  # fmt: skip
+    ax.axhline(results["dense"]["accuracy"], color="k", lw=0.8, ls="--", label="dense")
+    ax.set_xscale("log")
+    ax.set_xlabel("compression ratio (global magnitude threshold)")
+    ax.set_title("every method thresholded, best lam each (no retraining)", fontsize="medium")
+    ax.legend(fontsize="small")
+
+
 def plot(results, path):
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    targets = results.get("at_targets")
+    if targets:
+        fig, (ax, right) = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+        plot_targets(right, results)
+    else:
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
     runs = [r for r in results["runs"] if r["nonzero"] > 0]  # a dead net has no ratio
     for k, D in enumerate(sorted({r["D"] for r in runs})):
         rs = sorted((r for r in runs if r["D"] == D), key=lambda r: r["compression"])
@@ -320,8 +391,8 @@ def plot(results, path):
     ax.set_ylabel("test accuracy")
     settings = results["settings"]
     ax.set_title(
-        f"LeNet-300-100 on MNIST-10k ({settings['epochs']} epochs, lr {settings['lr']}; "
-        "open: gap not clean)",
+        f"LeNet-300-100, MNIST-10k ({settings['epochs']} epochs, lr {settings['lr']}): exact "
+        "zeros (open: gap not clean)",
         fontsize="medium",
     )
     ax.legend(fontsize="small")
