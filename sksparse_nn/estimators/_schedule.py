@@ -6,13 +6,14 @@ start, and stops earlier once it is done:
 - :class:`LRPlan` sets every optimizer parameter group's learning rate to its base rate
   times a factor per epoch: a linear warm-up (for warm starts: a path point starts at a
   sharp minimum of the previous lam, where the full rate can be unstable), then cosine
-  decay over ``max_epochs`` (the cap, with the automatic budget), or constant;
-  :meth:`LRPlan.anneal` switches to a short cosine from the current factor down to zero.
+  decay over ``max_epochs`` (the cap, with the automatic budget; warm starts hold the
+  full rate for its first three quarters), or constant; :meth:`LRPlan.anneal` switches
+  to a short cosine from the current factor down to zero.
 - :class:`StopWhenSettled` watches the training objective and the group norms once per
   epoch; when, over a window of epochs, the support (groups above ``zero_tol``) has not
-  changed, no selected group is still shrinking and the objective has stopped falling
-  (:func:`on_plateau`), it asks the plan to anneal and ends training when the anneal
-  is over.
+  changed, no selected group is :func:`still_shrinking` and the objective has stopped
+  falling (:func:`on_plateau`), both beyond mini-batch noise, it asks the plan to anneal
+  and ends training when the anneal is over.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ class LRPlan(Callback):
         return self._scheduled(epoch)
 
     def _scheduled(self, epoch):
-        """The plan's own factor: warm-up, then cosine or constant."""
+        """The plan's own factor: warm-up, then constant, or cosine after ``hold``."""
         if epoch < self.warmup:
             return (epoch + 1) / (self.warmup + 1)
         if self.schedule == "constant" or epoch < self.hold:
