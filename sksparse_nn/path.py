@@ -385,10 +385,15 @@ def _warn_not_converged(full, folds, estimator):
         return
     n_fits = len(full["points"]) + sum(len(f["scores"]) for f in folds)
     shown = ", ".join(f"{lam:.3g}" for lam in lams[:5]) + (", ..." if len(lams) > 5 else "")
+    if getattr(estimator, "max_epochs", None) is None:  # the automatic budget's cap
+        cause = "the automatic budget's cap"
+        advice = "Set max_epochs above that cap, or raise lr if training is slow."
+    else:
+        cause = "max_epochs"
+        advice = "Raise max_epochs, or set max_epochs=None for the automatic budget."
     warnings.warn(
         f"{type(estimator).__name__}: at {len(lams)} of the path's lams (of {n_fits} fits) "
-        f"max_epochs ended training before it converged (lam={shown}). Raise "
-        "max_epochs, or set max_epochs=None for the automatic budget.",
+        f"{cause} ended training before it converged (lam={shown}). {advice}",
         ConvergenceWarning,
         stacklevel=4,
     )

@@ -223,7 +223,25 @@ def test_convergence_warnings_of_a_path_come_as_one(data):
         est.regularization_path(X, y, lams=LAMS, cv=2)
     convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert len(convergence) == 1
-    assert "max_epochs" in str(convergence[0].message)
+    assert "Raise max_epochs" in str(convergence[0].message)
+
+
+def test_a_path_that_ran_out_of_the_automatic_budget_does_not_advise_it(data, monkeypatch):
+    # with max_epochs=None the advice is to go above the automatic cap, not to set
+    # max_epochs=None (it already is)
+    from sksparse_nn.estimators import _base
+
+    X, y = data
+    est = DGatedMLPRegressor(hidden_layer_sizes=(8,), lr=1e-3, random_state=0)
+    monkeypatch.setattr(_base.BaseDGated, "_max_epochs", lambda self, n, b: 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.regularization_path(X, y, lams=LAMS)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    path_message = [m for m in messages if "of the path's lams" in m]
+    assert len(path_message) == 1
+    assert "automatic budget's cap" in path_message[0]
+    assert "set max_epochs=None" not in path_message[0]
 
 
 class _CountingLinear(SparseLinearRegressor):
