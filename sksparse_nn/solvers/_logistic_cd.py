@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.special
 
-from ._kkt import group_violations
-from ._logistic_newton import backtrack
+from ._kkt import group_violations, kkt_setup
+from ._logistic_newton import _NEAR_VIOLATION, backtrack
+from ._working_set import gradient_ranked_working_set, inner_tolerance
 
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
@@ -429,14 +430,11 @@ def solve_set_cd(cols, y, wn, x, ext, lam_rho, n_groups, tol_in, scale, max_iter
     return cols.unperm(xi, x), z, n_iter, kkt, n_newton
 
 
-def logistic_ws_cd(design, X, lam, ext, rho_ext, x, tol, max_iter, near=0.8):
+def logistic_ws_cd(design, X, lam, ext, rho_ext, x, tol, max_iter, near=_NEAR_VIOLATION):
     """Binary logistic group lasso on sparse ``X`` by working sets (as
     ``logistic_ws_newton``: full gradient, violations of all groups, the live and
     unpenalized groups plus the worst and the near violators) whose problems
     :func:`solve_set_cd` solves. Returns ``(x, n_iter, relative kkt)``."""
-    from ._kkt import kkt_setup
-    from ._working_set import gradient_ranked_working_set, inner_tolerance
-
     n_ext, lam_rho, scale, abs_tol = kkt_setup(design.c, ext, rho_ext, lam, tol)
     y = design.Y[:, 0]
     n, p = X.shape
