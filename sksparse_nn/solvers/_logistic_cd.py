@@ -1,5 +1,6 @@
 """Binary logistic working sets on sparse ``X``: proximal Newton steps whose quadratic
-models are minimized by block coordinate descent over the set's groups.
+models are minimized by (compiled, extrapolated) block coordinate descent over the set's
+groups.
 
 A working set's dense Hessian costs ``n m^2`` flops and ``8 m^2`` bytes for ``m`` columns;
 on sparse data (text-like designs, ``m`` in the thousands) that is most of the work and
@@ -21,6 +22,9 @@ from ._working_set import gradient_ranked_working_set, inner_tolerance
 
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
+# Sweeps between two checks of the model's KKT conditions; their iterates are
+# extrapolated (Anderson) at each check.
+_SWEEPS_PER_CHECK = 5
 
 
 class SparseColumns:
@@ -121,47 +125,37 @@ class SparseColumns:
         return self._lam_w
 
 
-def _pcg(matvec, b, precond, tol, max_iter):
-    """Preconditioned conjugate gradients for ``M v = b`` (``M`` SPD), from 0, until the
-    residual's norm is at most ``tol``; returns ``(v, residual norm)``."""
-    v = np.zeros_like(b)
-    res = b.copy()
-    zr = res * precond
-    p = zr.copy()
-    rz = float(res @ zr)
-    nr = float(np.sqrt(res @ res))
-    for _ in range(max_iter):
-        if nr <= tol:
-            break
-        Mp = matvec(p)
-        curv = float(p @ Mp)
-        if not curv > 0:
-            break
-        alpha = rz / curv
-        v += alpha * p
-        res -= alpha * Mp
-        nr = float(np.sqrt(res @ res))
-        zr = res * precond
-        rz_new = float(res @ zr)
-        p = zr + (rz_new / rz) * p
-        rz = rz_new
-    return v, nr
+def _anderson(history):
+    """Anderson extrapolation of fixed-point iterates ``[(before, after), ...]``."""
+    steps = np.array([a for _, a in history]).T
+    res = steps - np.array([b for b, _ in history]).T
+    d_res, d_steps = np.diff(res, axis=1), np.diff(steps, axis=1)
+    try:
+        coef = np.linalg.lstsq(d_res, res[:, -1], rcond=None)[0]
+    except np.linalg.LinAlgError:
+        return None
+    out = steps[:, -1] - d_steps @ coef
+    return out if np.all(np.isfinite(out)) else None
 
 
 def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_sweeps):
     """Minimize ``gw^T d + d^T A^T diag(h) A d / 2 + penalty(x + d)`` by block coordinate
     descent over the groups (internal order); returns ``(x + d, A d, sweeps)``.
 
-    Each sweep visits the groups that are live or violate the model's KKT conditions
-    (checked on all groups between sweeps, one product with ``A^T``): a group's update
-    is the proximal step of its block with step ``1 / L_g``, ``L_g`` the exact curvature
-    of a one-column group, else the smaller of two upper bounds of the block's largest
-    eigenvalue (its trace; its value at ``h = weights`` times ``max h / weights``).
-    Coordinate descent identifies the support fast but converges linearly on it; once
-    the live groups are the same at two checks, a Newton step on them (the model is
-    smooth there; conjugate gradients on products with the set's columns, no matrix
-    formed) is kept if no group crosses zero and the model's KKT violation falls.
+    A sweep visits the groups that are live or violated the model's KKT conditions at the
+    last check: a group's update is the proximal step of its block with step ``1 / L_g``,
+    ``L_g`` the exact curvature of a one-column group, else the smaller of two upper
+    bounds of the block's largest eigenvalue (its trace; its value at ``h = weights``
+    times ``max h / weights``). The sweeps run compiled (:func:`._kernels.cd_sweep`),
+    ``_SWEEPS_PER_CHECK`` at a time; at each check (all groups, one product with
+    ``A^T``) the last sweeps' iterates are extrapolated (Anderson acceleration, as in
+    *Anderson acceleration of coordinate descent*), with the zeros of the last sweep
+    kept and the extrapolation taken only if it lowers the model. Coordinate descent
+    identifies the support fast but converges linearly on it; the extrapolation is
+    what makes it fast there (measured: 5.0 -> 1.9 s on a 2000 x 10000 text-like path).
     """
+    from . import _kernels as kernels  # numba, imported with the first sparse problem
+
     k = cols.k
     nv = k + (1 if cols.has_const else 0)
     indptr, indices, data = cols.indptr, cols.indices, cols.data
@@ -191,10 +185,9 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
             L = np.where(multi, np.minimum(trace, base * ratio * (1.0 + 1e-12)), trace)
     thr_group = lam_rho[cols.group_labels] if n_col_groups else np.zeros(0)
     pos = np.zeros(nv, dtype=bool) if positive is None else positive
-    has_pos = bool(pos[:k].any())
-    dot, sqrt = np.dot, np.sqrt
+    pos_cols = np.ascontiguousarray(pos[:k])
+    buf = np.empty(int(np.max(np.diff(st), initial=0)))  # one group's new values
     mixed = cols.centred or cols.has_const
-    full_diag = np.append(diag, hb) if cols.has_const else diag
 
     def state(w):
         """``(r, S, t)`` for the step ``d = w - x``: ``h * X d``, its sum and the constant
@@ -208,156 +201,43 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
         hu = r + t * h
         return gw + cols.tdot(hu) if mixed else gw + A.T @ hu
 
-    def support_newton(w, G, live):
-        """One Newton step on the live groups of the model (others held at 0)."""
-        vlive = live[ext]
-        if has_pos:
-            vlive &= (w > 0) | ~pos
-        S_idx = np.flatnonzero(vlive)
-        if not S_idx.size:
-            return None
-        eS = ext[S_idx]
-        nw = sqrt(np.bincount(ext, weights=w * w, minlength=n_groups))
-        lr = lam_rho[eS]
-        coef = np.where(lr > 0, lr / np.where(nw[eS] > 0, nw[eS], 1.0), 0.0)
-        u = np.where(lr > 0, w[S_idx] / np.where(nw[eS] > 0, nw[eS], 1.0), 0.0)
-        F = G[S_idx] + coef * w[S_idx]
-        pen_diag = coef * (1.0 - u * u)
-        prec = full_diag[S_idx] + pen_diag
-        prec = np.where(prec > 0, 1.0 / np.where(prec > 0, prec, 1.0), 0.0)
-        S_cols = S_idx[S_idx < k]
-        nc = S_cols.size
-        has_b = nc < S_idx.size  # the constant column is live (it always is, when held)
-        A_S = A[:, S_cols]  # the live columns: products cost their nonzeros only
-        AT_S = A_S.T
-        m_S = m[S_cols]
-        centred = cols.centred
-
-        def matvec(v):
-            vc = v[:nc]
-            z = A_S @ vc
-            shift = (s * v[nc] if has_b else 0.0) - (float(m_S @ vc) if centred else 0.0)
-            hu = h * (z + shift) if shift else h * z
-            out = AT_S @ hu
-            if centred or has_b:
-                total = float(hu.sum())
-                if centred:
-                    out -= m_S * total
-                if has_b:
-                    out = np.append(out, s * total)
-            proj = np.bincount(eS, weights=u * v, minlength=n_groups)[eS]
-            return out + coef * (v - u * proj)
-
-        step, _ = _pcg(matvec, -F, prec, 0.1 * tol_model, 2 * S_idx.size + 50)
-        w_new = w.copy()
-        w_new[S_idx] += step
-        # project onto the current support's orthant: a group that would cross zero
-        # (a coordinate that would turn negative under the constraint) stops at zero
-        turned = np.bincount(eS, weights=w[S_idx] * w_new[S_idx], minlength=n_groups)
-        crossed = (turned[eS] <= 0) & (lr > 0)
-        if has_pos:
-            crossed |= pos[S_idx] & (w_new[S_idx] < 0)
-        if crossed.any():
-            w_new[S_idx[crossed]] = 0.0
-        return w_new
-
     def model_value(w):
         """The model's value at ``w`` (up to a constant) and its state."""
         r, S_, t_ = state(w)
         d = w - x
         u = A @ d[:k] + t_
-        pen = float(lam_rho @ sqrt(np.bincount(ext, weights=w * w, minlength=n_groups)))
+        pen = float(lam_rho @ np.sqrt(np.bincount(ext, weights=w * w, minlength=n_groups)))
         return float(gw @ d) + 0.5 * float((h * u) @ u) + pen, (r, S_, t_)
 
     w = x.copy()
     r, S, t = np.zeros(cols.n), 0.0, 0.0
     G = gw.copy()  # d = 0
     sweeps = 0
-    # the columns of every group, sliced once
-    rows_l = [indices[indptr[j] : indptr[j + 1]] for j in range(k)] if cols.singletons else None
-    data_l = [data[indptr[j] : indptr[j + 1]] for j in range(k)] if cols.singletons else None
-    wdata_l = [wdata[indptr[j] : indptr[j + 1]] for j in range(k)] if cols.singletons else None
-    Ll, cl, ml = L.tolist(), c.tolist(), m.tolist()
-    thl = thr_group.tolist()
-    pl = pos[:k].tolist()
-    gl = gw.tolist()
-    prev_live, newton_ok = None, True
-    q_cur = None
     while True:
         viol, live = group_violations(w, G, ext, lam_rho, n_groups, positive)
-        kkt_m = float(viol.max()) if viol.size else 0.0
-        if kkt_m <= tol_model or sweeps >= max_sweeps:
+        if not viol.size or float(viol.max()) <= tol_model or sweeps >= max_sweeps:
             break
-        if newton_ok and sweeps:
-            w_try = support_newton(w, G, live)
-            if w_try is not None:
-                q_try, st_try = model_value(w_try)
-                if q_try < q_cur:
-                    w, (r, S, t), q_cur = w_try, st_try, q_try
-                    G = model_grad(r, t)
-                    sweeps += 1
-                    continue
-            newton_ok = False
-        if not np.array_equal(live, prev_live):
-            newton_ok = True
-        prev_live = live
         act_g = live | (viol > tol_model)
         active = np.flatnonzero(act_g[cols.group_labels]) if n_col_groups else np.zeros(0, int)
-        sweeps += 1
-        if cols.singletons:
-            wl = w[:k].tolist()
-            for j in active.tolist():
-                Lj = Ll[j]
-                if not Lj > 0:
-                    continue
-                rows = rows_l[j]
-                rj = r[rows]
-                gj = gl[j] + dot(data_l[j], rj) + t * cl[j] - ml[j] * (S + t * sh)
-                old = wl[j]
-                v = old - gj / Lj
-                if has_pos and pl[j] and v < 0.0:
-                    v = 0.0
-                th = thl[j] / Lj
-                new = v - th if v > th else (v + th if v < -th else 0.0)
-                if new != old:
-                    delta = new - old
-                    r[rows] = rj + delta * wdata_l[j]
-                    S += delta * cl[j]
-                    t -= delta * ml[j]
-                    wl[j] = new
-            w[:k] = wl
-        else:
-            for g in active.tolist():
-                Lg = L[g]
-                if not Lg > 0:
-                    continue
-                ca, cb = st[g], st[g + 1]
-                a, b = indptr[ca], indptr[cb]
-                rows = indices[a:b]
-                lp = cols.colid[a:b] - ca
-                gx = np.bincount(lp, weights=data[a:b] * r[rows], minlength=cb - ca)
-                grad = gw[ca:cb] + gx + t * c[ca:cb] - m[ca:cb] * (S + t * sh)
-                wg = w[ca:cb]
-                v = wg - grad / Lg
-                if has_pos:
-                    v = np.where(pos[ca:cb], np.maximum(v, 0.0), v)
-                th = thr_group[g] / Lg
-                if th > 0:
-                    nrm = sqrt(dot(v, v))
-                    v = v * (max(nrm - th, 0.0) / nrm) if nrm > 0 else v * 0.0
-                delta = v - wg
-                if np.any(delta):
-                    np.add.at(r, rows, delta[lp] * wdata[a:b])  # rows repeat across columns
-                    S += float(c[ca:cb] @ delta)
-                    t -= float(m[ca:cb] @ delta)
-                    w[ca:cb] = v
-        if cols.has_const and hb > 0:  # the intercept: exact, unpenalized
-            gb = gw[k] + s * (S + t * sh)
-            delta = -gb / hb
-            t += s * delta
-            w[k] += delta
+        history = []
+        for _ in range(min(_SWEEPS_PER_CHECK, max_sweeps - sweeps)):
+            before = w.copy()
+            S, t = kernels.cd_sweep(active, st, L, thr_group, gw, c, m, pos_cols, indptr,
+                                    indices, data, wdata, r, w, buf, S, t, sh)  # fmt: skip
+            if cols.has_const and hb > 0:  # the intercept: exact, unpenalized
+                delta = -(gw[k] + s * (S + t * sh)) / hb
+                t += s * delta
+                w[k] += delta
+            history.append((before, w.copy()))
+            sweeps += 1
+        w_acc = _anderson(history) if len(history) > 2 else None
+        if w_acc is not None:
+            w_acc[w == 0] = 0.0  # the last sweep's zeros stay zero
+            w_acc[pos & (w_acc < 0)] = 0.0
+            q_acc, st_acc = model_value(w_acc)
+            if q_acc < model_value(w)[0]:
+                w, (r, S, t) = w_acc, st_acc
         G = model_grad(r, t)
-        q_cur, _ = model_value(w)
     # A d, the sparse part recomputed (exact, not accumulated)
     Ad = A @ (w[:k] - x[:k]) + t
     return w, Ad, sweeps
