@@ -272,12 +272,13 @@ class BaseDGated(BaseEstimator):
         )
 
     def _divergence_message(self, X, y):
-        """A callable ``(epoch, loss) -> str`` explaining a diverged fit."""
+        """A callable ``(epoch, loss) -> str`` explaining a diverged fit (the data's scale
+        is read only then: a pass over ``X`` per fit otherwise)."""
         name, lam, lr, optimizer = type(self).__name__, self.lam, self.lr, self.optimizer
-        scale = data_scale(X, y)
         standardized = self._standardize_inputs
 
         def describe(epoch, loss):
+            scale = data_scale(X, y)
             advice = (
                 "Lower lr (and check for extreme outliers in X)"
                 if standardized
