@@ -88,8 +88,7 @@ def _labels_from_label_array(arr, n_features):
         raise ValueError(f"Group labels must be >= 0, or -1 for 'in no group'; got {arr.min()}.")
     labels = np.full(n_features, -1, dtype=np.intp)
     grouped = arr >= 0
-    ids = np.unique(arr[grouped])
-    labels[grouped] = np.searchsorted(ids, arr[grouped])
+    labels[grouped] = np.unique(arr[grouped], return_inverse=True)[1]  # sorted label order
     return labels
 
 

@@ -105,12 +105,14 @@ def _as_labels(labels, expected_shape, what):
         arr = arr.astype(np.int64)
     if arr.size and arr.min() < -1:
         raise ValueError(f"{what} must be >= 0, or -1 for 'in no group'; got {arr.min()}.")
-    ids = np.unique(arr[arr >= 0])
+    grouped = arr >= 0
+    # (return_inverse takes NumPy's sorting route: its hash route, for the values alone,
+    # is ~10x slower on 10^4 distinct labels)
+    ids, inverse = np.unique(arr[grouped], return_inverse=True)
     if ids.size == 0:
         raise ValueError(f"{what} put every entry in no group (-1): nothing to gate.")
     index = np.full(arr.shape, ids.size, dtype=np.int64)  # ungrouped -> extra slot J
-    grouped = arr >= 0
-    index[grouped] = np.searchsorted(ids, arr[grouped])
+    index[grouped] = inverse
     return torch.as_tensor(index), ids, bool(grouped.all())
 
 

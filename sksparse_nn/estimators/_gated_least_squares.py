@@ -21,6 +21,7 @@ from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
 from ..solvers._kkt import group_violations, kkt_scale, row_squares
 from ..solvers._lipschitz import restricted_lipschitz
+from ..solvers._proximal import anderson_extrapolation
 from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 
@@ -640,16 +641,10 @@ class GatedLeastSquares:
 
     def _anderson(self, history, norms_new):
         """Extrapolated point from the last steps; zero groups of the last step stay zero."""
-        steps = np.array([after for _, after in history]).T
-        residuals = steps - np.array([before for before, _ in history]).T
-        d_res, d_steps = np.diff(residuals, axis=1), np.diff(steps, axis=1)
-        try:
-            coef = np.linalg.lstsq(d_res, residuals[:, -1], rcond=None)[0]
-        except np.linalg.LinAlgError:
+        W_acc = anderson_extrapolation(history)
+        if W_acc is None:
             return None
-        W_acc = (steps[:, -1] - d_steps @ coef).reshape(-1, self.rhs.shape[1])
-        if not np.all(np.isfinite(W_acc)):
-            return None
+        W_acc = W_acc.reshape(-1, self.rhs.shape[1])
         dead = self._per_feature((norms_new == 0) & (self.rho > 0), False)
         W_acc[dead] = 0.0
         if self.nonneg is not None:

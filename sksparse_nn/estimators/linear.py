@@ -345,7 +345,7 @@ class _SparseLinearModel(BaseDGated):
         user's units, so that ``zero_tol`` removes only numerical dust whatever the
         units of X (a model fitted to ``X * 1e9`` keeps its coefficients of ~1e-9)."""
         if sp.issparse(X):
-            _, var = mean_variance_axis(X.tocsc(), axis=0)
+            _, var = mean_variance_axis(X, axis=0)  # CSR or CSC, no copy
         else:
             var = _column_variances(X)
         x_std = np.sqrt(var[var > 0])

@@ -18,6 +18,7 @@ import scipy.special
 
 from ._kkt import group_violations, kkt_setup
 from ._logistic_newton import _NEAR_VIOLATION, backtrack
+from ._proximal import anderson_extrapolation
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
 # Most coordinate-descent sweeps on one quadratic model.
@@ -125,19 +126,6 @@ class SparseColumns:
         return self._lam_w
 
 
-def _anderson(history):
-    """Anderson extrapolation of fixed-point iterates ``[(before, after), ...]``."""
-    steps = np.array([a for _, a in history]).T
-    res = steps - np.array([b for b, _ in history]).T
-    d_res, d_steps = np.diff(res, axis=1), np.diff(steps, axis=1)
-    try:
-        coef = np.linalg.lstsq(d_res, res[:, -1], rcond=None)[0]
-    except np.linalg.LinAlgError:
-        return None
-    out = steps[:, -1] - d_steps @ coef
-    return out if np.all(np.isfinite(out)) else None
-
-
 def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_sweeps):
     """Minimize ``gw^T d + d^T A^T diag(h) A d / 2 + penalty(x + d)`` by block coordinate
     descent over the groups (internal order); returns ``(x + d, A d, sweeps)``.
@@ -230,7 +218,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
                 w[k] += delta
             history.append((before, w.copy()))
             sweeps += 1
-        w_acc = _anderson(history) if len(history) > 2 else None
+        w_acc = anderson_extrapolation(history) if len(history) > 2 else None
         if w_acc is not None:
             w_acc[w == 0] = 0.0  # the last sweep's zeros stay zero
             w_acc[pos & (w_acc < 0)] = 0.0

@@ -1,5 +1,6 @@
 """FISTA with adaptive restart: its iterations (shared by the working sets) and plain FISTA
-on a whole design (least squares or logistic)."""
+on a whole design (least squares or logistic); Anderson extrapolation of fixed-point
+iterates (the block steps of the gated models, coordinate descent on sparse X)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,22 @@ import numpy as np
 
 from ._kkt import kkt_setup, kkt_violation
 from ._threads import single_blas_thread
+
+
+def anderson_extrapolation(history):
+    """Anderson extrapolation of a fixed-point iteration from its last steps
+    ``[(before, after), ...]`` (arrays of any one shape): the combination of the ``after``
+    points whose residuals ``after - before`` extrapolate to zero in least squares, flat;
+    None when that is not finite (the caller keeps it only if its objective falls)."""
+    steps = np.array([np.ravel(after) for _, after in history]).T
+    residuals = steps - np.array([np.ravel(before) for before, _ in history]).T
+    d_res, d_steps = np.diff(residuals, axis=1), np.diff(steps, axis=1)
+    try:
+        coef = np.linalg.lstsq(d_res, residuals[:, -1], rcond=None)[0]
+    except np.linalg.LinAlgError:
+        return None
+    out = steps[:, -1] - d_steps @ coef
+    return out if np.all(np.isfinite(out)) else None
 
 
 def start_coef(w0, p, positive):
