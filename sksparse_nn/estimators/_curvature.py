@@ -87,7 +87,9 @@ class DenseCurvature:
         """Solve ``(S G S + diag(diag)) V = B`` on the ``support`` features (``S = diag(s)``)."""
         if self.design_solve is not None and s.size > self.rank:
             return self.design_solve(support, s, B, diag)
-        A = s[:, None] * self.gram[np.ix_(support, support)] * s[None, :]
+        A = self.gram[np.ix_(support, support)]  # one copy, scaled in place
+        A *= s[:, None]
+        A *= s[None, :]
         A[np.diag_indices_from(A)] += diag
         return solve_pos(A, B)
 
@@ -168,9 +170,31 @@ class DesignCurvature:
         return out
 
     def _columns(self, idx):
-        """``X_c[:, idx]``, dense (centred in the slice: no cancellation)."""
-        Xs = self.X[:, idx]
-        return (Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)) - self._shift(self.x_mean[idx])
+        """``X_c[:, idx]`` as a dense array to read (centred in the slice: no
+        cancellation): ``X`` itself when ``idx`` is every column in order and there is
+        nothing to centre, else one new array, centred in place (``X[:, idx] - shift``
+        held the slice and the result at once: two copies of the design when ``idx`` was
+        all of it)."""
+        X = self.X
+        mean = self.x_mean[idx]
+        centre = bool(np.any(mean))
+        dense = not sp.issparse(X)
+        if dense and idx.size == X.shape[1] and np.array_equal(idx, np.arange(idx.size)):
+            Xs = X
+        else:
+            Xs = X[:, idx]
+            Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
+        if not centre:
+            return Xs
+        if np.may_share_memory(Xs, X):
+            Xs = Xs.copy()
+        if self.u is None:
+            Xs -= mean
+        else:  # u mean^T, a chunk of columns at a time (no n x |idx| temporary)
+            for start in range(0, Xs.shape[1], _PRODUCT_CHUNK):
+                part = slice(start, start + _PRODUCT_CHUNK)
+                Xs[:, part] -= np.outer(self.u, mean[part])
+        return Xs
 
     def products(self, a, b):
         """``X_c[:, a]^T X_c[:, b] / n`` (dense): the entries of a Gram cache.

@@ -19,11 +19,11 @@ import warnings
 from contextlib import contextmanager
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from skorch.callbacks import Callback
 from threadpoolctl import ThreadpoolController
 
+from .._validation import abs_max
 from ..exceptions import ConvergenceWarning, TrainingDivergedError
 from ..gating import gate_factors, group_norms
 from ._schedule import in_transit, still_falling
@@ -45,14 +45,9 @@ EXPLODED = 1e3
 SMALL_STEP_WORK = 2**20
 
 
-def _absmax(X):
-    data = X.data if sp.issparse(X) else np.asarray(X)
-    return float(np.max(np.abs(data))) if data.size else 0.0
-
-
 def data_scale(X, y=None):
     """Short description of the scale of X (and float y) for error messages."""
-    text = f"|X| up to {_absmax(X):.3g}"
+    text = f"|X| up to {abs_max(X):.3g}"
     if y is not None and np.issubdtype(np.asarray(y).dtype, np.floating):
         y = np.asarray(y, dtype=np.float64)
         text += f", y in [{y.min():.3g}, {y.max():.3g}]"

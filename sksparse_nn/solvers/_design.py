@@ -72,7 +72,8 @@ class GramCache:
             G[:k, :k] = self._gram
             G[:k, k:] = B
             G[k:, :k] = B.T
-            G[k:, k:] = 0.5 * (C + C.T)
+            np.add(C, C.T, out=G[k:, k:])  # symmetrized in place: no p x p temporaries
+            G[k:, k:] *= 0.5
             self._gram = G
             self._idx = np.concatenate((old, new))
             pos[new] = k + np.arange(new.size)
