@@ -354,3 +354,65 @@ def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
     # (friedman1's noise sd 1 against a target sd ~5: R^2 of a good fit is ~0.95)
     assert est.score(X, y) > 0.85
     assert valid.min() < 0.5 * valid[:3].min()
+
+
+def test_early_stopping_waits_while_trees_are_still_dying(monkeypatch):
+    """The stall rule (no epoch improved the validation loss for a while) must not end a
+    sparse fit while unused trees are still shrinking: the loss stops improving while
+    they die, and stopping then restored trees half-way to zero (seen on red wine at the
+    default lam: 126 trees kept, smallest 2e-7, largest removed 1e-7). Once the dying
+    tree is dust, the stall ends training."""
+    from skorch.history import History
+
+    from sksparse_nn.estimators._training import StopTraining
+
+    patience, zero_tol = 5, 1e-7
+    stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
+    net = type("Net", (), {})()
+    net.module_, net.history = torch.nn.Linear(2, 1), History()
+    epoch = {"k": 0}
+    # tree 0 stays at 1; tree 1 starts in transit (below TINY of the largest, above
+    # dust: no epoch is clean) and loses 20% an epoch
+    start = 0.5 * node_module.TINY
+    monkeypatch.setattr(
+        node_module,
+        "group_norms",
+        lambda module: {"trees": torch.tensor([1.0, start * 0.8 ** epoch["k"]]).double()},
+    )
+    stopped_at = None
+    for k in range(400):
+        epoch["k"] = k
+        net.history.new_epoch()
+        net.history.record("valid_loss", 1.0 if k else 0.5)  # never improves after epoch 0
+        try:
+            stopper.on_epoch_end(net)
+        except StopTraining:
+            stopped_at = k
+            break
+    assert stopped_at is not None, "a stalled fit with nothing left dying must stop"
+    dust = node_module._DUST * zero_tol
+    # not while tree 1 was visibly shrinking (old rule: after 3 * patience = 15 epochs)
+    assert start * 0.8**stopped_at < dust
+    # and not long after it became dust: within the shrinking rule's two windows
+    dead_since = int(np.ceil(np.log(dust / start) / np.log(0.8)))
+    assert stopped_at <= dead_since + 2 * patience
+
+
+@pytest.mark.parametrize("smallest, warns", [(1e-5, True), (0.1, False)])
+def test_a_restored_model_with_trees_in_transit_warns(smallest, warns):
+    """Early stopping may have to restore an epoch whose smallest kept tree is still on
+    its way to zero (below TINY of the largest): that is said, not silent."""
+    import warnings
+
+    from sksparse_nn.exceptions import ConvergenceWarning
+
+    est = NODERegressor()  # lam > 0, early stopping on (max_epochs=None)
+    est.tree_norms_ = np.array([1.0, 0.5, smallest, 0.0])
+    est.n_active_trees_, est.sparsity_gap_ = 3, (1e-12, smallest)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est._warn_trees_in_transit()
+    said = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert bool(said) == warns
+    if warns:
+        assert "3 trees are kept" in str(said[0].message) and "raise lam" in str(said[0].message)
