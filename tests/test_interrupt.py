@@ -27,7 +27,7 @@ from sksparse_nn.estimators._training import (
 
 SCRIPT = textwrap.dedent(
     """
-    import os, sys, time, warnings
+    import os, signal, sys, time, warnings
     import numpy as np
     import torch
     from skorch.callbacks import Callback
@@ -35,6 +35,9 @@ SCRIPT = textwrap.dedent(
 
     torch.set_num_threads(1)
     warnings.simplefilter("always")
+    # a user's Ctrl-C raises KeyboardInterrupt; a child of a shell's background job
+    # (`pytest ... &`) starts with SIGINT ignored, and Python then keeps it ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     mode = sys.argv[1]
     PID = os.getpid()
 
