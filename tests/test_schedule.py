@@ -150,12 +150,12 @@ class _FakeNet:
         self.history, self.module_ = History(), None
 
 
-def _drive(monkeypatch, norms_per_epoch, loss=1.0, window=3, anneal=4, cap=100):
+def _drive(monkeypatch, norms_per_epoch, loss=1.0, window=3, anneal=4, cap=100, hold=0):
     """Run StopWhenSettled over given group norms; returns (stopped epoch, callback, plan)."""
     from sksparse_nn.estimators import _schedule
     from sksparse_nn.estimators._training import StopTraining
 
-    plan = LRPlan(cap, "cosine").initialize()
+    plan = LRPlan(cap, "cosine", hold=hold).initialize()
     rule = _schedule.StopWhenSettled(plan, window, 1e-7, anneal, nonconvex=True).initialize()
     net, current = _FakeNet(), {}
     monkeypatch.setattr(_schedule, "group_norms", lambda module: current)
@@ -163,7 +163,7 @@ def _drive(monkeypatch, norms_per_epoch, loss=1.0, window=3, anneal=4, cap=100):
     for epoch, norms in enumerate(norms_per_epoch):
         plan.factors_.append(plan.factor(epoch))
         net.history.new_epoch()
-        net.history.record("train_loss", loss)
+        net.history.record("train_loss", loss if np.isscalar(loss) else loss[epoch])
         current.clear()
         current["w"] = torch.tensor(norms, dtype=torch.float64)
         try:
@@ -256,3 +256,29 @@ def test_a_warm_start_with_the_automatic_budget_holds_its_rate():
     assert cold == 0 and cold_fixed == 0 and warm_fixed == 0
     cap = DGatedMLPRegressor()._max_epochs(X.shape[0], est.batch_size)
     assert 0 < warm < cap
+
+
+@pytest.mark.parametrize("spike, hold", [(False, 50), (True, 50), (True, 0)])
+def test_a_loss_spike_halves_the_held_rate_and_anneals_to_a_stop(monkeypatch, spike, hold):
+    """A held rate at the edge of stability shows as a jump of the training loss far
+    above its recent level (a warm path point went 0.085 -> 0.14 -> 0.75 -> 11 -> 1e22
+    at lr 0.1); while the plan holds its rate the rule then halves it at once and
+    anneals. Mini-batch noise of +-25% around a level must not look like a spike, and
+    cold fits (a cosine from the start, hold 0) are left alone."""
+    rng = np.random.default_rng(0)
+    losses = 0.07 * np.exp(0.25 * rng.uniform(-1, 1, size=60))
+    if spike:
+        losses[30:] = [0.75, 11.0, 4.4] + [0.1] * 27
+    # norms that never settle (every live group falls 10% an epoch): only a spike stops
+    norms = [[np.exp(-0.1 * k), 0.0] for k in range(60)]
+    stopped, rule, plan = _drive(
+        monkeypatch, norms, loss=losses.tolist(), window=8, cap=60, hold=hold
+    )
+    if not (spike and hold):
+        assert stopped is None and not rule.spiked_
+        return
+    assert rule.spiked_
+    f = plan.factors_
+    assert f[31] == pytest.approx(0.5 * plan._scheduled(31))  # halved the epoch after
+    # annealed to zero over the next rule.anneal epochs, then stopped
+    assert stopped == 31 + rule.anneal - 1 and plan.factor(31 + rule.anneal) == 0.0

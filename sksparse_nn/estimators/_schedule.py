@@ -60,6 +60,10 @@ STEADY = 0.95
 #: additive model's live groups on 900 rows), which a comparison of two single epochs
 #: reads as shrinking. The same allowance applies to the objective's plateau.
 NOISE = 2.0
+#: An epoch's training loss this many times the median of the window before it ends a
+#: held learning rate (halved at once, then annealed to a stop): mini-batch noise moves
+#: a settled loss by ~25%, a blow-up by orders of magnitude.
+SPIKE = 3.0
 
 
 def _window_means(losses, width):
@@ -208,11 +212,12 @@ class LRPlan(Callback):
         t = (epoch - self.hold) / max(1, self.max_epochs - self.hold)
         return 0.5 * (1.0 + math.cos(math.pi * t))
 
-    def anneal(self, epoch, length):
-        """From epoch ``epoch`` on, decay the current factor to zero over ``length``
-        (cosine-shaped)."""
+    def anneal(self, epoch, length, scale=1.0):
+        """From epoch ``epoch`` on, decay ``scale`` times the current factor to zero over
+        ``length`` (cosine-shaped)."""
         if not self.annealing:
-            self.segment_ = (epoch, max(1, length), self.factor(epoch), 0.0, "cosine")
+            start = scale * self.factor(epoch)
+            self.segment_ = (epoch, max(1, length), start, 0.0, "cosine")
 
     def resume(self, epoch, length):
         """Cancel an anneal: from epoch ``epoch`` on, ramp the current factor linearly
@@ -275,6 +280,7 @@ class StopWhenSettled(Callback):
         self.norms_ = deque(maxlen=2 * self.window)
         self.settled_ = None  # the group norms when the fit looked settled
         self.resumed_ = 0  # anneals cancelled because a group started to collapse
+        self.spiked_ = False  # the loss jumped: annealing to a stop
         return self
 
     def on_train_begin(self, net, **kwargs):
@@ -282,6 +288,18 @@ class StopWhenSettled(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history) - 1
+        if self.spiked_:
+            if self.plan.annealed(epoch):
+                raise StopTraining
+            return
+        if self._spike(net.history[:, "train_loss"]):
+            # the held rate has become too large for where training is (the loss jumped
+            # far above its recent level: seen before a warm path point diverged, epoch
+            # 123 at lr 0.1): halve it now and anneal, then stop
+            self.spiked_ = True
+            self.plan.segment_ = None
+            self.plan.anneal(epoch + 1, self.anneal, scale=0.5)
+            return
         with torch.no_grad():
             norms = {k: v.cpu().double().numpy() for k, v in group_norms(net.module_).items()}
         if self.settled_ is not None:
@@ -314,6 +332,17 @@ class StopWhenSettled(Callback):
             if self.nonconvex and np.any(selected & (now < TINY * now.max(initial=0.0))):
                 return True
         return False
+
+    def _spike(self, losses):
+        """Whether, while the plan holds its rate, the last epoch's training loss is over
+        ``SPIKE`` times the median of the ``window`` epochs before it (the held rate at
+        the edge of stability). Cold fits (a cosine from the start) are not checked: their
+        early losses may jump while the rate is still large and falling."""
+        epoch = len(losses) - 1
+        if epoch >= self.plan.hold or len(losses) < self.plan.warmup + self.window + 1:
+            return False
+        recent = np.asarray(losses[-self.window - 1 : -1], dtype=np.float64)
+        return bool(losses[-1] > SPIKE * np.median(recent))
 
     def _settled(self, losses):
         history, last = list(self.norms_), self.norms_[-1]
