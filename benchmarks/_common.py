@@ -5,6 +5,7 @@ table, writes JSON and plot) and ``main()`` (argparse). This module holds the pi
 would otherwise each write again:
 
 * :func:`timed` - wall and CPU time of a call, best of ``repeats`` after ``warmup`` calls;
+* :func:`time_forward` - median CPU time of a full and a compacted model's forward pass;
 * :func:`machine` - platform, CPU, load average, library versions (peers included), git
   commit and a digest of the package's sources: what was measured, where;
 * :func:`write_json` - a results file (``benchmarks/results/`` unless a path is given);
@@ -74,6 +75,24 @@ def timed(fn, *args, repeats=1, warmup=0, **kwargs):
 
 
 # ------------------------------------------------------------------ machine record
+def time_forward(full, small, x, repeats):
+    """Median CPU seconds of a forward pass of ``full`` and of ``small`` on ``x``,
+    alternating the two after one warm-up pass each. This thread's CPU time: torch runs on
+    one thread here, so other processes' load does not enter."""
+    import numpy as np  # not at import: see THREAD_ENV
+    import torch
+
+    tf, ts = [], []
+    with torch.no_grad():
+        full(x), small(x)
+        for _ in range(repeats):
+            for model, out in ((full, tf), (small, ts)):
+                t0 = time.thread_time()
+                model(x)
+                out.append(time.thread_time() - t0)
+    return float(np.median(tf)), float(np.median(ts))
+
+
 def uptime():
     """The output of ``uptime`` (load averages with the time), or None."""
     try:

@@ -50,7 +50,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import RESULTS, ROOT, machine, pyplot, single_thread, uptime, write_json
+from _common import (
+    RESULTS,
+    ROOT,
+    machine,
+    pyplot,
+    single_thread,
+    time_forward,
+    uptime,
+    write_json,
+)
 from torch import nn
 
 from sksparse_nn import DGatedNeuralNetClassifier
@@ -101,18 +110,6 @@ def head_norms(clf):
     inp = norms["attn.in_proj_weight"]
     out = norms.get("attn.out_proj.weight")
     return inp, out
-
-
-def time_forward(full, small, x, repeats):
-    tf, ts = [], []
-    with torch.no_grad():
-        full(x), small(x)
-        for _ in range(repeats):
-            for model, out in ((full, tf), (small, ts)):
-                t0 = time.thread_time()  # this thread's CPU time (torch: 1 thread)
-                model(x)
-                out.append(time.thread_time() - t0)
-    return float(np.median(tf)), float(np.median(ts))
 
 
 def run(args):

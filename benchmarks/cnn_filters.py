@@ -60,7 +60,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import RESULTS, ROOT, machine, pyplot, single_thread, uptime, write_json
+from _common import (
+    RESULTS,
+    ROOT,
+    machine,
+    pyplot,
+    single_thread,
+    time_forward,
+    uptime,
+    write_json,
+)
 from torch import nn
 
 from sksparse_nn import DGatedNeuralNetClassifier
@@ -145,21 +154,6 @@ def accuracy(module, X, y):
 def filter_norms(user):
     return {n: user.get_submodule(n).weight.detach().flatten(1).norm(dim=1).numpy()
             for n in conv_names(user)}
-
-
-def time_forward(full, small, x, repeats):
-    """Median CPU seconds (this thread's: torch runs on one thread, so other processes'
-    load does not enter) of a forward pass of each model, alternating the two."""
-    tf, ts = [], []
-    with torch.no_grad():
-        for model in (full, small):
-            model(x)  # warm-up
-        for _ in range(repeats):
-            for model, out in ((full, tf), (small, ts)):
-                t0 = time.thread_time()
-                model(x)
-                out.append(time.thread_time() - t0)
-    return float(np.median(tf)), float(np.median(ts))
 
 
 def compact_record(clf, X_te, y_te, x_time, repeats):

@@ -214,8 +214,9 @@ class LRPlan(Callback):
 
     def anneal(self, epoch, length, scale=1.0):
         """From epoch ``epoch`` on, decay ``scale`` times the current factor to zero over
-        ``length`` (cosine-shaped)."""
-        if not self.annealing:
+        ``length`` (cosine-shaped). A running anneal is kept, unless ``scale < 1`` (a
+        cut of the rate, which always applies)."""
+        if scale < 1.0 or not self.annealing:
             start = scale * self.factor(epoch)
             self.segment_ = (epoch, max(1, length), start, 0.0, "cosine")
 
@@ -297,7 +298,6 @@ class StopWhenSettled(Callback):
             # far above its recent level: seen before a warm path point diverged, epoch
             # 123 at lr 0.1): halve it now and anneal, then stop
             self.spiked_ = True
-            self.plan.segment_ = None
             self.plan.anneal(epoch + 1, self.anneal, scale=0.5)
             return
         with torch.no_grad():

@@ -164,10 +164,11 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         norms = np.stack(self.norms_)
         return bool(still_shrinking(norms, self.patience, _DUST * self.zero_tol).any())
 
-    def _support(self, module):
-        """Live trees of every layer, or None if some tree is on its way to zero."""
+    def _support(self, layer_norms):
+        """Live trees of every layer (``layer_norms``: their norms, one tensor per
+        layer), or None if some tree is on its way to zero."""
         support = []
-        for norms in group_norms(module).values():
+        for norms in layer_norms:
             norms = norms.double()
             live = norms >= self.zero_tol
             if bool(((norms >= _DUST * self.zero_tol) & (norms < TINY * norms.max())).any()):
@@ -178,12 +179,11 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
     def on_epoch_end(self, net, **kwargs):
         self.any_.on_epoch_end(net, **kwargs)
         with torch.no_grad():
-            norms = group_norms(net.module_).values()
-            self.norms_.append(torch.cat([n.double() for n in norms]).numpy())
+            layer_norms = list(group_norms(net.module_).values())
+        self.norms_.append(torch.cat([n.double() for n in layer_norms]).numpy())
         if self.any_.misses_ >= _STALL_FACTOR * self.patience and not self._shrinking():
             raise StopTraining  # nothing improves any more, and no tree is dying
-        with torch.no_grad():
-            support = self._support(net.module_)
+        support = self._support(layer_norms)
         if support is None:
             return
         if self.support_ is None or not torch.equal(support, self.support_):
