@@ -20,7 +20,7 @@ from ..penalties import group_norms, penalty_value
 from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
 from ..solvers._kkt import group_violations, kkt_scale, row_squares
-from ..solvers._lipschitz import restricted_lipschitz
+from ..solvers._lipschitz import BlockLipschitz
 from ..solvers._proximal import anderson_extrapolation
 from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
@@ -414,16 +414,20 @@ class GatedLeastSquares:
             gram, rhs, self.const, sub_labels, rho, self.lam, self.D, nonneg, self.scale
         )
 
-    def proximal_finish(self, W, abs_tol):
+    def proximal_finish(self, W, abs_tol, lipschitz=None, idx=None):
         """The D = 2 minimizer from ``W`` (one output) to the absolute KKT tolerance
         ``abs_tol``, by the reference solver's inner iterations (FISTA with restarts and
         Newton steps on the support, :func:`~sksparse_nn.solvers._working_set.ws_fista`)
-        on this problem's Gram block: the convex problem the block steps also solve."""
+        on this problem's Gram block: the convex problem the block steps also solve.
+        ``lipschitz``: the :class:`~sksparse_nn.solvers._lipschitz.BlockLipschitz` of the
+        sequence of blocks this one belongs to, ``idx`` its features there."""
         G = self.curv.gram
-        L, _ = restricted_lipschitz(G, None, max(float(np.trace(G)), 1e-300))
+        if lipschitz is None:
+            lipschitz = BlockLipschitz()
+        L = lipschitz(G, idx, max(float(np.trace(G)), 1e-300))
         with warnings.catch_warnings():  # ill-conditioned Newton steps are checked there
             warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            x, *_ = ws_fista(
+            x, _, _, L = ws_fista(
                 G,
                 self.rhs[:, 0],
                 self.lam_rho,
@@ -435,6 +439,7 @@ class GatedLeastSquares:
                 _WS_PROXIMAL_MAX_ITER,
                 self.nonneg is not None,
             )
+        lipschitz.update(L)
         return x[:, None]
 
     def minimize_working_sets(self, W, cache, max_steps, tol, kkt_tol=None):
@@ -471,7 +476,7 @@ class GatedLeastSquares:
             budget = _WS_BLOCK_STEPS if finish else max_steps
             W_ws, _, steps = sub.minimize(W[idx], budget, tol, kkt_tol=inner)
             if finish and sub.relative_kkt(W_ws) > inner:
-                W_ws = sub.proximal_finish(W_ws, tol_in)
+                W_ws = sub.proximal_finish(W_ws, tol_in, cache.lipschitz, idx)
             W = np.zeros_like(W)
             W[idx] = W_ws
             return W, steps, False

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
 from ..penalties import penalty_value
+from ..solvers._lipschitz import BlockLipschitz
 from ..solvers._logistic_cd import SparseColumns, solve_set_cd
 from ..solvers._logistic_newton import update_hessian
 from ._gated_least_squares import (
@@ -105,6 +106,7 @@ class GatedLogistic:
         self.kkt_scale = kkt_scale
         self._bound = None
         self._hess = (None, None)  # (Hessian, sample curvatures it was formed with)
+        self._lipschitz = BlockLipschitz()  # of the successive models' curvatures
 
     @property
     def bound(self):
@@ -205,7 +207,7 @@ class GatedLogistic:
         budget = _MODEL_BLOCK_STEPS if finish else inner_steps
         V_new, _, _ = model.minimize(V, budget, BLOCK_STEPS_TOL, kkt_tol=inner_tol)
         if finish and model.relative_kkt(V_new) > inner_tol:
-            V_new = model.proximal_finish(V_new, inner_tol * self.kkt_scale)
+            V_new = model.proximal_finish(V_new, inner_tol * self.kkt_scale, self._lipschitz)
         return V_new.reshape(shape)
 
     def _backtrack(self, W, V, f, max_halvings=30):

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ._data import as_float_matrix, check_sample_weight
-from ._lipschitz import top_eigenvalue
+from ._lipschitz import BlockLipschitz, top_eigenvalue
 from ._threads import SMALL_WORK
 
 # Largest problem for which the Gram matrix X^T X / n is precomputed ("auto").
@@ -41,6 +41,8 @@ class GramCache:
         self._pos = np.full(n_features, -1, dtype=np.intp)
         self._idx = np.zeros(0, dtype=np.intp)
         self._gram = np.zeros((0, 0))
+        # the Lipschitz constants of the blocks solved (kept with the blocks along a path)
+        self.lipschitz = BlockLipschitz(n_features)
 
     def __len__(self):
         return self._idx.size

@@ -11,7 +11,7 @@ import numpy as np
 from ._data import check_solver_args, extended_groups
 from ._design import Design
 from ._kkt import group_violations, kkt_setup
-from ._lipschitz import restricted_lipschitz
+from ._lipschitz import BlockLipschitz
 from ._proximal import fista, start_coef
 from ._threads import single_blas_thread
 from ._working_set import inner_tolerance, working_set, ws_fista
@@ -39,7 +39,7 @@ class GroupLassoResult(NamedTuple):
     converged: bool
 
 
-def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, state=None):
+def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, lipschitz=None):
     """Group lasso by working sets (restricted FISTA + Newton), certified on all groups.
 
     Outer loop: the full gradient gives every group's KKT violation; if the largest is
@@ -54,8 +54,8 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
     w = start_coef(w0, p, positive)
     if design.degenerate:
         return fista(design, lam, ext, rho_ext, w, tol, max_iter, positive=positive)
-    if state is None:
-        state = {}
+    if lipschitz is None:  # the working sets' Lipschitz constants (shared along a path)
+        lipschitz = BlockLipschitz(p)
     free = rho_ext == 0
     n_iter = stalled = 0
     kkt = np.inf
@@ -76,18 +76,10 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
                 return w, n_iter + it, rel
             groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
             G = design.gram_block(idx)
-            key = idx.tobytes()
-            if state.get("key") == key:
-                L = state["L"]
-            else:
-                vec = state.get("vec")
-                cap = float(design.diag[idx].sum())  # trace: an upper bound
-                if design._L is not None:
-                    cap = min(cap, design._L)
-                L, v = restricted_lipschitz(G, None if vec is None else vec[idx], cap)
-                vec = np.zeros(p)
-                vec[idx] = v
-                state.update(key=key, L=L, vec=vec)
+            cap = float(design.diag[idx].sum())  # trace: an upper bound
+            if design._L is not None:
+                cap = min(cap, design._L)
+            L = lipschitz(G, idx, cap)
             tol_in = inner_tolerance(abs_tol, outside, stalled)
             if tol_in is None:
                 break
@@ -103,7 +95,7 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, stat
                 max_iter - n_iter,
                 positive,
             )
-            state["L"] = L
+            lipschitz.update(L)
             n_iter += it
             stalled = stalled + 1 if it == 0 else 0
             w = np.zeros(p)
@@ -244,10 +236,10 @@ def group_lasso_path(
     n_iters = np.zeros(lams.size, dtype=int)
     kkts = np.zeros(lams.size)
     w = w0
-    state = {}  # the working set's Lipschitz constant, shared along the path
+    lipschitz = BlockLipschitz(design.n_features)  # shared along the path
     for k, lam in enumerate(lams):
         w, n_iters[k], kkts[k] = _solve_ls(
-            design, float(lam), ext, rho_ext, w, tol, max_iter, bool(positive), state
+            design, float(lam), ext, rho_ext, w, tol, max_iter, bool(positive), lipschitz
         )
         coefs[k] = w
         intercepts[k] = design.intercept(w)

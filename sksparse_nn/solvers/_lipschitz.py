@@ -60,3 +60,41 @@ def restricted_lipschitz(G, v0, cap):
         if done:
             break
     return min(1.05 * theta + 1e-300, cap), v
+
+
+class BlockLipschitz:
+    """Lipschitz constants of a sequence of PSD blocks: working sets' Gram blocks along a
+    path, or the Hessians of successive Newton models.
+
+    ``lipschitz(G, idx, cap)`` is :func:`restricted_lipschitz` of ``G``, the block of the
+    features ``idx`` (sorted) of ``n_features``, started from the previous block's
+    eigenvector on the features the two share (few power iterations when the set moves a
+    little); the same set again reuses its value (a Gram block is the same matrix).
+    Without ``idx`` the blocks are taken to change (Hessians): the value is recomputed,
+    from the last eigenvector when the size matches. :meth:`update` records a value the
+    iterations had to raise (see :func:`~sksparse_nn.solvers._working_set.ws_fista`).
+    """
+
+    def __init__(self, n_features=None):
+        self.n_features = n_features
+        self._key, self._L, self._vec = None, None, None
+
+    def __call__(self, G, idx=None, cap=np.inf):
+        if idx is None:
+            v0 = self._vec if self._vec is not None and self._vec.shape == (G.shape[0],) else None
+            self._L, self._vec = restricted_lipschitz(G, v0, cap)
+            self._key = None
+            return self._L
+        key = idx.tobytes()
+        if key == self._key:
+            return self._L
+        v0 = None if self._vec is None or self._vec.shape != (self.n_features,) else self._vec[idx]
+        L, v = restricted_lipschitz(G, v0, cap)
+        self._vec = np.zeros(self.n_features)
+        self._vec[idx] = v
+        self._key, self._L = key, L
+        return L
+
+    def update(self, L):
+        """The value the iterations settled on for the current block."""
+        self._L = L

@@ -7,7 +7,7 @@ import scipy.linalg.blas
 import scipy.special
 
 from ._kkt import group_violations, kkt_setup
-from ._lipschitz import restricted_lipschitz
+from ._lipschitz import BlockLipschitz
 from ._working_set import gradient_ranked_working_set, inner_tolerance, ws_fista
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -126,7 +126,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
     wn = np.full(n, 1.0 / n) if sw is None else sw / n  # the weights of the mean
     s = design.s
     free = rho_ext == 0
-    state = {}
+    lipschitz = BlockLipschitz()  # the Hessians change: only the eigenvector is reused
     n_iter = stalled = 0
     z_full = None
     expit, logaddexp = scipy.special.expit, np.logaddexp
@@ -183,10 +183,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
             if kkt_w <= tol_in:
                 break
             H, d_model = update_hessian(A, wn * P * (1.0 - P), H, d_model)
-            L, vec = restricted_lipschitz(
-                H, state.get("vec") if state.get("k") == idx.size else None, np.inf
-            )
-            state.update(vec=vec, k=idx.size)
+            L = lipschitz(H)
             v, it, _, _ = ws_fista(
                 H,
                 H @ xw - gw,
