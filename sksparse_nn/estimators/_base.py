@@ -52,6 +52,7 @@ from ._training import (
     as_numpy,
     make_callbacks,
     resolve_optimizer,
+    seeded,
 )
 
 __all__ = ["BaseDGated"]
@@ -184,8 +185,7 @@ class BaseDGated(BaseEstimator):
         dtype = self._torch_dtype
         rows = X.shape[0] if self.batch_size is None else min(self.batch_size, X.shape[0])
         with thread_policy(self.n_threads, rows * X.shape[1]):
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
+            with seeded(seed, self.device):
                 dataset = ArrayDataset(
                     X,
                     targets,

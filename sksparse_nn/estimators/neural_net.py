@@ -21,7 +21,7 @@ from ..sparsifiers import sparsified_tensors
 from ._base import BaseDGated
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
-from ._training import ArrayDataset
+from ._training import ArrayDataset, seeded
 
 __all__ = ["DGatedNeuralNetClassifier", "DGatedNeuralNetRegressor"]
 
@@ -313,8 +313,7 @@ class _DGatedNeuralNet(BaseDGated):
         if targets.dtype.is_floating_point:
             targets = targets.to(torch.float32)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with seeded(seed):
             module = probe._build_module(X.shape[1], probe.n_outputs_).to(torch.float32)
             dataset = ArrayDataset(X[rows], targets[rows], torch.float32)
             probe._init_module(module, dataset, targets)

@@ -36,7 +36,14 @@ from ._base import BaseDGated
 from ._docs import fill
 from ._schedule import TINY, still_shrinking
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
-from ._training import ArrayDataset, EarlyStopping, StopTraining, as_numpy, weighted_mean
+from ._training import (
+    ArrayDataset,
+    EarlyStopping,
+    StopTraining,
+    as_numpy,
+    seeded,
+    weighted_mean,
+)
 
 __all__ = ["NODEClassifier", "NODERegressor"]
 
@@ -373,8 +380,7 @@ class _NODEFamily(BaseDGated):
         if targets.dtype.is_floating_point:
             targets = targets.to(torch.float32)
         dataset = ArrayDataset(X, None, dtype=torch.float32)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
+        with seeded(0):
             module = probe._build_module(X.shape[1], n_outputs)
             probe._init_module(module, dataset, targets)
         with torch.no_grad():

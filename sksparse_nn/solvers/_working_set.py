@@ -11,6 +11,8 @@ from ._proximal import fista_steps
 
 # Smallest working set, in groups.
 _WS_MIN_GROUPS = 10
+# Halvings of a Newton step before it is given up (the objective did not decrease).
+_NEWTON_HALVINGS = 10
 
 
 def working_set(ext, viol, live, free, abs_tol, ratio=None, near=None):
@@ -94,15 +96,21 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
     On its live groups the objective ``w^T G w / 2 - c^T w + sum lam rho_j ||w_j||`` is
     smooth, with gradient ``G w - c + lam rho_j w_j / ||w_j||`` and Hessian ``G +
     blockdiag(lam rho_j (I - u_j u_j^T) / ||w_j||)`` (``u_j = w_j / ||w_j||``). Under
-    ``positive`` the support is the positive coordinates. A step is kept only if every
-    support coordinate keeps its group's direction (no group crosses zero, positive
-    coordinates stay positive) and the KKT violation of the block decreases.
+    ``positive`` the support is the positive coordinates. A group that a step turns
+    through zero (a coordinate, under ``positive``) is set to zero instead: the support
+    shrinks. Steps are halved until the objective decreases (on a nearly singular block
+    the full step can overshoot along the flat directions, where the objective still
+    falls but the KKT violation first rises); where the objective no longer resolves
+    progress (a rounding-level change) a smaller KKT violation decides.
 
     Returns ``(x, kkt, n_steps, viol)`` (``viol`` the per-group violations at ``x``, or
     None if no step was taken).
     """
     viol = None
     steps = 0
+    g = G @ x - c
+    f = _block_objective(x, g, c, lam_rho, ext, n_ext)
+    flat = 64 * np.finfo(np.float64).eps
     for steps in range(1, max_steps + 1):  # noqa: B007
         nw = np.sqrt(np.bincount(ext, weights=x * x, minlength=n_ext))
         S = np.flatnonzero(x > 0) if positive else np.flatnonzero(nw[ext] > 0)
@@ -113,8 +121,8 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
         nS = nw[eS]
         a = lam_rho[eS] / nS
         u = xS / nS
-        H = G[np.ix_(S, S)]  # x is zero outside S: G[S] @ x = H @ x_S
-        F = H @ xS - c[S] + a * xS
+        H = G[np.ix_(S, S)]
+        F = g[S] + a * xS
         rows, cols = _same_group_pairs(eS)
         H[rows, cols] -= a[rows] * u[rows] * u[cols]
         H.flat[:: S.size + 1] += a
@@ -124,22 +132,37 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
             return x, kkt, steps - 1, viol
         if not np.all(np.isfinite(d)):
             return x, kkt, steps - 1, viol
-        xn_S = xS - d
-        if positive:
-            if np.any(xn_S <= 0):
-                return x, kkt, steps - 1, viol
-        elif np.any(np.bincount(eS, weights=xS * xn_S, minlength=n_ext)[eS] <= 0):
-            return x, kkt, steps - 1, viol  # a group would cross zero
-        xn = x.copy()
-        xn[S] = xn_S
-        vn, _ = group_violations(xn, G @ xn - c, ext, lam_rho, n_ext, positive)
-        kn = float(vn.max())
-        if not kn < kkt:
+        for _ in range(_NEWTON_HALVINGS):
+            xn_S = xS - d
+            if positive:
+                xn_S[xn_S <= 0] = 0.0
+            else:
+                xn_S[np.bincount(eS, weights=xS * xn_S, minlength=n_ext)[eS] <= 0] = 0.0
+            xn = x.copy()
+            xn[S] = xn_S
+            gn = G @ xn - c
+            fn = _block_objective(xn, gn, c, lam_rho, ext, n_ext)
+            if fn < f - flat * abs(f):
+                break
+            if fn <= f + flat * abs(f):  # no resolvable change: the KKT violation decides
+                vn, _ = group_violations(xn, gn, ext, lam_rho, n_ext, positive)
+                if float(vn.max()) < kkt:
+                    break
+            d = 0.5 * d
+        else:
             return x, kkt, steps - 1, viol
-        x, kkt, viol = xn, kn, vn
+        vn, _ = group_violations(xn, gn, ext, lam_rho, n_ext, positive)
+        x, g, f, kkt, viol = xn, gn, fn, float(vn.max()), vn
         if kkt <= tol_in:
             break
     return x, kkt, steps, viol
+
+
+def _block_objective(x, g, c, lam_rho, ext, n_ext):
+    """``x^T G x / 2 - c^T x + sum_j lam rho_j ||x_j||`` from the gradient ``g = G x -
+    c`` (no second product with ``G``)."""
+    nw = np.sqrt(np.bincount(ext, weights=x * x, minlength=n_ext))
+    return 0.5 * float(x @ (g - c)) + float(lam_rho @ nw)
 
 
 def ws_fista(G, c, lam_rho, ext, n_ext, x, L, tol_in, max_iter, positive, check_every=10):
