@@ -22,9 +22,6 @@ from ._gated_least_squares import (
 
 __all__ = ["GatedLogistic", "GatedLogisticProblem"]
 
-# Block steps on a quadratic model before, at D = 2 with one column, the reference
-# solver's inner iterations finish it (as the regressor's working sets do).
-_MODEL_BLOCK_STEPS = 2
 # Columns of the design copied at a time into a working set's matrix.
 _COPY_CHUNK = 256
 # Most coordinate-descent sweeps and Newton steps on one sparse working set.
@@ -76,10 +73,10 @@ class GatedLogistic:
     ``Q`` come from :func:`_targets`. Each outer step replaces the mean log-loss at
     ``V`` by a quadratic model and hands it, with the penalty, to
     :class:`GatedLeastSquares`, whose exact block steps (with the revival of KKT-violating
-    zero groups at ``D = 2``) minimize the model; at ``D = 2`` with one column the
-    reference solver's inner iterations finish the model after ``_MODEL_BLOCK_STEPS``
-    block steps (:meth:`GatedLeastSquares.proximal_finish`), to a tolerance that shrinks
-    with the violation (an inexact proximal Newton method). A step first tries the true
+    zero groups at ``D = 2``) minimize the model; at ``D = 2`` with one column and no
+    constraint the reference solver's inner iterations solve the model instead
+    (:meth:`GatedLeastSquares.proximal_finish`), to a tolerance that shrinks with the
+    violation (an inexact proximal Newton method). A step first tries the true
     Hessian (binary ``A^T diag(p (1 - p)) A / n``, updated only on the samples whose
     curvature moved; multiclass only up to ``NEWTON_MAX_SIZE`` coefficients); when that
     does not lower the objective, the model uses Böhning's bound (``A^T A / (4n)``
@@ -201,13 +198,14 @@ class GatedLogistic:
         )
         if self.D > 2:  # until the model's objective settles
             return model.minimize(V, inner_steps, BLOCK_STEPS_TOL)[0].reshape(shape)
-        # D = 2: block steps, then (one column, no constraint) the reference solver's
-        # inner iterations finish the model to its tolerance
-        finish = V.shape[1] == 1 and self.nonneg is None
-        budget = _MODEL_BLOCK_STEPS if finish else inner_steps
-        V_new, _, _ = model.minimize(V, budget, BLOCK_STEPS_TOL, kkt_tol=inner_tol)
-        if finish and model.relative_kkt(V_new) > inner_tol:
-            V_new = model.proximal_finish(V_new, inner_tol * self.kkt_scale, self._lipschitz)
+        # D = 2: one column without constraints: the reference solver's inner iterations
+        # (as the regressor's working sets); else block steps
+        if V.shape[1] == 1 and self.nonneg is None:
+            if model.relative_kkt(V) <= inner_tol:
+                return V.reshape(shape)
+            V = model.proximal_finish(V, inner_tol * self.kkt_scale, self._lipschitz)
+            return V.reshape(shape)
+        V_new, _, _ = model.minimize(V, inner_steps, BLOCK_STEPS_TOL, kkt_tol=inner_tol)
         return V_new.reshape(shape)
 
     def _backtrack(self, W, V, f, max_halvings=30):
