@@ -211,3 +211,15 @@ def resolve_group_weights(group_weights, labels):
     if np.any(rho < 0):
         raise ValueError(f"group_weights must be >= 0, got {rho.min()}.")
     return rho
+
+
+def same_group_pairs(labels):
+    """Index pairs ``(i, k)`` with ``labels[i] == labels[k]``: the block diagonal of a
+    matrix whose rows and columns are grouped by ``labels`` (``sum_j size_j^2`` pairs,
+    never a dense mask)."""
+    order = np.argsort(labels, kind="stable")
+    _, start, size = np.unique(labels[order], return_index=True, return_counts=True)
+    first = np.repeat(start, size * size)  # each pair's group's first position in order
+    offset = np.arange(first.size) - np.repeat(np.cumsum(size * size) - size * size, size * size)
+    width = np.repeat(size, size * size)
+    return order[first + offset // width], order[first + offset % width]

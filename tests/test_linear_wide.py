@@ -137,3 +137,55 @@ def test_wide_path_keeps_a_bounded_gram_cache_and_certifies_every_point(wide):
     # another data set of the same shape gets a fresh cache
     est.fit(X[::-1].copy(), y[::-1].copy())
     assert est._kept_gram_cache[1] is not cache
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize(
+    "case", ["groups", "groups, sample weights", "singletons, positive"]
+)
+def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, monkeypatch):
+    # at 2% of lam_max the support holds more features than the 60 samples: those
+    # working sets are solved by coordinate descent on their columns (no Gram block)
+    from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
+
+    calls = []
+    finish = GatedLeastSquares.coordinate_finish
+
+    def spy(self, idx, W, abs_tol):
+        calls.append(idx.size)
+        return finish(self, idx, W, abs_tol)
+
+    monkeypatch.setattr(GatedLeastSquares, "coordinate_finish", spy)
+    X, y, labels = wide
+    size = 1 if "singletons" in case else SIZE
+    labels = np.arange(P) // size
+    positive = "positive" in case
+    s = None
+    if "weights" in case:
+        s = np.random.default_rng(0).uniform(0.2, 3.0, size=N)
+    lam = 0.02 * lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    est = SparseLinearRegressor(lam=lam, D=2, groups=size, positive=positive)
+    est.fit(X, y, sample_weight=s)
+    assert est.n_iter_ == 0 and calls and max(calls) > N
+
+    # the KKT conditions written out (weights rescaled to mean 1, weighted centring)
+    w = np.ones(N) if s is None else s * N / s.sum()
+    m, ybar = w @ X / N, w @ y / N
+    Xc, yc = X - m, y - ybar
+    grad = Xc.T @ (w * (Xc @ est.coef_ - yc)) / N
+    scale = _group_norms(Xc.T @ (w * yc) / N, labels).max()
+    norms = _group_norms(est.coef_, labels)
+    if size > 1:  # the groups' support is wider than the samples (an L1 one cannot be)
+        assert (norms > 0).sum() * size > N
+    viol = np.zeros(labels.max() + 1)
+    for g in range(viol.size):
+        block, coef = grad[labels == g], est.coef_[labels == g]
+        if positive:  # singletons, coef >= 0: grad = -lam where > 0, >= -lam at 0
+            assert coef.min() >= 0
+            viol[g] = abs(block[0] + lam) if coef[0] > 0 else max(-block[0] - lam, 0.0)
+        elif norms[g] > 0:
+            viol[g] = np.linalg.norm(block + lam * coef / norms[g])
+        else:
+            viol[g] = max(np.linalg.norm(block) - lam, 0.0)
+    rounding = 1e4 * EPS * scale  # a gradient recomputed in another order
+    assert viol.max() <= KKT_TOL * scale + rounding

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from sksparse_nn._labels import same_group_pairs
 from sksparse_nn.solvers._lipschitz import BlockLipschitz
-from sksparse_nn.solvers._working_set import _same_group_pairs
 
 pytestmark = pytest.mark.numerics
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.numerics
 )
 def test_same_group_pairs_are_the_block_diagonal(labels):
     labels = np.asarray(labels)
-    rows, cols = _same_group_pairs(labels)
+    rows, cols = same_group_pairs(labels)
     mask = np.zeros((labels.size, labels.size), dtype=int)
     np.add.at(mask, (rows, cols), 1)  # every pair once
     np.testing.assert_array_equal(mask, labels[:, None] == labels[None, :])

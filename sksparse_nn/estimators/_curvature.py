@@ -21,6 +21,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from .._labels import same_group_pairs
+
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
 # Columns of the design sliced at a time for Gram-cache products.
@@ -58,16 +60,7 @@ class DenseCurvature:
         self.n_features = gram.shape[0]
         # the diagonal blocks as a sparse matrix: sum of squared group sizes entries
         rows = np.flatnonzero(group >= 0)
-        order = rows[np.argsort(group[rows], kind="stable")]
-        sizes = np.bincount(group[order]) if order.size else np.zeros(0, dtype=int)
-        starts = np.concatenate([[0], np.cumsum(sizes)])
-        # every (member, member) pair of each group, without a loop over groups: member
-        # i of a group of size s pairs with the s members from its group's start
-        size_of = sizes[group[order]] if order.size else np.zeros(0, dtype=int)
-        I = np.repeat(order, size_of)
-        first = np.repeat(starts[group[order]] if order.size else size_of, size_of)
-        offset = np.arange(I.size) - np.repeat(np.cumsum(size_of) - size_of, size_of)
-        J = order[first + offset]
+        I, J = (rows[k] for k in same_group_pairs(group[rows]))
         shape = (self.n_features, self.n_features)
         self.block = sp.csr_matrix((gram[I, J], (I, J)), shape=shape)
         self.mean_diagonal = float(np.trace(gram)) / max(self.n_features, 1)
@@ -169,7 +162,7 @@ class DesignCurvature:
             out[rows, j] = (np.asarray(cross).ravel() - centring) / self.n
         return out
 
-    def _columns(self, idx):
+    def columns(self, idx):
         """``X_c[:, idx]`` as a dense array to read (centred in the slice: no
         cancellation): ``X`` itself when ``idx`` is every column in order and there is
         nothing to centre, else one new array, centred in place (``X[:, idx] - shift``
@@ -203,19 +196,19 @@ class DesignCurvature:
         time (or taken from that copy when it is ``a``), so the products need at most
         one copy of the design beyond their result.
         """
-        Fa = self._columns(a)
+        Fa = self.columns(a)
         same = a is b or np.array_equal(a, b)
         out = np.empty((a.size, b.size))
         for start in range(0, b.size, _PRODUCT_CHUNK):
             part = slice(start, start + _PRODUCT_CHUNK)
-            Fb = Fa[:, part] if same else self._columns(b[part])
+            Fb = Fa[:, part] if same else self.columns(b[part])
             out[:, part] = Fa.T @ Fb
         out /= self.n
         return out
 
     def submatrix(self, idx):
         """``G[idx][:, idx] = X_c[:, idx]^T X_c[:, idx] / n`` as a dense matrix."""
-        Xs = self._columns(idx)
+        Xs = self.columns(idx)
         return Xs.T @ Xs / self.n
 
     def columns_solve(self, idx):
@@ -233,7 +226,7 @@ class DesignCurvature:
         """Solve ``(S G S + diag(a)) V = B`` on the support: directly when it has at most
         ``n`` features, else by Woodbury, ``n x n``."""
         idx = np.flatnonzero(support)
-        F = self._columns(idx) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
+        F = self.columns(idx) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
         m = idx.size
         if m <= self.n or np.any(diag < 1e-6 * max(self.mean_diagonal, 1e-300)):
             A = F.T @ F

@@ -21,6 +21,7 @@ from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
 from ..solvers._kkt import group_violations, kkt_scale, row_squares
 from ..solvers._lipschitz import BlockLipschitz
+from ..solvers._logistic_cd import SparseColumns, least_squares_cd
 from ..solvers._proximal import anderson_extrapolation
 from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
@@ -58,6 +59,8 @@ NEWTON_MAX_SIZE = 2000
 _WS_MAX_ROUNDS = 50
 # Most inner proximal iterations on one working set.
 _WS_PROXIMAL_MAX_ITER = 20000
+# Most coordinate-descent sweeps on one working set wider than the samples.
+_WS_CD_MAX_SWEEPS = 20000
 # Whole-design block steps taken, on wide data, while a working set is too large for the
 # Gram cache (after them the support has usually shrunk enough).
 _WHOLE_DESIGN_STEPS = 10
@@ -438,6 +441,22 @@ class GatedLeastSquares:
         lipschitz.update(L)
         return x[:, None]
 
+    def coordinate_finish(self, idx, W, abs_tol):
+        """The D = 2 minimizer on the features ``idx`` (one output, from their values
+        ``W``), the others held at zero, to the absolute KKT tolerance ``abs_tol``: block
+        coordinate descent on the set's centred columns (:func:`~sksparse_nn.solvers.
+        _logistic_cd.least_squares_cd`). For a set wider than the samples, where the Gram
+        block's Newton factorizations cost ``|set|^3``; needs the design
+        (:class:`DesignCurvature`)."""
+        groups, labels = np.unique(self.ext[idx], return_inverse=True)
+        cols = SparseColumns(sp.csc_matrix(self.curv.columns(idx)), np.arange(idx.size), labels)
+        positive = None if self.nonneg is None else self.nonneg[idx]
+        x, _, _ = least_squares_cd(
+            cols, self.rhs[idx, 0], W[:, 0], labels, self.lam_rho[groups], groups.size,
+            abs_tol, _WS_CD_MAX_SWEEPS, positive,
+        )  # fmt: skip
+        return x[:, None]
+
     def minimize_working_sets(self, W, cache, max_steps, tol, kkt_tol=None):
         """:meth:`minimize` at the active set's cost: block steps on working sets of
         groups, their Gram blocks from ``cache`` (a :class:`GramCache` of this problem's
@@ -460,6 +479,11 @@ class GatedLeastSquares:
 
         def solve_set(idx, W, tol_in):
             """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
+            if certify and W.shape[1] == 1 and idx.size > self.curv.n:
+                # wider than the samples: coordinate descent on the set's columns
+                W_new = np.zeros_like(W)
+                W_new[idx] = self.coordinate_finish(idx, W[idx], tol_in)
+                return W_new, 0, False
             if not cache.cacheable(idx) and idx.size <= cache.max_features:
                 cache.keep(idx)  # make room: drop the blocks of features left behind
             whole[0] = not cache.cacheable(idx)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from .._labels import same_group_pairs
 from ._kkt import group_violations
 from ._proximal import fista_steps
 
@@ -78,18 +79,6 @@ def _gram_forward(G, c, L):
     return forward
 
 
-def _same_group_pairs(labels):
-    """Index pairs ``(i, k)`` with ``labels[i] == labels[k]``: the block diagonal of a
-    matrix whose rows and columns are grouped by ``labels`` (``sum_j size_j^2`` pairs,
-    never a dense mask)."""
-    order = np.argsort(labels, kind="stable")
-    _, start, size = np.unique(labels[order], return_index=True, return_counts=True)
-    first = np.repeat(start, size * size)  # each pair's group's first position in order
-    offset = np.arange(first.size) - np.repeat(np.cumsum(size * size) - size * size, size * size)
-    width = np.repeat(size, size * size)
-    return order[first + offset // width], order[first + offset % width]
-
-
 def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_steps):
     """Newton steps on the smooth problem of the current support (restricted block).
 
@@ -123,7 +112,7 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
         u = xS / nS
         H = G[np.ix_(S, S)]
         F = g[S] + a * xS
-        rows, cols = _same_group_pairs(eS)
+        rows, cols = same_group_pairs(eS)
         H[rows, cols] -= a[rows] * u[rows] * u[cols]
         H.flat[:: S.size + 1] += a
         try:
