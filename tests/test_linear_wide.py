@@ -140,12 +140,10 @@ def test_wide_path_keeps_a_bounded_gram_cache_and_certifies_every_point(wide):
 
 
 @pytest.mark.numerics
-@pytest.mark.parametrize(
-    "case", ["groups", "groups, sample weights", "singletons, positive"]
-)
+@pytest.mark.parametrize("case", ["groups", "groups, sample weights", "groups, positive"])
 def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, monkeypatch):
-    # at 2% of lam_max the support holds more features than the 60 samples: those
-    # working sets are solved by coordinate descent on their columns (no Gram block)
+    # at 2% of lam_max the support holds more features than the 60 samples (and than
+    # 256): those working sets are solved by coordinate descent on their columns
     from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
 
     calls = []
@@ -157,14 +155,12 @@ def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, mon
 
     monkeypatch.setattr(GatedLeastSquares, "coordinate_finish", spy)
     X, y, labels = wide
-    size = 1 if "singletons" in case else SIZE
-    labels = np.arange(P) // size
     positive = "positive" in case
     s = None
     if "weights" in case:
         s = np.random.default_rng(0).uniform(0.2, 3.0, size=N)
     lam = 0.02 * lambda_max(X, y, labels, np.ones(labels.max() + 1))
-    est = SparseLinearRegressor(lam=lam, D=2, groups=size, positive=positive)
+    est = SparseLinearRegressor(lam=lam, D=2, groups=SIZE, positive=positive)
     est.fit(X, y, sample_weight=s)
     assert est.n_iter_ == 0 and calls and max(calls) > N
 
@@ -175,17 +171,17 @@ def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, mon
     grad = Xc.T @ (w * (Xc @ est.coef_ - yc)) / N
     scale = _group_norms(Xc.T @ (w * yc) / N, labels).max()
     norms = _group_norms(est.coef_, labels)
-    if size > 1:  # the groups' support is wider than the samples (an L1 one cannot be)
-        assert (norms > 0).sum() * size > N
+    assert (norms > 0).sum() * SIZE > N  # the support is wider than the samples
+    assert not positive or est.coef_.min() >= 0
     viol = np.zeros(labels.max() + 1)
     for g in range(viol.size):
         block, coef = grad[labels == g], est.coef_[labels == g]
-        if positive:  # singletons, coef >= 0: grad = -lam where > 0, >= -lam at 0
-            assert coef.min() >= 0
-            viol[g] = abs(block[0] + lam) if coef[0] > 0 else max(-block[0] - lam, 0.0)
-        elif norms[g] > 0:
-            viol[g] = np.linalg.norm(block + lam * coef / norms[g])
+        if norms[g] > 0:
+            d = block + lam * coef / norms[g]
         else:
-            viol[g] = max(np.linalg.norm(block) - lam, 0.0)
+            d = block
+        if positive:  # a coefficient held at 0 only needs the gradient's positive part
+            d = np.where(coef > 0, d, np.minimum(d, 0.0))
+        viol[g] = np.linalg.norm(d) if norms[g] > 0 else max(np.linalg.norm(d) - lam, 0.0)
     rounding = 1e4 * EPS * scale  # a gradient recomputed in another order
     assert viol.max() <= KKT_TOL * scale + rounding

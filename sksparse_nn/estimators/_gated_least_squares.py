@@ -21,7 +21,7 @@ from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
 from ..solvers._kkt import group_violations, kkt_scale, row_squares
 from ..solvers._lipschitz import BlockLipschitz
-from ..solvers._logistic_cd import SparseColumns, least_squares_cd
+from ..solvers._logistic_cd import SparseColumns, least_squares_cd, wide_set
 from ..solvers._proximal import anderson_extrapolation
 from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
@@ -205,6 +205,7 @@ class GatedLeastSquares:
         self.ext, rho_ext = extended_groups(in_group, np.zeros(n_pen))
         self.lam_rho = np.concatenate([lam * rho[:n_pen], rho_ext[n_pen:]])
         self.kkt_scale = scale
+        self._last_gradient = None  # (W, G W - rhs) of the last gradient asked for
 
     @staticmethod
     def penalized_groups(labels, rho, lam):
@@ -387,7 +388,18 @@ class GatedLeastSquares:
     def relative_kkt(self, W):
         """:meth:`kkt_violation` over the largest group norm of the gradient at zero
         (the stopping rule of the proximal solver in :mod:`sksparse_nn.solvers`)."""
-        return self.kkt_violation(W, self.curv.dot(W) - self.rhs) / self.scale
+        return self.kkt_violation(W, self.gradient(W)) / self.scale
+
+    def gradient(self, W):
+        """``G W - rhs``, the smooth part's gradient; the last one is kept (a fit's final
+        certification and its caller ask for the gradient at the same point: on wide
+        data each is a pass over the design)."""
+        last = self._last_gradient
+        if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
+            return last[1]
+        G = self.curv.dot(W) - self.rhs
+        self._last_gradient = (W.copy(), G)
+        return G
 
     @property
     def scale(self):
@@ -449,7 +461,7 @@ class GatedLeastSquares:
         block's Newton factorizations cost ``|set|^3``; needs the design
         (:class:`DesignCurvature`)."""
         groups, labels = np.unique(self.ext[idx], return_inverse=True)
-        cols = SparseColumns(sp.csc_matrix(self.curv.columns(idx)), np.arange(idx.size), labels)
+        cols = SparseColumns(self.curv.columns(idx), np.arange(idx.size), labels)
         positive = None if self.nonneg is None else self.nonneg[idx]
         x, _, _ = least_squares_cd(
             cols, self.rhs[idx, 0], W[:, 0], labels, self.lam_rho[groups], groups.size,
@@ -479,7 +491,7 @@ class GatedLeastSquares:
 
         def solve_set(idx, W, tol_in):
             """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
-            if certify and W.shape[1] == 1 and idx.size > self.curv.n:
+            if certify and W.shape[1] == 1 and wide_set(idx.size, self.curv.n):
                 # wider than the samples: coordinate descent on the set's columns
                 W_new = np.zeros_like(W)
                 W_new[idx] = self.coordinate_finish(idx, W[idx], tol_in)
@@ -506,7 +518,7 @@ class GatedLeastSquares:
         if certify:
             W, n_steps = working_set_rounds(
                 W,
-                lambda W: self.curv.dot(W) - self.rhs,
+                self.gradient,
                 self.group_violations,
                 solve_set,
                 self.ext,

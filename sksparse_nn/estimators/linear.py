@@ -498,7 +498,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
             )
         intercept = y_mean - x_mean @ W
         certified = self.D == 2 and problem.relative_kkt(W) <= KKT_TOL
-        gradient = rhs - problem.curv.dot(W)
+        gradient = -problem.gradient(W)
         return W, intercept, objective, gradient, problem.norms(W), certified
 
     def _gram_cache(self, X, curv, sample_weight):

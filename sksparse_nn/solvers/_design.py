@@ -282,6 +282,19 @@ class Design:
             return out
         return cols[:, a].T @ np.asarray(cols[:, b]) / n
 
+    def set_columns(self, idx, ext):
+        """The centred columns of the features ``idx`` (set-local group labels ``ext``)
+        for coordinate descent (:class:`~._logistic_cd.SparseColumns`; sparse ``X``
+        centred implicitly), or None for sparse ``X`` with sample weights (its centring
+        is along their square roots, which the columns do not hold)."""
+        from ._logistic_cd import SparseColumns
+
+        if not self.sparse:
+            return SparseColumns(self._cols, idx, ext)
+        if self.sw is not None:
+            return None
+        return SparseColumns(self._cols, idx, ext, self.x_mean if self.fit_intercept else None)
+
     def gram_block(self, idx):
         """``X_c^T X_c / n`` restricted to the (sorted) features ``idx``."""
         if self.gram is not None:

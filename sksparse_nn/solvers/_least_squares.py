@@ -12,6 +12,7 @@ from ._data import check_solver_args, extended_groups
 from ._design import Design
 from ._kkt import group_violations, kkt_setup
 from ._lipschitz import BlockLipschitz
+from ._logistic_cd import least_squares_cd, wide_set
 from ._proximal import fista, start_coef
 from ._threads import single_blas_thread
 from ._working_set import inner_tolerance, working_set, ws_fista
@@ -75,6 +76,21 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, lips
                 )
                 return w, n_iter + it, rel
             groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
+            cols = design.set_columns(idx, ext_ws) if wide_set(idx.size, design.n_samples) else None
+            if cols is not None:  # wider than the samples: coordinate descent, no Gram
+                tol_in = inner_tolerance(abs_tol, outside, stalled)
+                if tol_in is None:
+                    break
+                held = np.ones(idx.size, dtype=bool) if positive else None
+                x, it, _ = least_squares_cd(
+                    cols, design.c[idx], w[idx], ext_ws, lam_rho[groups_ws], groups_ws.size,
+                    tol_in, max(1, max_iter - n_iter), held,
+                )  # fmt: skip
+                n_iter += it
+                stalled = stalled + 1 if it == 0 else 0
+                w = np.zeros(p)
+                w[idx] = x
+                continue
             G = design.gram_block(idx)
             cap = float(design.diag[idx].sum())  # trace: an upper bound
             if design._L is not None:

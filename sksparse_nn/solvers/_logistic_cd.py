@@ -14,6 +14,7 @@ part ``X d`` and one scalar.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import scipy.special
 
 from ._kkt import group_violations, kkt_setup
@@ -26,14 +27,17 @@ _MAX_SWEEPS = 500
 # Sweeps between two checks of the model's KKT conditions; their iterates are
 # extrapolated (Anderson) at each check.
 _SWEEPS_PER_CHECK = 5
+# Narrowest least-squares working set solved by coordinate descent (see wide_set).
+_CD_MIN_FEATURES = 256
 # Entries of the dense column chunks that the groups' curvature bounds are formed from.
 _BOUND_CHUNK = 1 << 22
 
 
 class SparseColumns:
-    """The columns ``cols`` of ``X`` (sparse) as a working set's design, centred at
-    ``mean`` (or not, ``mean`` None), with an optional constant column of value
-    ``const`` as the last variable (the intercept).
+    """The columns ``cols`` of ``X`` (sparse, or dense: stored as a CSC matrix with
+    every entry) as a working set's design, centred at ``mean`` (or not, ``mean``
+    None), with an optional constant column of value ``const`` as the last variable
+    (the intercept).
 
     The variables are reordered by group (``ext``, one label per variable, the constant
     column alone in its group) so that a group's columns and nonzeros are contiguous
@@ -49,9 +53,18 @@ class SparseColumns:
         order = np.argsort(ext_cols, kind="stable")
         self.order = order
         self.n = X.shape[0]
-        A = X[:, cols[order]]
-        A = A.tocsc() if A.format != "csc" else A
-        A.sort_indices()
+        if sp.issparse(X):
+            A = X[:, cols[order]]
+            A = A.tocsc() if A.format != "csc" else A
+            A.sort_indices()
+        else:  # dense columns: every entry stored, built in the group order directly
+            n = self.n
+            A = sp.csc_matrix(
+                (np.asarray(X[:, cols[order]], dtype=np.float64).ravel(order="F"),
+                 np.tile(np.arange(n, dtype=np.int32), k),
+                 np.arange(0, n * k + 1, n, dtype=np.int64 if n * k >= 2**31 else np.int32)),
+                shape=(n, k),
+            )  # fmt: skip
         self.A = A
         self.indptr, self.indices, self.data = A.indptr, A.indices, A.data
         self.colid = np.repeat(np.arange(k), np.diff(A.indptr))
@@ -339,6 +352,14 @@ def logistic_ws_cd(design, X, lam, ext, rho_ext, x, tol, max_iter, near=_NEAR_VI
         x = np.zeros_like(x)
         x[idx] = xw
     return x + 0.0, min(n_iter, max_iter), kkt / scale
+
+
+def wide_set(size, n_samples):
+    """Whether a least-squares working set of ``size`` features is solved by
+    :func:`least_squares_cd`: wider than the samples (its Gram block is singular and
+    Newton's factorizations of it cost ``size^3``) and than ``_CD_MIN_FEATURES`` (below
+    which the Gram route is cheap and ends at rounding level, not at the tolerance)."""
+    return size > max(n_samples, _CD_MIN_FEATURES)
 
 
 def least_squares_cd(cols, c, x, ext, lam_rho, n_groups, tol_in, max_sweeps, positive=None):
