@@ -4,7 +4,8 @@ Model: three 3x3 convolution blocks (8-16-32 filters), max pooling after the fir
 global average pooling and a linear head. Data: MNIST-10k (``mnist_t10k.npz``, images
 average-pooled to 14x14, 2000 training / 1000 test images) and COIL-20 (``coil20.npz``,
 32x32 average-pooled to 16x16, 75% / 25% stratified split), from ``--data-home`` (default
-``../shared/data``). Methods (every one trained by the same SGD, lr and epoch budget):
+``../shared/data``). Methods (on a data set every one trained by the same SGD, lr, batch
+size and epochs, :data:`SETTINGS`):
 
 * D-Gating, D = 2, 3, 4, over a lam path: every conv weight gated by filter
   (``"out"``) and the head's weight by input column (``"in"``, one group per last-layer
@@ -24,7 +25,8 @@ padding (at a padded border the constant is not constant). So every conv is "val
 (padding 0): every filter at zero is folded away exactly, whatever its bias.
 BN after a gated conv is the other choice; it is measured too (``dgating_bn``, D = 3) and
 is not used for D-Gating: BN makes the loss invariant to a filter's scale, so the penalty
-shrinks all filters together and none reaches zero (the groups' norms fall uniformly).
+shrinks all filters together (the groups' norms fall uniformly): none reached zero on
+MNIST; on COIL-20, with 4x the steps, 13 of 56 were cut at ``zero_tol`` with no gap.
 The same happens without BN if an unpenalized layer can absorb the scale: conv layers
 with ReLU are positively homogeneous, so shrinking every filter and growing an
 unpenalized head lowers the penalty at no cost; the paper's VGG has weight decay on the
@@ -34,20 +36,43 @@ Speed: after ``compact()``, the median of repeated forward passes (batch of 1024
 one thread, alternating full / compact; thread CPU time, which the other processes'
 load does not inflate) gives the measured CPU speed-up.
 
-What the committed run (60 epochs, SGD lr 0.05, one seed; results/cnn_filters.json) shows:
-on MNIST, D-Gating keeps 0.89 accuracy at 18-25% of the filters (10-15% of the FLOPs), where
-L2,1 + pruning and slimming have fallen to 0.17 / 0.11; between 40% and 100% of the filters
-the baselines are as good or better (D-Gating's lam path jumps from all filters to about a
-third). On COIL-20 (1080 training images, 17 steps per epoch) D-Gating goes from all filters
-to a collapsed network between two lams, with no sparse model in between, at this budget;
-L2,1 + pruning keeps 0.99 at 50% of the filters. Most removed groups, of every method, are
-cut at ``zero_tol`` while still decaying (largest zero ~1.2e-7 next to a smallest kept norm
-~1.6e-7); only some points have a clean gap. Direct L2,1 reaches such norms too, since the
-cosine schedule takes the step size to 0 and with it the subgradient's oscillation.
+What the committed runs show (one seed; results/cnn_filters.json). MNIST (batch 64, 60
+epochs, SGD lr 0.05): D-Gating keeps 0.89 accuracy at 18-25% of the filters (10-15% of the
+FLOPs), where L2,1 + pruning and slimming have fallen to 0.17 / 0.11; between 40% and 100%
+of the filters the baselines are as good or better (D-Gating's lam path jumps from all
+filters to about a third).
 
-Run: ``python benchmarks/cnn_filters.py`` (about 5-10 minutes per data set on 2 shared
-cores; ``--datasets mnist``; ``--quick`` for a smoke run). Writes
-``benchmarks/results/cnn_filters.json`` and ``cnn_filters.png``.
+COIL-20 (1080 training images; batch 16 = 68 steps per epoch, 200 epochs, lr 0.03). An
+earlier run at MNIST's settings (batch 64 = 17 steps per epoch, 60 epochs, lr 0.05) had
+no sparse D-Gating model: an unused filter decays like exp(-2 lam sum_t lr_eff(t)), and in
+~1000 steps (a cosine: half of them count) only lams that kill every filter got one to
+``zero_tol``. With 4x the steps and 3.3x the epochs, each D has a path: D=2 keeps 1.000 /
+0.997 / 1.000 / 0.997 accuracy at 79% / 50% / 29% / 23% of the filters (76 / 27 / 12 / 8%
+of the FLOPs; 0.81 at 11%); D=3 1.000 at 34% (16% FLOPs), 0.98 at 21% (6%), 0.82 at 11%;
+D=4 1.000 at 43%, 0.997 at 25% (10%), 0.93 at 16%, all filters gone at lam 0.018 (D=4 at
+lam 0.003 diverged, NaN in epoch 11). L2,1 + magnitude pruning keeps 0.997 at 39%, 0.99
+at 30% and 0.10 at 20%; slimming 1.000 at 59%, 0.71 at 50%, 0.14 at 39%. Direct L2,1
+alone, before any pruning, has exact zeros with clean gaps at this budget (38 and 24 of
+56 filters, accuracy 1.000), since the cosine takes the step size to 0 and with it the
+subgradient's oscillation. Gaps: D-Gating's are clean (largest removed norm 4e-8 down to
+exactly 0, smallest kept 0.45-2.3) only at the sparse end (D=2 lam >= 0.013, D=3 >= 0.0115,
+D=4 >= 0.01); at the smaller lams that remove filters the smallest kept norm is 1.2e-7 to
+2e-5, groups still on their way to zero when the cosine ends, cut at ``zero_tol`` = 1.2e-7.
+lr 0.05 at batch 16-32 over 200 epochs spiked to chance-level losses and diverged at lam
+0.004 (D=3); a constant rate (batch 16, 60 epochs, lr 0.05) lost accuracy (0.42 / 0.80 at
+lam 0.008 / 0.005, D=3);
+warm-started paths with the automatic budget did not help (the first warm epoch threw
+the training loss from 0.35 to 4.1 at lr 0.02; some warm fits ended after 18-21 epochs
+with a worse model than the point before). Compact CPU speed-up up to 1.97x
+(D=2, 23% of the filters, 0.997) and 2.46x (D=3, 21%, 0.98).
+
+Run: ``python benchmarks/cnn_filters.py`` (about 20 minutes for MNIST, 25 for COIL-20 on
+2 shared cores, load 2-8; ``--datasets coil20``; ``--quick`` for a smoke run). Writes
+``benchmarks/results/cnn_filters.json`` and ``cnn_filters.png``; ``--from-json a.json
+b.json`` merges earlier results (a data set in a later file replaces the earlier one,
+with ``--extend`` adds its points: the committed COIL-20 points are a run of the default
+grid plus ``--lams '{"2": [0.018, 0.025], "3": [0.0115, 0.018], "4": [0.018], "bn": [],
+"l21": [], "slimming": []}'``, merged so).
 """
 
 from __future__ import annotations
@@ -77,6 +102,24 @@ from sksparse_nn.exceptions import TrainingDivergedError
 
 RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 WIDTHS = (8, 16, 32)
+#: A clean sparsity gap: the smallest kept group norm at least this times the largest
+#: removed one (before the collapse).
+CLEAN = 1e3
+#: Per data set: mini-batch size, epochs and lam grids (every method on the same batch,
+#: epochs, SGD and lr). COIL-20 has 1080 training images: at batch 64 (17 steps per epoch)
+#: and 60 epochs an unused filter decays by only exp(-2 lam sum_t lr_eff(t)) ~ 1e-7 for the
+#: lams that kill every filter, so batch 16 (68 steps per epoch) and more epochs; lr 0.05
+#: at batch 16-32 and 200 epochs had loss spikes to chance level and diverged at lam 0.004.
+SETTINGS = {
+    "mnist": {"batch_size": 64, "epochs": 60, "lr": 0.05, "lams": {
+        "2": [0.008, 0.014, 0.02, 0.026, 0.032], "3": [0.008, 0.014, 0.02, 0.026, 0.032],
+        "4": [0.008, 0.014, 0.02, 0.026, 0.032], "bn": [0.014],
+        "l21": [0.001, 0.003, 0.01], "slimming": [0.001, 0.003, 0.01]}},
+    "coil20": {"batch_size": 16, "epochs": 200, "lr": 0.03, "lams": {
+        **dict.fromkeys("234", [0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.013]),
+        "bn": [0.006],
+        "l21": [0.001, 0.003, 0.01], "slimming": [0.001, 0.003, 0.01]}},
+}
 
 
 # ---------------------------------------------------------------------------- data
@@ -199,6 +242,8 @@ def fit(method, D, lam, data, args, seed=0):
         sparsifier_params={"threshold": 0.0} if sparsifier == "l21" else None,
         lr=args.lr,
         max_epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr_schedule=args.lr_schedule,
         random_state=seed,
     )
     t0 = time.perf_counter()
@@ -253,6 +298,7 @@ def prune(clf, ratio, method):
 
 
 def run_dataset(name, args):
+    args = settings_for(name, args)
     data = load(name, args.data_home, n_train=args.n_train)
     X_te, y_te = data[2], data[3]
     x_time = torch.as_tensor(np.concatenate([X_te] * 4)[:1024])
@@ -307,7 +353,23 @@ def run_dataset(name, args):
                 prec["compact"] = compact_record(p, X_te, y_te, x_time, max(5, args.repeats // 3))
                 pruned.append(prec)
     return {"points": points, "pruned": pruned, "diagnostics": diagnostics,
-            "n_train": len(data[0]), "n_test": len(X_te), "shape": list(X_te.shape[1:])}
+            "n_train": len(data[0]), "n_test": len(X_te), "shape": list(X_te.shape[1:]),
+            "settings": {k: getattr(args, k) for k in
+                         ("epochs", "batch_size", "lr", "lr_schedule", "lams", "D")}}
+
+
+def settings_for(name, args):
+    """``args`` with this data set's defaults where the command line left them unset."""
+    args = copy.copy(args)
+    own = SETTINGS[name]
+    if args.quick:
+        args.epochs, args.n_train, args.repeats = 3, 300, 3
+        args.lams = {k: v[-1:] for k, v in {**own["lams"], **(args.lams or {})}.items()}
+    args.epochs = args.epochs or own["epochs"]
+    args.batch_size = args.batch_size or own["batch_size"]
+    args.lr = args.lr or own["lr"]
+    args.lams = {**own["lams"], **(args.lams or {})}
+    return args
 
 
 def tradeoff(result):
@@ -345,6 +407,19 @@ def report(results, out):
                 print(f"| D-Gating D=3, BN after the gated convs | {rec['lam']:.3g} | "
                       f"{rec['compact']['frac_filters']:.2f} | {rec['compact']['frac_flops']:.2f} "
                       f"| {rec['acc']:.3f} | smallest norm {rec['smallest_norms'][0]:.1e} |")
+        print("\nD-Gating, group norms before the collapse (a clean gap: the smallest kept "
+              f"norm >= {CLEAN:.0e} x the largest removed one)")
+        print("| D | lam | filters kept | FLOPs kept | test acc | largest removed | "
+              "smallest kept | clean gap |")
+        print("|---|---|---|---|---|---|---|---|")
+        for rec in res["points"]:
+            if rec["method"] == "dgating" and "acc" in rec:
+                dead, live = rec["sparsity_gap"]
+                c = rec["compact"]
+                print(f"| {rec['D']} | {rec['lam']:.3g} | {c['filters_kept']}/{c['filters_total']}"
+                      f" ({c['frac_filters']:.2f}) | {c['frac_flops']:.2f} | {rec['acc']:.3f} | "
+                      f"{dead:.1e} | {live:.1e} | "
+                      f"{gap_word(dead, live, c['filters_kept'] < c['filters_total'])} |")
         l21 = [r for r in res["points"] if r["method"] == "l21" and "acc" in r]
         if l21:
             print("direct L2,1 before pruning, smallest group norms: " + "; ".join(
@@ -352,6 +427,14 @@ def report(results, out):
     write_json(results, out)
     plot(results, Path(out).with_suffix(".png"))
     print(f"\nwrote {out} and {Path(out).with_suffix('.png')}")
+
+
+def gap_word(dead, live, removed):
+    """Whether the kept groups are far from the removed ones (none in transit); ``removed``:
+    whether any filter was removed (a removed group may have decayed to exactly 0.0)."""
+    if not removed or live == float("inf"):
+        return "all removed" if removed else "none removed"
+    return "yes" if live >= CLEAN * dead else "no"
 
 
 def plot(results, path):
@@ -381,33 +464,49 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=["mnist", "coil20"])
     parser.add_argument("--data-home", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--n-train", type=int, default=2000)
-    parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="default per data set (SETTINGS: MNIST 60, COIL-20 200)")
+    parser.add_argument("--lr", type=float, default=None,
+                        help="default per data set (SETTINGS: MNIST 0.05, COIL-20 0.03)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="default per data set (SETTINGS: MNIST 64, COIL-20 16)")
+    parser.add_argument("--lr-schedule", choices=["cosine", "constant"], default="cosine")
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--D", type=int, nargs="+", default=[2, 3, 4])
     parser.add_argument("--lams", type=json.loads, default=None,
                         help='JSON {"2": [...], "3": [...], "4": [...], "bn": [...], '
-                             '"l21": [...], "slimming": [...]}')
+                             '"l21": [...], "slimming": [...]}, over the data set\'s '
+                             'SETTINGS grid')
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--from-json", nargs="+", default=None,
                         help="report (and merge) earlier results files instead of running")
+    parser.add_argument("--extend", action="store_true",
+                        help="with --from-json: a data set in several files gets the points "
+                             "of all (e.g. a run of more lams) instead of the last file's")
     parser.add_argument("--out", default=str(RESULTS / "cnn_filters.json"))
     args = parser.parse_args()
-    grid = [0.008, 0.014, 0.02, 0.026, 0.032]
-    default = {"2": grid, "3": grid, "4": grid, "bn": [0.014],
-               "l21": [0.001, 0.003, 0.01], "slimming": [0.001, 0.003, 0.01]}
-    args.lams = {**default, **(args.lams or {})}
     if args.from_json:
+        # a data set in a later file replaces (--extend: adds its points to) the earlier
+        # one; "runs" keeps, per data set, the runs (args, load, machine) its points come from
         parts = [json.loads(Path(f).read_text()) for f in args.from_json]
-        results = {**parts[0], "datasets": {k: v for p in parts for k, v in p["datasets"].items()},
-                   "uptime_end": parts[-1]["uptime_end"],
-                   "runs": [{"uptime_start": p["uptime_start"], "uptime_end": p["uptime_end"],
-                             "datasets": list(p["datasets"])} for p in parts]}
+        datasets, runs = {}, {}
+        for p in parts:
+            own = p.get("runs") or [{k: p[k] for k in ("uptime_start", "uptime_end")}
+                                    | {"datasets": list(p["datasets"]), "args": p.get("args"),
+                                       "machine": p.get("machine")}]
+            for name, res in p["datasets"].items():
+                mine = [{**run, "datasets": [name]} for run in own if name in run["datasets"]]
+                old = datasets.get(name)
+                if args.extend and old is not None:
+                    keys = ("points", "pruned", "diagnostics")
+                    res = {**old, **{k: old[k] + res[k] for k in keys},
+                           "extensions": old.get("extensions", []) + [res.get("settings")]}
+                    mine = runs[name] + mine
+                datasets[name], runs[name] = res, mine
+        results = {**parts[0], "datasets": datasets, "uptime_end": parts[-1]["uptime_end"],
+                   "runs": [run for name in datasets for run in runs.get(name, [])]}
         report(results, args.out)
         return
-    if args.quick:
-        args.epochs, args.n_train, args.repeats = 3, 300, 3
-        args.lams = {k: v[-1:] for k, v in args.lams.items()}
     single_thread()
     results = {"machine": machine(), "uptime_start": uptime(), "args": vars(args),
                "datasets": {}}
