@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sksparse_nn.solvers._kernels import cd_sweep
+from sksparse_nn.solvers._kernels import cd_sweep, cd_sweep_dense
 
 pytestmark = pytest.mark.numerics
 
@@ -77,3 +77,42 @@ def test_cd_sweep_is_the_proximal_block_step(sizes, centred, positive):
     np.testing.assert_allclose(r, h * (X @ d), rtol=0, atol=1e3 * EPS * scale)
     np.testing.assert_allclose(S, (h * (X @ d)).sum(), rtol=0, atol=1e4 * EPS * scale)
     np.testing.assert_allclose(t, -m @ d, rtol=0, atol=1e3 * EPS * scale)
+
+
+@pytest.mark.parametrize("centred", [False, True])
+@pytest.mark.parametrize("positive", [False, True])
+def test_dense_sweep_is_the_sparse_sweep_on_every_entry(centred, positive):
+    # dense columns (every entry stored, zeros included) give the CSC kernel and the
+    # dense one the same arithmetic in the same order: equal to the bit, state included
+    rng = np.random.default_rng(7 + 2 * centred + positive)
+    sizes = [3, 1, 4, 2, 2]
+    n, k = 30, sum(sizes)
+    D = rng.normal(size=(n, k)) * (rng.random((n, k)) < 0.7)  # some exact zeros
+    X = sp.csc_matrix(
+        (D.ravel(order="F"), np.tile(np.arange(n, dtype=np.int32), k), np.arange(0, n * k + 1, n)),
+        shape=(n, k),
+    )
+    h = rng.uniform(0.05, 0.25, size=n)
+    m = D.mean(axis=0) if centred else np.zeros(k)
+    starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.intp)
+    x, gw = rng.normal(size=k), rng.normal(size=k)
+    L = rng.uniform(1.0, 3.0, size=len(sizes))
+    thr = rng.uniform(0.0, 1.0, size=len(sizes)) * np.abs(gw).max()
+    pos = np.full(k, positive)
+    active = np.arange(len(sizes))
+    wdata, c = X.data * h[X.indices], X.T @ h
+    out = []
+    for dense in (False, True):
+        w, r, buf = x.copy(), np.zeros(n), np.empty(max(sizes))
+        S, t = 0.0, 0.0
+        for _ in range(3):  # a few sweeps: the state feeds the next one
+            if dense:
+                S, t = cd_sweep_dense(active, starts, L, thr, gw, c, m, pos, n, X.data, wdata,
+                                      r, w, buf, S, t, float(h.sum()))  # fmt: skip
+            else:
+                S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices,
+                                X.data, wdata, r, w, buf, S, t, float(h.sum()))  # fmt: skip
+        out.append((w, r, S, t))
+    (w0, r0, S0, t0), (w1, r1, S1, t1) = out
+    assert np.any(w0 != x) and np.array_equal(w0, w1) and np.array_equal(r0, r1)
+    assert S0 == S1 and t0 == t1
