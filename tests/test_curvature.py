@@ -58,3 +58,53 @@ def test_wide_group_lasso_matches_the_proximal_solver(sparse):
     # both certified to relative KKT <= 1e-9 (ours) / 1e-11 (reference): coefficients to
     # ~1e-9 * scale / (smallest curvature on the support), allowed 1e-6 of the scale
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-6 * np.abs(ref.coef_).max())
+
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_in_place_positive_solve_matches_the_solver_and_falls_back(singular):
+    # the scratch copy is factorized in place (no second copy of A); a singular A (more
+    # features than samples) gets the least-norm solution from A rebuilt
+    from sksparse_nn.estimators._curvature import solve_pos
+
+    rng = np.random.default_rng(int(singular))
+    X = rng.normal(size=(10 if singular else 60, 20))
+    A, B = X.T @ X, rng.normal(size=(20, 3))
+    calls = []
+
+    def rebuild():
+        calls.append(1)
+        return A.copy()
+
+    got = solve_pos(A.copy(), B, rebuild=rebuild)
+    if singular:
+        assert calls  # the factorization failed: A was rebuilt for the least-norm solve
+        np.testing.assert_allclose(got, np.linalg.lstsq(A, B, rcond=None)[0], atol=1e-10)
+    else:
+        assert not calls
+        # a Cholesky solve of a well-conditioned system: residual at rounding level
+        np.testing.assert_allclose(A @ got, B, rtol=0, atol=1e-10 * np.abs(B).max())
+
+
+def test_gram_cache_blocks_are_symmetric_products_of_the_design():
+    # the first block is the cache itself (symmetrized in place, tile by tile), later
+    # blocks are grown from it; every block equals X_c[:, idx]^T X_c[:, idx] / n
+    from sksparse_nn.solvers._design import GramCache, _symmetrized
+
+    rng = np.random.default_rng(3)
+    n, p = 30, 50
+    X = rng.normal(size=(n, p))
+
+    def products(a, b):
+        return X[:, a].T @ X[:, b] / n
+
+    cache = GramCache(products, p, p)
+    first = np.arange(0, p, 2)
+    G1 = cache.block(first)
+    np.testing.assert_array_equal(G1, G1.T)
+    np.testing.assert_allclose(G1, products(first, first), rtol=1e-13, atol=1e-13)
+    both = np.arange(p)
+    G2 = cache.block(both)
+    np.testing.assert_array_equal(G2, G2.T)
+    np.testing.assert_allclose(G2, products(both, both), rtol=1e-13, atol=1e-13)
+    C = rng.normal(size=(1100, 1100))  # several tiles, a ragged last one
+    np.testing.assert_array_equal(_symmetrized(C.copy()), 0.5 * (C + C.T))

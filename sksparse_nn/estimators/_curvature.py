@@ -29,15 +29,33 @@ __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 _PRODUCT_CHUNK = 512
 
 
-def solve_pos(A, B):
+def solve_pos(A, B, rebuild=None):
     """Solve the symmetric positive (semi-)definite system ``A V = B``; least norm when
-    it is (nearly) singular."""
+    it is (nearly) singular. With ``rebuild`` (a function returning ``A`` anew) ``A`` is
+    the caller's scratch copy and is factorized in place (no second ``A``-sized array),
+    and rebuilt for the least-norm solve if the factorization fails."""
     try:
+        if rebuild is not None:
+            return _cholesky_solve_in_place(A, B)
         with warnings.catch_warnings():
             warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
             return scipy.linalg.solve(A, B, assume_a="pos", check_finite=False)
     except (np.linalg.LinAlgError, ValueError, scipy.linalg.LinAlgWarning):
+        A = A if rebuild is None else rebuild()
         return np.linalg.lstsq(A, B, rcond=None)[0]
+
+
+def _cholesky_solve_in_place(A, B):
+    """``A^{-1} B`` by a Cholesky factorization written over ``A`` (symmetric: its
+    transpose is the Fortran-ordered view LAPACK takes without a copy; scipy's ``solve``
+    made two copies of ``A``). Raises ``LinAlgError`` when ``A`` is not positive definite
+    or its reciprocal condition number is below float64 eps (as ``solve`` warns)."""
+    anorm = float(np.abs(A).sum(axis=0).max())
+    factor, lower = scipy.linalg.cho_factor(A.T, overwrite_a=True, check_finite=False)
+    rcond, info = scipy.linalg.lapack.dpocon(factor, anorm, uplo="L" if lower else "U")
+    if info != 0 or not rcond >= np.finfo(np.float64).eps:
+        raise np.linalg.LinAlgError("ill-conditioned")
+    return scipy.linalg.cho_solve((factor, lower), B, check_finite=False)
 
 
 def _group_of(labels, penalized):
@@ -80,11 +98,14 @@ class DenseCurvature:
         """Solve ``(S G S + diag(diag)) V = B`` on the ``support`` features (``S = diag(s)``)."""
         if self.design_solve is not None and s.size > self.rank:
             return self.design_solve(support, s, B, diag)
-        A = self.gram[np.ix_(support, support)]  # one copy, scaled in place
-        A *= s[:, None]
-        A *= s[None, :]
-        A[np.diag_indices_from(A)] += diag
-        return solve_pos(A, B)
+        def build():
+            A = self.gram[np.ix_(support, support)]  # one copy, scaled in place
+            A *= s[:, None]
+            A *= s[None, :]
+            A[np.diag_indices_from(A)] += diag
+            return A
+
+        return solve_pos(build(), B, rebuild=build)
 
 
 class DesignCurvature:

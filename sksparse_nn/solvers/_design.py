@@ -67,20 +67,37 @@ class GramCache:
         new = idx[pos[idx] < 0]
         if new.size:
             old = self._idx
-            B = self.products(old, new) if old.size else np.zeros((0, new.size))
-            C = self.products(new, new)
             k = old.size
-            G = np.empty((k + new.size, k + new.size))
-            G[:k, :k] = self._gram
-            G[:k, k:] = B
-            G[k:, :k] = B.T
-            np.add(C, C.T, out=G[k:, k:])  # symmetrized in place: no p x p temporaries
-            G[k:, k:] *= 0.5
+            C = _symmetrized(self.products(new, new))
+            if k:
+                B = self.products(old, new)
+                G = np.empty((k + new.size, k + new.size))
+                G[:k, :k] = self._gram
+                G[:k, k:] = B
+                G[k:, :k] = B.T
+                G[k:, k:] = C
+            else:  # the first block is the cache itself: no second array of its size
+                G = C
             self._gram = G
             self._idx = np.concatenate((old, new))
             pos[new] = k + np.arange(new.size)
         q = pos[idx]
+        if q.size == self._idx.size and np.array_equal(q, np.arange(q.size)):
+            return self._gram  # the whole cache in its order: no copy (callers only read)
         return self._gram[np.ix_(q, q)]
+
+
+def _symmetrized(C, chunk=512):
+    """``(C + C^T) / 2`` written into ``C``, a tile pair at a time (temporaries of
+    ``chunk^2`` entries, not of ``C``'s size)."""
+    m = C.shape[0]
+    for i in range(0, m, chunk):
+        for j in range(i, m, chunk):
+            a, b = C[i : i + chunk, j : j + chunk], C[j : j + chunk, i : i + chunk]
+            mean = 0.5 * (a + b.T)
+            a[...] = mean
+            b[...] = mean.T
+    return C
 
 
 class Design:
