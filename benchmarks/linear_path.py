@@ -61,7 +61,7 @@ recorded as such: the worker is killed and a fresh one takes over.
    decreasing lams and ``SparseLinearClassifier(D=2).regularization_path``. Peers at
    ``tol=1e-8`` (skglm and liblinear on their own criteria; celer: duality gap below
    ``tol * n * log 2``), ``max_iter=1000``; ours at their defaults (relative KKT
-   violation 1e-8 for ``GroupLassoClassifier``, 1e-9 for the D=2 block steps).
+   violation 1e-8 for ``GroupLassoClassifier`` and for the D=2 estimator).
 
 For problems 2 and 3 the objective gap at every lam is relative to the smallest objective
 any solver of that objective reached there (including a tight run: skglm at ``tol=1e-10``,

@@ -21,7 +21,7 @@ from sksparse_nn.solvers import solve_group_logistic
 pytestmark = pytest.mark.numerics
 
 EPS = np.finfo(np.float64).eps
-# the reference's tolerance: tighter than the estimator's KKT_TOL (1e-9)
+# the reference's tolerance: tighter than the estimator's KKT_TOL (1e-8)
 REF_TOL = 1e-10
 
 

@@ -49,9 +49,10 @@ WORKING_SET_MIN_FEATURES = 100
 # for so many steps in a row).
 BLOCK_STEPS_TOL = 1e-10
 BLOCK_STEPS_PATIENCE = 3
-# Relative KKT violation at which the block steps stop (D = 2): that of the proximal
-# solver's default tol, so coefficients are certified, not only the objective.
-KKT_TOL = 1e-9
+# Relative KKT violation at which the block steps stop (D = 2): the proximal solver's
+# default tol (GroupLassoRegressor / GroupLassoClassifier, 1e-8), so the two certify their
+# coefficients by the same rule, not only the objective.
+KKT_TOL = 1e-8
 # Largest number of coefficients (features x free class columns) for Newton steps;
 # beyond it only cheaper curvature models are used.
 NEWTON_MAX_SIZE = 2000

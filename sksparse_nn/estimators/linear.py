@@ -551,8 +551,8 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     minimize. At ``D = 2`` they run on any data, beyond 100 features on working sets of
     groups grown from zero by the KKT violations of the full gradient (their cost
     follows the active set, ``X`` is never copied whole), and a fit they certify (the
-    reference solver's relative KKT rule at 1e-9) ends there; at ``D > 2`` they run on
-    data of up to 2000 features.
+    reference solver's relative KKT rule at its default, 1e-8) ends there; at ``D > 2``
+    they run on data of up to 2000 features.
 
     Attributes
     ----------
