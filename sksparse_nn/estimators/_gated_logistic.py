@@ -11,7 +11,7 @@ from scipy.special import expit, logsumexp
 from ..penalties import penalty_value
 from ..solvers._lipschitz import BlockLipschitz
 from ..solvers._logistic_cd import SparseColumns, solve_set_cd
-from ..solvers._logistic_newton import _NEAR_VIOLATION, update_hessian
+from ..solvers._logistic_newton import update_hessian
 from ._gated_least_squares import (
     BLOCK_STEPS_PATIENCE,
     BLOCK_STEPS_TOL,
@@ -284,10 +284,9 @@ class GatedLogisticProblem:
     narrow data, else (``working_sets``) the working sets of
     :func:`~sksparse_nn.estimators._gated_least_squares.working_set_rounds` at D = 2
     (the live and unpenalized groups plus the worst KKT violators of the full gradient;
-    unlike the reference solver's dense logistic sets, no zero groups that only come
-    near violating: a set's models cost dense solves of its size, so a smaller set saves
-    more than the extra rounds cost; sparse binary sets, solved by coordinate descent,
-    take them as the reference does), whose block steps then cost what the active set
+    unlike the reference solver's logistic sets, no zero groups that only come near
+    violating: a set's models cost dense solves of its size, so a smaller set saves more
+    than the extra rounds cost), whose block steps then cost what the active set
     costs; at D > 2 the live groups only (zero groups are stationary). A set's columns
     are copied once (at most the columns of ``X``: one extra copy). The stopping rule
     is the reference solver's (:mod:`sksparse_nn.solvers`): the relative KKT violation
@@ -475,7 +474,6 @@ class GatedLogisticProblem:
                 self.shape.ext,
                 self.shape.lam_rho,
                 tol * self.kkt_scale,
-                near=_NEAR_VIOLATION if self._sparse_cd else None,
             )
         else:  # zero groups are stationary: the live groups only
             live = self.shape._per_feature(self.shape.norms(V) > 0, True)
