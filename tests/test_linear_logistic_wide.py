@@ -8,6 +8,8 @@ most ``KKT_TOL`` times the largest group norm of the gradient at the null model 
 coefficients, intercept fitted): the reference solver's rule for its ``tol``.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -16,6 +18,7 @@ from scipy.special import expit, softmax
 from sksparse_nn import SparseLinearClassifier
 from sksparse_nn.estimators import linear
 from sksparse_nn.estimators._gated_least_squares import KKT_TOL
+from sksparse_nn.exceptions import ConvergenceWarning
 from sksparse_nn.solvers import solve_group_logistic
 
 pytestmark = pytest.mark.numerics
@@ -189,7 +192,9 @@ def test_sparse_binary_D2_meets_the_kkt_conditions(grouped, intercept, weighted,
     params = dict(D=2, groups=labels, group_weights=rho, fit_intercept=intercept,
                   positive=positive)  # fmt: skip
     lam = 0.3 * SparseLinearClassifier(**params).lambda_max(Xs, y)
-    est = SparseLinearClassifier(lam=lam, **params).fit(Xs, y, sample_weight=sw)
+    with warnings.catch_warnings():  # positive=True trains nothing after uncertified steps
+        warnings.simplefilter("error", ConvergenceWarning)  # and warns: must not here
+        est = SparseLinearClassifier(lam=lam, **params).fit(Xs, y, sample_weight=sw)
     assert calls and est.n_iter_ == 0  # certified by the coordinate-descent working sets
     viol, scale = kkt_residuals(X, y, est.coef_, est.intercept_, est.classes_, labels, rho,
                                 lam, intercept, sw)  # fmt: skip
@@ -294,3 +299,29 @@ def test_near_separable_sparse_path_takes_few_newton_steps():
         assert viol.max() <= KKT_TOL * scale + 1e4 * EPS * scale
         if i == 0:
             assert est.selected_features_.size > n / 2  # the support comes near n
+
+
+def test_uncertified_positive_steps_warn(monkeypatch):
+    # under positive=True nothing trains after the block steps, so steps that stop short
+    # of the KKT tolerance must say so (seen: working sets that also took the zero groups
+    # near violating stalled, and the fit returned a zero coefficient with gradient
+    # 1.2e-3 beyond -lam, silently, as if certified)
+    from sksparse_nn.estimators import _gated_logistic
+    from sksparse_nn.solvers._logistic_newton import _NEAR_VIOLATION
+
+    rounds = _gated_logistic.working_set_rounds
+
+    def with_near(*args, **kwargs):
+        return rounds(*args, **{**kwargs, "near": _NEAR_VIOLATION})
+
+    monkeypatch.setattr(_gated_logistic, "working_set_rounds", with_near)
+    X, y, labels, rho = _problem(60, 400, 1, seed=400, grouped=False)
+    X[np.abs(X) < 1.2] = 0.0
+    params = dict(D=2, groups=labels, group_weights=rho, positive=True)
+    lam = 0.3 * SparseLinearClassifier(**params).lambda_max(sp.csr_matrix(X), y)
+    with pytest.warns(ConvergenceWarning, match="before the KKT conditions held"):
+        est = SparseLinearClassifier(lam=lam, **params).fit(sp.csr_matrix(X), y)
+    G = _fit_quantities(X, y, est.classes_, est.coef_, np.atleast_1d(est.intercept_),
+                        None)[0][:, 0]  # fmt: skip
+    zero = est.coef_[0] == 0
+    assert np.min(G[zero] + lam * rho[labels][zero]) < 0  # indeed not the solution
