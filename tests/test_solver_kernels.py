@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sksparse_nn.solvers._kernels import cd_sweep, cd_sweep_dense
+from sksparse_nn.solvers._kernels import cd_sweep
 
 pytestmark = pytest.mark.numerics
 
@@ -106,12 +106,8 @@ def test_dense_sweep_is_the_sparse_sweep_on_every_entry(centred, positive):
         w, r, buf = x.copy(), np.zeros(n), np.empty(max(sizes))
         S, t = 0.0, 0.0
         for _ in range(3):  # a few sweeps: the state feeds the next one
-            if dense:
-                S, t = cd_sweep_dense(active, starts, L, thr, gw, c, m, pos, n, X.data, wdata,
-                                      r, w, buf, S, t, float(h.sum()))  # fmt: skip
-            else:
-                S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices,
-                                X.data, wdata, r, w, buf, S, t, float(h.sum()))  # fmt: skip
+            S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices,
+                            X.data, wdata, r, w, buf, S, t, float(h.sum()), dense)  # fmt: skip
         out.append((w, r, S, t))
     (w0, r0, S0, t0), (w1, r1, S1, t1) = out
     assert np.any(w0 != x) and np.array_equal(w0, w1) and np.array_equal(r0, r1)

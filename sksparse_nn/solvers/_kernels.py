@@ -4,7 +4,7 @@ Coordinate descent is a loop over groups whose every step reads and writes a few
 entries of the residual: written with NumPy calls per group it is dominated by the
 interpreter (measured: the loop was 1.7 s of a 3.8 s path on a 2000 x 10000 text-like
 problem). :func:`cd_sweep` runs it compiled with numba, on the CSC arrays of a working
-set (:func:`cd_sweep_dense` on dense columns), with no allocation per step and the
+set (dense columns read contiguously), with no allocation per step and the
 caller's arrays as the state (updated in place).
 
 numba is imported by this module only, and this module only when a sparse logistic
@@ -22,7 +22,7 @@ import numba
 
 @numba.njit(cache=True, nogil=True)
 def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, wdata, r, w,
-             buf, S, t, sh):  # fmt: skip
+             buf, S, t, sh, dense=False):  # fmt: skip
     """One pass of block coordinate descent over the groups ``active`` of the quadratic
     model ``gw^T d + d^T A^T diag(h) A d / 2 + sum_g thr_g ||x_g + d_g||``.
 
@@ -33,6 +33,10 @@ def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, wdata
     ``A d`` (centring, ``-m^T d``); ``c`` = ``X^T h``, ``sh`` = ``sum(h)``. A group's
     step is the proximal step of its block with step ``1 / L[g]`` (projected on
     ``w >= 0`` where ``pos``). Returns the new ``(S, t)``.
+
+    ``dense``: every column stores every row in order (``indices`` unused), read
+    contiguously instead of gathered through the row indices: the same arithmetic in the
+    same order (the same iterates to the bit), 3.6x faster on dense working sets.
     """
     for g in active:
         Lg = L[g]
@@ -42,9 +46,14 @@ def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, wdata
         cb = starts[g + 1]
         nrm2 = 0.0
         for j in range(ca, cb):
+            lo, hi = indptr[j], indptr[j + 1]
             acc = 0.0
-            for q in range(indptr[j], indptr[j + 1]):
-                acc += data[q] * r[indices[q]]
+            if dense:
+                for q in range(hi - lo):
+                    acc += data[lo + q] * r[q]
+            else:
+                for q in range(lo, hi):
+                    acc += data[q] * r[indices[q]]
             grad = gw[j] + acc + t * c[j] - m[j] * (S + t * sh)
             v = w[j] - grad / Lg
             if pos[j] and v < 0.0:
@@ -56,47 +65,13 @@ def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, wdata
             new = buf[j - ca] * shrink
             delta = new - w[j]
             if delta != 0.0:
-                for q in range(indptr[j], indptr[j + 1]):
-                    r[indices[q]] += delta * wdata[q]
-                S += delta * c[j]
-                t -= delta * m[j]
-                w[j] = new
-    return S, t
-
-
-@numba.njit(cache=True, nogil=True)
-def cd_sweep_dense(active, starts, L, thr, gw, c, m, pos, n, data, wdata, r, w, buf, S,
-                   t, sh):  # fmt: skip
-    """:func:`cd_sweep` on dense columns: column ``j`` is ``data[j n:(j + 1) n]`` (every
-    row stored, no index array). The same arithmetic in the same order (the same
-    iterates to the bit as :func:`cd_sweep` on these columns stored as CSC), about 3.5x
-    faster: contiguous reads instead of a gather through the row indices."""
-    for g in active:
-        Lg = L[g]
-        if not Lg > 0.0:
-            continue
-        ca = starts[g]
-        cb = starts[g + 1]
-        nrm2 = 0.0
-        for j in range(ca, cb):
-            base = j * n
-            acc = 0.0
-            for q in range(n):
-                acc += data[base + q] * r[q]
-            grad = gw[j] + acc + t * c[j] - m[j] * (S + t * sh)
-            v = w[j] - grad / Lg
-            if pos[j] and v < 0.0:
-                v = 0.0
-            buf[j - ca] = v
-            nrm2 += v * v
-        shrink = _shrink(nrm2, thr[g] / Lg)
-        for j in range(ca, cb):
-            new = buf[j - ca] * shrink
-            delta = new - w[j]
-            if delta != 0.0:
-                base = j * n
-                for q in range(n):
-                    r[q] += delta * wdata[base + q]
+                lo, hi = indptr[j], indptr[j + 1]
+                if dense:
+                    for q in range(hi - lo):
+                        r[q] += delta * wdata[lo + q]
+                else:
+                    for q in range(lo, hi):
+                        r[indices[q]] += delta * wdata[q]
                 S += delta * c[j]
                 t -= delta * m[j]
                 w[j] = new

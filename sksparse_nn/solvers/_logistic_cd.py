@@ -228,12 +228,9 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
         history = []
         for _ in range(min(_SWEEPS_PER_CHECK, max_sweeps - sweeps)):
             before = w.copy()
-            if cols.dense:  # every entry stored, column by column
-                S, t = kernels.cd_sweep_dense(active, st, L, thr_group, gw, c, m, pos_cols,
-                                              cols.n, data, wdata, r, w, buf, S, t, sh)  # fmt: skip
-            else:
-                S, t = kernels.cd_sweep(active, st, L, thr_group, gw, c, m, pos_cols, indptr,
-                                        indices, data, wdata, r, w, buf, S, t, sh)  # fmt: skip
+            S, t = kernels.cd_sweep(active, st, L, thr_group, gw, c, m, pos_cols, indptr,
+                                    indices, data, wdata, r, w, buf, S, t, sh,
+                                    cols.dense)  # fmt: skip
             if cols.has_const and hb > 0:  # the intercept: exact, unpenalized
                 delta = -(gw[k] + s * (S + t * sh)) / hb
                 t += s * delta
