@@ -177,7 +177,7 @@ SPARSE_CASES = [  # (grouped, fit_intercept, weighted, positive)
 def test_sparse_binary_D2_meets_the_kkt_conditions(grouped, intercept, weighted, positive,
                                                    monkeypatch):  # fmt: skip
     # sparse X, binary: working sets are solved by coordinate descent on their sparse
-    # columns (solvers._logistic_cd), never a dense Hessian; same certificate as dense X
+    # columns (solvers._coordinate_descent), never a dense Hessian; same certificate as dense X
     from sksparse_nn.estimators import _gated_logistic
 
     calls = []

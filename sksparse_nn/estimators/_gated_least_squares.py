@@ -17,11 +17,11 @@ import scipy.sparse as sp
 
 from .._labels import count_groups
 from ..penalties import group_norms, penalty_value
+from ..solvers._coordinate_descent import SparseColumns, least_squares_cd, wide_set
 from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
 from ..solvers._kkt import group_violations, kkt_scale, row_squares
 from ..solvers._lipschitz import BlockLipschitz
-from ..solvers._logistic_cd import SparseColumns, least_squares_cd, wide_set
 from ..solvers._proximal import anderson_extrapolation
 from ..solvers._working_set import working_set, ws_fista
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
@@ -457,10 +457,10 @@ class GatedLeastSquares:
     def coordinate_finish(self, idx, W, abs_tol):
         """The D = 2 minimizer on the features ``idx`` (one output, from their values
         ``W``), the others held at zero, to the absolute KKT tolerance ``abs_tol``: block
-        coordinate descent on the set's centred columns (:func:`~sksparse_nn.solvers.
-        _logistic_cd.least_squares_cd`). For a set wider than the samples, where the Gram
-        block's Newton factorizations cost ``|set|^3``; needs the design
-        (:class:`DesignCurvature`)."""
+        coordinate descent on the set's centred columns (``least_squares_cd`` of
+        :mod:`sksparse_nn.solvers._coordinate_descent`). For a set wider than the
+        samples, where the Gram block's Newton factorizations cost ``|set|^3``; needs the
+        design (:class:`DesignCurvature`)."""
         groups, labels = np.unique(self.ext[idx], return_inverse=True)
         cols = SparseColumns(self.curv.columns(idx), np.arange(idx.size), labels)
         positive = None if self.nonneg is None else self.nonneg[idx]

@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
 from ..penalties import penalty_value
+from ..solvers._coordinate_descent import SparseColumns, solve_set_cd
 from ..solvers._lipschitz import BlockLipschitz
-from ..solvers._logistic_cd import SparseColumns, solve_set_cd
 from ..solvers._logistic_newton import update_hessian
 from ._gated_least_squares import (
     BLOCK_STEPS_PATIENCE,
@@ -429,7 +429,7 @@ class GatedLogisticProblem:
 
     def _solve_set_cd(self, idx, V, tol_in):
         """The D = 2 problem on the features ``idx`` (sparse X, binary) to the absolute
-        KKT tolerance ``tol_in``, by :func:`~sksparse_nn.solvers._logistic_cd.solve_set_cd`
+        KKT tolerance ``tol_in``, by :func:`~sksparse_nn.solvers._coordinate_descent.solve_set_cd`
         on the set's CSC columns (the intercept's column of ones implicit); the steps
         counted are its Newton steps (its models, as :class:`GatedLogistic`'s)."""
         groups, ext_ws = np.unique(self.shape.ext[idx], return_inverse=True)

@@ -301,10 +301,10 @@ class Design:
 
     def set_columns(self, idx, ext):
         """The centred columns of the features ``idx`` (set-local group labels ``ext``)
-        for coordinate descent (:class:`~._logistic_cd.SparseColumns`; sparse ``X``
+        for coordinate descent (:class:`~._coordinate_descent.SparseColumns`; sparse ``X``
         centred implicitly), or None for sparse ``X`` with sample weights (its centring
         is along their square roots, which the columns do not hold)."""
-        from ._logistic_cd import SparseColumns
+        from ._coordinate_descent import SparseColumns
 
         if not self.sparse:
             return SparseColumns(self._cols, idx, ext)

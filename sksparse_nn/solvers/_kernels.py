@@ -1,4 +1,4 @@
-"""Compiled inner loop of the coordinate-descent solvers (:mod:`._logistic_cd`).
+"""Compiled inner loop of the coordinate-descent solvers (:mod:`._coordinate_descent`).
 
 Coordinate descent is a loop over groups whose every step reads and writes a few
 entries of the residual: written with NumPy calls per group it is dominated by the

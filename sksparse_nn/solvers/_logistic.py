@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._coordinate_descent import logistic_ws_cd
 from ._data import check_solver_args, extended_groups
-from ._logistic_cd import logistic_ws_cd
 from ._logistic_design import LogisticDesign, mean_log_loss
 from ._logistic_newton import logistic_ws_newton
 from ._proximal import fista

@@ -1,6 +1,7 @@
-"""Binary logistic working sets on sparse ``X``: proximal Newton steps whose quadratic
-models are minimized by (compiled, extrapolated) block coordinate descent over the set's
-groups.
+"""Block coordinate descent on working sets (compiled, extrapolated): binary logistic
+sets on sparse ``X`` (proximal Newton steps whose quadratic models it minimizes), and
+least-squares sets wider than the samples (:func:`least_squares_cd`, whose model is the
+objective itself).
 
 A working set's dense Hessian costs ``n m^2`` flops and ``8 m^2`` bytes for ``m`` columns;
 on sparse data (text-like designs, ``m`` in the thousands) that is most of the work and
