@@ -86,15 +86,22 @@ def run_path(
     Once a point selects nothing, every larger lam gives that same empty model (the
     intercept alone: zero groups get no gradient along a warm-started path, and the
     penalty of an empty model is zero), so those points are recorded without a fit.
+
+    An estimator whose ``path_order()`` (optional, path protocol) is ``"descending"`` is
+    fitted from the largest lam down (a convex problem: sparse to dense, no extension);
+    the points are returned in ascending lam order either way, and an interrupted or
+    diverged descending path keeps its sparse end.
     """
     est = clone(estimator)
     user_warm_start = est.get_params()["warm_start"]
+    descending = _path_order(est) == "descending"
     points, lams, warm, empty = [], list(lams), False, None
+    grid = lams[::-1] if descending else extended_grid(lams, extend, points)
     out = {"completed": True, "interrupted": None, "diverged": None}
     progress = _progress(len(lams), desc) if verbose else None
     try:
         with torch_threads(threads):
-            for lam in extended_grid(lams, extend, points):
+            for lam in grid:
                 if interrupt_requested():
                     raise InterruptRequested
                 if empty is not None:  # the same empty model at every larger lam
@@ -115,7 +122,7 @@ def run_path(
                     point["estimator"] = kept
                 points.append(point)
                 warm = True
-                if point["selected"].size == 0:
+                if point["selected"].size == 0 and not descending:
                     empty = point
                 if progress is not None:
                     progress.update(1)
@@ -125,12 +132,23 @@ def run_path(
     finally:
         if progress is not None:
             progress.close()
-    out["points"] = points
+    out["points"] = points[::-1] if descending else points
     out["has_coef"] = hasattr(est, "coef_")
     out["feature_names"] = getattr(est, "feature_names_in_", None)
     components = getattr(est, "selected_components_", None) is not None
     out["selection_unit"] = "components" if components else "features"
     return out
+
+
+def _path_order(est):
+    """The estimator's ``path_order()`` (optional in the path protocol: "ascending")."""
+    order = est.path_order() if hasattr(est, "path_order") else "ascending"
+    if order not in ("ascending", "descending"):
+        raise ValueError(
+            f'{type(est).__name__}.path_order() must return "ascending" or "descending", '
+            f"got {order!r}."
+        )
+    return order
 
 
 def _carried(empty, lam):
@@ -226,10 +244,13 @@ def fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_war
         collect_warnings=collect_warnings,
     )
     points = rec["points"]
-    scores = np.full(len(lams), np.nan)  # a diverged fold scores NaN from there on
-    scores[: len(points)] = [p["val"] for p in points]
+    # a diverged fold scores NaN from there on (in the order the path was fitted)
+    where = {float(lam): i for i, lam in enumerate(lams)}
+    index = np.array([where[float(p["lam"])] for p in points], dtype=int)
+    scores = np.full(len(lams), np.nan)
+    scores[index] = [p["val"] for p in points]
     failed = np.zeros(len(lams), dtype=bool)
-    failed[: len(points)] = [p["failed"] for p in points]
+    failed[index] = [p["failed"] for p in points]
     return {
         "scores": scores,
         "failed": failed,

@@ -2,8 +2,10 @@
 
 For ``D > 2`` a group at exactly zero is a local minimum that never comes back, so paths
 run from small lam (dense) to large lam (sparse), each fit starting from the previous
-solution re-split into balanced factors. The engine uses only the estimators' public path
-protocol (see :func:`regularization_path`); it knows nothing of gating.
+solution re-split into balanced factors. An estimator whose problem is convex may ask for
+the other order (``path_order()``: the D = 2 linear models run sparse to dense, their
+working sets growing from the empty model). The engine uses only the estimators' public
+path protocol (see :func:`regularization_path`); it knows nothing of gating.
 
 With ``cv``, every fold runs the same warm-started path on a common grid, in parallel
 through joblib (so ``joblib.parallel_config(backend="dask")`` spreads the folds over a
@@ -215,7 +217,8 @@ def regularization_path(
     verbose=0,
     keep_estimators=False,
 ):
-    """Fit ``estimator`` along a lam grid with warm starts from dense to sparse.
+    """Fit ``estimator`` along a lam grid with warm starts from dense to sparse (or, for
+    an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
 
     Parameters
     ----------

@@ -17,7 +17,15 @@ from sksparse_nn import (
 )
 
 
-class _DivergesAbove(SparseLinearRegressor):
+class _Ascending:
+    """Test doubles of the engine's bookkeeping in its default order (dense to sparse);
+    the D = 2 linear model they derive from runs its paths from the sparse end."""
+
+    def path_order(self):
+        return "ascending"
+
+
+class _DivergesAbove(_Ascending, SparseLinearRegressor):
     """A linear model whose training "diverges" at lam >= ``limit`` (a test double for
     the path's bookkeeping; real divergence is tested on the estimators)."""
 
@@ -27,6 +35,20 @@ class _DivergesAbove(SparseLinearRegressor):
 
     def fit(self, X, y, sample_weight=None):
         if self.lam >= self.limit:
+            raise TrainingDivergedError(f"diverged at lam={self.lam}", lam=self.lam)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+class _DivergesBelow(SparseLinearRegressor):
+    """A D = 2 linear model (its path runs sparse to dense) whose training "diverges" at
+    lam <= ``limit``."""
+
+    def __init__(self, lam=1.0, *, limit=0.0, D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
+        self.limit = limit
+
+    def fit(self, X, y, sample_weight=None):
+        if self.lam <= self.limit:
             raise TrainingDivergedError(f"diverged at lam={self.lam}", lam=self.lam)
         return super().fit(X, y, sample_weight=sample_weight)
 
@@ -53,6 +75,38 @@ def test_a_diverged_point_is_recorded_as_failed_and_ends_the_path(data):
     assert np.all(np.isnan(path.group_norms[-1])) and np.isnan(path.val_score[-1])
     assert np.all(np.isfinite(path.group_norms[:-1]))
     assert path.completed  # nothing was interrupted
+
+
+def test_a_descending_path_keeps_its_sparse_end_when_a_point_diverges(data):
+    # the D = 2 linear models fit from the largest lam down: a failure ends the path
+    # there, the points before it (the sparse end) are kept, in ascending lam order
+    X, y = data
+    assert SparseLinearRegressor(D=2).path_order() == "descending"
+    with pytest.warns(UserWarning, match="diverged at lam=0.03"):
+        path = regularization_path(_DivergesBelow(limit=0.03), X, y, lams=LAMS, cv=3)
+    np.testing.assert_array_equal(path.lams, [0.03, 0.1, 0.3])
+    np.testing.assert_array_equal(path.failed, [True, False, False])
+    assert np.all(np.isfinite(path.group_norms[1:]))
+    # the folds fail at 0.03 and never reach 0.01: NaN there, scores where they fitted
+    assert np.all(np.isnan(path.cv_scores[:, :2])) and np.all(np.isfinite(path.cv_scores[:, 2:]))
+    assert path.best_lam_ in (0.1, 0.3)
+
+
+def test_a_descending_path_equals_the_ascending_one(data):
+    # D = 2 is convex: the order of the warm starts does not change the points beyond
+    # the certification tolerance (relative KKT 1e-8 of the scale: coefficients within
+    # ~1e-6 on this well-conditioned design)
+    X, y = data
+
+    class Ascending(SparseLinearRegressor):
+        def path_order(self):
+            return "ascending"
+
+    down = regularization_path(SparseLinearRegressor(D=2), X, y, lams=LAMS)
+    up = regularization_path(Ascending(D=2), X, y, lams=LAMS)
+    np.testing.assert_array_equal(down.lams, up.lams)
+    np.testing.assert_allclose(down.coefs, up.coefs, rtol=0, atol=1e-6)
+    assert [s.tolist() for s in down.selected] == [s.tolist() for s in up.selected]
 
 
 def test_cv_never_chooses_a_failed_lam(data):
@@ -121,7 +175,7 @@ def test_bad_estimator_parameters_raise_before_any_work(data, params):
     assert _CountingMLP.fits == 0
 
 
-class _DivergesOnFolds(SparseLinearRegressor):
+class _DivergesOnFolds(_Ascending, SparseLinearRegressor):
     """Diverges at lam >= ``limit`` on fewer than ``rows`` rows (the CV folds) only."""
 
     def __init__(self, lam=1.0, *, limit=np.inf, rows=60, D=2, warm_start=False):
@@ -167,7 +221,7 @@ def test_a_default_grid_stops_growing_at_a_diverged_point(data):
     assert len(path) == 1 and path.failed.tolist() == [True]
 
 
-class _InterruptedWhileScoring(SparseLinearRegressor):
+class _InterruptedWhileScoring(_Ascending, SparseLinearRegressor):
     """Ctrl-C after the third fit's training, while its point is being recorded."""
 
     def score(self, X, y, sample_weight=None):
@@ -244,7 +298,7 @@ def test_a_path_that_ran_out_of_the_automatic_budget_does_not_advise_it(data, mo
     assert "set max_epochs=None" not in path_message[0]
 
 
-class _CountingLinear(SparseLinearRegressor):
+class _CountingLinear(_Ascending, SparseLinearRegressor):
     fits = []
 
     def fit(self, X, y, sample_weight=None):

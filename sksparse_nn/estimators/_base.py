@@ -483,6 +483,21 @@ class BaseDGated(BaseEstimator):
         """
         return dict(self._default_grid)
 
+    def path_order(self):
+        """The order in which a path fits its lams, each point warm-started from the last.
+
+        Part of the path protocol. ``"ascending"`` (the default): dense to sparse, where
+        a warm start from a denser model lets the penalty remove groups (at D > 2 zero is
+        a trap a sparse start could not leave). Families whose problem is convex at this
+        ``D`` may return ``"descending"``: the solution does not depend on the start, and
+        working sets grown from the empty model cost what the active set costs.
+
+        Returns
+        -------
+        order : {"ascending", "descending"}
+        """
+        return "ascending"
+
     # ---------------------------------------------------------- sparsifier
     def _sparsifier_name(self):
         """The registered name of the estimator's sparsifier ("dgating" for families

@@ -254,6 +254,11 @@ class _SparseLinearModel(BaseDGated):
             if self.fit_intercept:
                 module.bias.copy_(torch.as_tensor(y_mean - x_mean @ W))
 
+    def path_order(self):
+        """``"descending"`` at ``D = 2`` (convex: sparse to dense, the working sets grow
+        from the empty model as the reference solver's path does), else ``"ascending"``."""
+        return "descending" if self.D == 2 else "ascending"
+
     def _make_net(self, module, dataset, seed):
         """The skorch net, after exact block steps from the module's start (regression).
 
