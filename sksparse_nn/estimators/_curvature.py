@@ -50,7 +50,15 @@ def _cholesky_solve_in_place(A, B):
     transpose is the Fortran-ordered view LAPACK takes without a copy; scipy's ``solve``
     made two copies of ``A``). Raises ``LinAlgError`` when ``A`` is not positive definite
     or its reciprocal condition number is below float64 eps (as ``solve`` warns)."""
-    anorm = float(np.abs(A).sum(axis=0).max())
+    # the 1-norm (= the inf-norm: A is symmetric), a block of rows at a time: np.abs(A)
+    # whole would be one more array of A's size, the copy this function exists to avoid
+    anorm = max(
+        (
+            float(np.abs(A[i : i + _PRODUCT_CHUNK]).sum(axis=1).max())
+            for i in range(0, len(A), _PRODUCT_CHUNK)
+        ),
+        default=0.0,
+    )
     factor, lower = scipy.linalg.cho_factor(A.T, overwrite_a=True, check_finite=False)
     rcond, info = scipy.linalg.lapack.dpocon(factor, anorm, uplo="L" if lower else "U")
     if info != 0 or not rcond >= np.finfo(np.float64).eps:
@@ -98,6 +106,7 @@ class DenseCurvature:
         """Solve ``(S G S + diag(diag)) V = B`` on the ``support`` features (``S = diag(s)``)."""
         if self.design_solve is not None and s.size > self.rank:
             return self.design_solve(support, s, B, diag)
+
         def build():
             A = self.gram[np.ix_(support, support)]  # one copy, scaled in place
             A *= s[:, None]
