@@ -323,3 +323,15 @@ def test_points_past_the_empty_model_are_recorded_without_a_fit(data):
         np.testing.assert_allclose(path.val_score[k], fitted.score(X, y), rtol=1e-12)
         assert path.estimators[k].lam == lams[k]
         np.testing.assert_allclose(path.estimators[k].predict(X), fitted.predict(X), rtol=1e-12)
+
+
+def test_a_bad_path_order_is_named(data):
+    # path_order() is an optional member of the path protocol: any value but the two
+    # orders is an error of the estimator's author, named before any fit
+    class Sideways(SparseLinearRegressor):
+        def path_order(self):
+            return "sideways"
+
+    X, y = data
+    with pytest.raises(ValueError, match='path_order\\(\\) must return "ascending"'):
+        regularization_path(Sideways(D=2), X, y, lams=LAMS)
