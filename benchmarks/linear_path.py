@@ -179,7 +179,7 @@ def make_problem(spec):
     n, p, gs = spec["n"], spec["p"], spec["group_size"]
     kind = spec["kind"]
     if spec.get("density"):
-        return _sparse_logistic_problem(spec)
+        return _sparse_problem(spec)
     base = make_group_regression(
         n_samples=n,
         n_test=0,
@@ -212,16 +212,24 @@ def make_problem(spec):
     return d
 
 
-def _sparse_logistic_problem(spec):
-    """A text-like binary problem: CSR ``X`` of the given density with positive entries
-    (uniform in [0.5, 1.5], like tf-idf weights), labels from a logistic model on
-    ``n_informative`` features with N(0, 3^2) coefficients; no intercept."""
+def _sparse_problem(spec):
+    """A text-like problem: CSR ``X`` of the given density with positive entries
+    (uniform in [0.5, 1.5], like tf-idf weights) and ``n_informative`` features with
+    N(0, 3^2) coefficients; binary labels from a logistic model on them (``kind``
+    "logistic") or their linear model plus N(0, 1) noise ("reg"); singletons, no
+    intercept."""
     n, p = spec["n"], spec["p"]
     rng = np.random.default_rng(spec["seed"])
     X = sp.random(n, p, density=spec["density"], format="csr", random_state=spec["seed"],
                   data_rvs=lambda k: rng.uniform(0.5, 1.5, size=k))  # fmt: skip
     coef = np.zeros(p)
     coef[: spec["n_informative"]] = 3.0 * rng.standard_normal(spec["n_informative"])
+    if spec["kind"] == "reg":
+        y = X @ coef + rng.standard_normal(n)
+        d = Bunch(kind="reg", X=X, y=y, group_size=1, labels=np.arange(p), fit_intercept=False)
+        d.lam_max = _lam_max(d)
+        d.lams = d.lam_max * np.geomspace(spec["lam_ratio"], 1.0, spec["n_lams"])
+        return d
     y = (rng.random(n) < expit(X @ coef)).astype(np.int64)
     d = Bunch(kind="logistic", X=X, y=y, group_size=1, labels=np.arange(p), n_classes=2,
               fit_intercept=False, Y=y.astype(float)[:, None])  # fmt: skip
@@ -303,8 +311,13 @@ def evaluate(d, coefs, intercepts):
 
 
 def _library_path(cls, X, y, lams, groups=GROUP_SIZE, **params):
-    """Refit one estimator with warm_start=True along decreasing lams."""
-    model = cls(groups=groups, warm_start=True, **params)
+    """Refit one estimator with warm_start=True along decreasing lams (``groups`` None:
+    a Lasso class, which takes none)."""
+    model = (
+        cls(warm_start=True, **params)
+        if groups is None
+        else cls(groups=groups, warm_start=True, **params)
+    )
     coefs, intercepts = [], []
     for lam in lams[::-1]:
         model.set_params(alpha=float(lam)).fit(X, y)
@@ -313,18 +326,25 @@ def _library_path(cls, X, y, lams, groups=GROUP_SIZE, **params):
     return np.array(coefs[::-1]), np.array(intercepts[::-1])
 
 
-def skglm_path(X, y, lams, **params):
-    from skglm import GroupLasso
+def skglm_path(X, y, lams, groups=GROUP_SIZE, **params):
+    """skglm's path; singletons by its ``Lasso`` (its group solver is much slower on
+    sparse X and is not what a user would pick for the L1 problem)."""
+    from skglm import GroupLasso, Lasso
 
-    return _library_path(GroupLasso, X, y, lams, **params)
+    if groups == 1:
+        return _library_path(Lasso, X, y, lams, groups=None, **params)
+    return _library_path(GroupLasso, X, y, lams, groups=groups, **params)
 
 
-def celer_path(X, y, lams, **params):
-    from celer import GroupLasso
+def celer_path(X, y, lams, groups=GROUP_SIZE, **params):
+    """celer's path; singletons by its ``Lasso``, as skglm's."""
+    from celer import GroupLasso, Lasso
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # scikit-learn deprecations
-        return _library_path(GroupLasso, X, y, lams, **params)
+        if groups == 1:
+            return _library_path(Lasso, X, y, lams, groups=None, **params)
+        return _library_path(GroupLasso, X, y, lams, groups=groups, **params)
 
 
 def fista_path(X, y, lams, labels, **params):

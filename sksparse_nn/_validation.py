@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import assert_all_finite
 from sklearn.utils.validation import _check_sample_weight
 
 __all__ = [
@@ -35,9 +36,22 @@ def abs_max(X):
     return float(max(data.max(), -data.min())) if data.size else 0.0
 
 
-def check_range(X, limit, name, dtype_name):
-    """Raise ValueError when a finite value of ``X`` exceeds ``limit`` in magnitude."""
-    largest = abs_max(X)
+def check_range(X, limit, name, dtype_name, estimator_name=None):
+    """Raise ValueError when ``X`` holds NaN or infinity (scikit-learn's message) or a
+    value beyond ``limit`` in magnitude.
+
+    Both checks come from the largest and smallest values (NaN propagates through
+    them): two passes over ``X``, so a fit validates its data with
+    ``ensure_all_finite=False`` and leaves finiteness to this check instead of paying a
+    third pass (per fit: every point of a path).
+    """
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    if not data.size:
+        return
+    hi, lo = float(data.max()), float(data.min())
+    if not (np.isfinite(hi) and np.isfinite(lo)):
+        assert_all_finite(data, input_name=name, estimator_name=estimator_name)
+    largest = max(hi, -lo)
     if largest > limit:
         raise ValueError(
             f"{name} has values up to {largest:.3g} in magnitude, beyond what this "

@@ -12,6 +12,7 @@ method the ``sparsifier`` parameter names) and read
 from __future__ import annotations
 
 import copy
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -155,7 +156,18 @@ class BaseDGated(BaseEstimator):
         return getattr(self, "module_", None) if self.warm_start else None
 
     def _fit(self, X, y, warm_module=None, sample_weight=None):
-        """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
+        """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts.
+
+        ``_fit_memo`` holds what the fit's hooks would otherwise recompute from the
+        parameters (the penalty groups), for the duration of the fit only.
+        """
+        self._fit_memo = {}
+        try:
+            return self._fit_validated(X, y, warm_module, sample_weight)
+        finally:
+            del self._fit_memo
+
+    def _fit_validated(self, X, y, warm_module, sample_weight):
         self._validate_params()
         X, y = validate_data(
             self,
@@ -166,12 +178,14 @@ class BaseDGated(BaseEstimator):
             order="C",  # row-major whatever the input (pandas is column-major): the same
             # model from the same numbers, bit for bit
             reset=warm_module is None,  # a warm start keeps the features (checked here)
+            ensure_all_finite=False,  # check_range: NaN / inf with the range, one pass less
             **self._target_validation,
         )
         limit, dtype_name = value_limit(self._numpy_dtype, X.shape[0]), self._dtype_name()
-        check_range(X, limit, "X", dtype_name)
+        name = type(self).__name__
+        check_range(X, limit, "X", dtype_name, name)
         if np.issubdtype(y.dtype, np.floating):
-            check_range(y, limit, "y", dtype_name)
+            check_range(y, limit, "y", dtype_name, name)
         if warm_module is not None:
             check_warm_start_targets(self, y, is_classifier(self))
         sample_weight = check_sample_weight(sample_weight, X)
@@ -206,7 +220,7 @@ class BaseDGated(BaseEstimator):
                 self._gate_module(module, init)
                 net = self._make_net(module, dataset, seed)
                 self._plan_stopping(net, len(dataset), warm_module is not None, X, y)
-                baseline = self._baseline_loss(targets, n_outputs, module)
+                baseline = functools.partial(self._baseline_loss, targets, n_outputs, module)
                 guard = DivergenceGuard(baseline, self._divergence_message(X, y))
                 net.callbacks.append(("divergence", guard))
                 try:
@@ -543,8 +557,14 @@ class BaseDGated(BaseEstimator):
         """(label per input feature, weight per group): from the ``groups`` and
         ``group_weights`` parameters of families that have them, else each feature alone
         with weight 1."""
+        memo = getattr(self, "_fit_memo", None)  # within one fit: computed once
+        if memo is not None and ("groups", n_features) in memo:
+            return memo["groups", n_features]
         labels = check_groups(getattr(self, "groups", None), n_features)
-        return labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
+        result = labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
+        if memo is not None:
+            memo["groups", n_features] = result
+        return result
 
     def _input_weight(self, module):
         """The (n_out, n_features) weight whose columns belong to the input features."""

@@ -15,6 +15,7 @@ on the live features. Two operators provide them:
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -22,6 +23,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from .._labels import same_group_pairs
+from ..solvers._coordinate_descent import SparseColumns, column_entries
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
@@ -81,15 +83,20 @@ class DenseCurvature:
     """
 
     def __init__(self, gram, group, design_solve=None, rank=None):
-        self.gram = gram
+        self.gram, self.group = gram, group
         self.design_solve, self.rank = design_solve, rank
         self.n_features = gram.shape[0]
-        # the diagonal blocks as a sparse matrix: sum of squared group sizes entries
-        rows = np.flatnonzero(group >= 0)
-        I, J = (rows[k] for k in same_group_pairs(group[rows]))
-        shape = (self.n_features, self.n_features)
-        self.block = sp.csr_matrix((gram[I, J], (I, J)), shape=shape)
         self.mean_diagonal = float(np.trace(gram)) / max(self.n_features, 1)
+
+    @functools.cached_property
+    def block(self):
+        """The diagonal blocks of the penalized groups as a sparse matrix (sum of squared
+        group sizes entries), formed on first use: only block steps need it, not the
+        proximal iterations that solve most D = 2 working sets."""
+        rows = np.flatnonzero(self.group >= 0)
+        I, J = (rows[k] for k in same_group_pairs(self.group[rows]))
+        shape = (self.n_features, self.n_features)
+        return sp.csr_matrix((self.gram[I, J], (I, J)), shape=shape)
 
     def dot(self, W):
         return self.gram @ W
@@ -130,6 +137,7 @@ class DesignCurvature:
         self.X, self.x_mean, self.group = X, np.asarray(x_mean, dtype=np.float64), group
         self.u = None if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         self.n, self.n_features = X.shape
+        self.entries = column_entries(X)  # per column: the working sets' route
         self.penalized = group >= 0
         self.n_groups = int(group.max(initial=-1)) + 1
         # squared column norms (dense: no temporary of the size of X)
@@ -240,6 +248,19 @@ class DesignCurvature:
         """``G[idx][:, idx] = X_c[:, idx]^T X_c[:, idx] / n`` as a dense matrix."""
         Xs = self.columns(idx)
         return Xs.T @ Xs / self.n
+
+    def set_columns(self, idx, ext):
+        """The centred columns of the features ``idx`` (set-local group labels ``ext``)
+        for coordinate descent (:class:`~sksparse_nn.solvers._coordinate_descent.SparseColumns`),
+        as the reference solver's design gives them: sparse ``X`` stays sparse, centred
+        implicitly (a sweep costs the set's nonzeros), dense columns are copied centred
+        (no cancellation). None for sparse ``X`` with sample weights, whose centring is
+        along their square roots, which the columns do not hold."""
+        if not sp.issparse(self.X):
+            return SparseColumns(self.columns(idx), np.arange(idx.size), ext)
+        if self.u is not None:
+            return None
+        return SparseColumns(self.X, idx, ext, self.x_mean)
 
     def columns_solve(self, idx):
         """:meth:`scaled_solve` for the features ``idx`` (sorted; a working set), given a

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._labels import count_groups
 from ..penalties import group_norms, penalty_value
-from ..solvers._coordinate_descent import SparseColumns, least_squares_cd, wide_set
+from ..solvers._coordinate_descent import least_squares_cd, wide_set
 from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
 from ..solvers._kkt import group_violations, kkt_scale, row_squares
@@ -460,9 +460,12 @@ class GatedLeastSquares:
         coordinate descent on the set's centred columns (``least_squares_cd`` of
         :mod:`sksparse_nn.solvers._coordinate_descent`). For a set wider than the
         samples, where the Gram block's Newton factorizations cost ``|set|^3``; needs the
-        design (:class:`DesignCurvature`)."""
+        design (:class:`DesignCurvature`); None where its columns cannot be held
+        (:meth:`DesignCurvature.set_columns`)."""
         groups, labels = np.unique(self.ext[idx], return_inverse=True)
-        cols = SparseColumns(self.curv.columns(idx), np.arange(idx.size), labels)
+        cols = self.curv.set_columns(idx, labels)
+        if cols is None:
+            return None
         positive = None if self.nonneg is None else self.nonneg[idx]
         x, _, _ = least_squares_cd(
             cols, self.rhs[idx, 0], W[:, 0], labels, self.lam_rho[groups], groups.size,
@@ -492,11 +495,13 @@ class GatedLeastSquares:
 
         def solve_set(idx, W, tol_in):
             """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
-            if certify and W.shape[1] == 1 and wide_set(idx.size, self.curv.n):
+            if certify and W.shape[1] == 1 and wide_set(idx.size, self.curv.entries):
                 # wider than the samples: coordinate descent on the set's columns
-                W_new = np.zeros_like(W)
-                W_new[idx] = self.coordinate_finish(idx, W[idx], tol_in)
-                return W_new, 0, False
+                x = self.coordinate_finish(idx, W[idx], tol_in)
+                if x is not None:  # None: sparse X with sample weights (Gram route)
+                    W_new = np.zeros_like(W)
+                    W_new[idx] = x
+                    return W_new, 0, False
             if not cache.cacheable(idx) and idx.size <= cache.max_features:
                 cache.keep(idx)  # make room: drop the blocks of features left behind
             whole[0] = not cache.cacheable(idx)

@@ -334,6 +334,7 @@ class GatedLogisticProblem:
         G0 = self._gradient(R0)
         self.kkt_scale = max(float(shape.norms(G0).max(initial=0.0)), 1e-300)
         self.shape = _group_shape(self.labels, rho, lam, D, self.nonneg, self.kkt_scale)
+        self._last_loss_grad = None  # (V, loss, gradient) of the last loss_grad call
 
     def to_reduced(self, W):
         """``V = W Q``: drops the flat direction (never raises the penalty)."""
@@ -368,9 +369,15 @@ class GatedLogisticProblem:
         return G @ self.Q / self.n
 
     def loss_grad(self, V):
-        """Mean log-loss and its gradient in ``V``."""
+        """Mean log-loss and its gradient in ``V`` (the last point's kept: the rounds'
+        final gradient, which certified it, is the one the fit reports)."""
+        last = self._last_loss_grad
+        if last is not None and np.array_equal(last[0], V):
+            return last[1], last[2]
         loss, R, _ = _log_loss(self._scores(V), self.C, self.s)
-        return loss, self._gradient(R)
+        G = self._gradient(R)
+        self._last_loss_grad = (V.copy(), loss, G)
+        return loss, G
 
     def objective(self, V):
         return self.loss_grad(V)[0] + self.lam * penalty_value(

@@ -59,15 +59,20 @@ class DivergenceGuard(Callback):
     or has exploded (over ``EXPLODED`` times ``baseline``, the constant model's loss).
 
     One scalar comparison per epoch: the loss is already in skorch's history.
+    ``baseline`` may be a callable, evaluated when training begins (a fit that trains
+    nothing never pays for it).
     """
 
     def __init__(self, baseline, describe):
         self.baseline = baseline
         self.describe = describe  # callable(epoch, loss) -> message
 
+    def on_train_begin(self, net, **kwargs):
+        self.baseline_ = self.baseline() if callable(self.baseline) else self.baseline
+
     def on_epoch_end(self, net, **kwargs):
         loss = net.history[-1, "train_loss"]
-        exploded = self.baseline > 0 and loss > EXPLODED * self.baseline
+        exploded = self.baseline_ > 0 and loss > EXPLODED * self.baseline_
         if not math.isfinite(loss) or exploded:
             epoch = len(net.history)
             raise TrainingDivergedError(self.describe(epoch, loss), lam=net.lam, epoch=epoch)

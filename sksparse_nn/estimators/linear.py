@@ -387,11 +387,17 @@ class _SparseLinearModel(BaseDGated):
 
     def _module_output(self, X, method=None):
         """The scores ``X W^T + b`` in float64 by one product with ``X`` (sparse ``X``
-        stays sparse; the module's batched forward would densify it batch by batch)."""
+        stays sparse; the module's batched forward would densify it batch by batch),
+        with dense ``X`` restricted to the live columns when they are fewer than a
+        quarter of them (a sparse model: their copy costs less than the full product)."""
         if method is not None:
             return super()._module_output(X, method)
         weight = as_numpy(self.module_.weight).astype(np.float64)
-        scores = np.asarray(X @ weight.T).reshape(X.shape[0], -1)
+        live = np.flatnonzero(np.any(weight != 0.0, axis=0))
+        if sp.issparse(X) or 4 * live.size >= X.shape[1]:
+            scores = np.asarray(X @ weight.T).reshape(X.shape[0], -1)
+        else:  # a sparse model: the product with its live columns only
+            scores = X[:, live] @ weight[:, live].T
         if self.module_.bias is not None:
             scores = scores + as_numpy(self.module_.bias).astype(np.float64)
         return scores

@@ -357,12 +357,24 @@ def logistic_ws_cd(design, X, lam, ext, rho_ext, x, tol, max_iter, near=_NEAR_VI
     return x + 0.0, min(n_iter, max_iter), kkt / scale
 
 
-def wide_set(size, n_samples):
+def column_entries(X):
+    """Stored entries per column of ``X``: ``n`` for a dense array, the mean number of
+    nonzeros per column for a sparse matrix (what a sweep of coordinate descent reads
+    per column)."""
+    n, p = X.shape
+    return X.nnz / max(p, 1) if sp.issparse(X) else float(n)
+
+
+def wide_set(size, entries):
     """Whether a least-squares working set of ``size`` features is solved by
-    :func:`least_squares_cd`: wider than the samples (its Gram block is singular and
-    Newton's factorizations of it cost ``size^3``) and than ``_CD_MIN_FEATURES`` (below
-    which the Gram route is cheap and ends at rounding level, not at the tolerance)."""
-    return size > max(n_samples, _CD_MIN_FEATURES)
+    :func:`least_squares_cd`: when its columns hold fewer entries than its Gram block
+    (``entries``, the stored entries per column of :func:`column_entries`, below
+    ``size``: a dense set wider than the samples, whose Gram block is singular and whose
+    Newton factorizations cost ``size^3``; a sparse set whose sweeps cost its nonzeros
+    while a Gram-block step costs ``size^2``), and when it is wider than
+    ``_CD_MIN_FEATURES`` (below which the Gram route is cheap and ends at rounding
+    level, not at the tolerance)."""
+    return size > max(entries, _CD_MIN_FEATURES)
 
 
 def least_squares_cd(cols, c, x, ext, lam_rho, n_groups, tol_in, max_sweeps, positive=None):

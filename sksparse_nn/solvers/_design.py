@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
+from ._coordinate_descent import column_entries
 from ._data import as_float_matrix, check_sample_weight
 from ._lipschitz import BlockLipschitz, top_eigenvalue
 from ._threads import SMALL_WORK
@@ -140,6 +141,7 @@ class Design:
             yc = sw * yc
         sparse = sp.issparse(X)
         self.sparse = sparse
+        self.entries = column_entries(X)  # per column: the working sets' route
         if precompute == "auto":
             use_gram = p <= n and p <= _GRAM_MAX_FEATURES
         elif isinstance(precompute, (bool, np.bool_)):

@@ -76,7 +76,7 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, lips
                 )
                 return w, n_iter + it, rel
             groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
-            cols = design.set_columns(idx, ext_ws) if wide_set(idx.size, design.n_samples) else None
+            cols = design.set_columns(idx, ext_ws) if wide_set(idx.size, design.entries) else None
             if cols is not None:  # wider than the samples: coordinate descent, no Gram
                 tol_in = inner_tolerance(abs_tol, outside, stalled)
                 if tol_in is None:

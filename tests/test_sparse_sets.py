@@ -1,0 +1,123 @@
+"""Least-squares working sets on sparse X: coordinate descent on the set's sparse columns
+(a sweep costs its nonzeros) once the set holds more features than a column has entries,
+for the reference solver and the D = 2 estimator, certified by the KKT conditions."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sksparse_nn import SparseLinearRegressor
+from sksparse_nn.estimators._gated_least_squares import KKT_TOL
+from sksparse_nn.solvers import _least_squares, lambda_max, solve_group_lasso
+from sksparse_nn.solvers._coordinate_descent import (
+    SparseColumns,
+    column_entries,
+    wide_set,
+)
+
+EPS = np.finfo(np.float64).eps
+# a text-like design: 400 rows, 1200 columns with ~12 nonzeros each, positive entries
+N, P, DENSITY = 400, 1200, 0.03
+
+
+@pytest.fixture(scope="module")
+def text_like():
+    rng = np.random.default_rng(0)
+    X = sp.random(N, P, density=DENSITY, format="csr", random_state=1,
+                  data_rvs=lambda k: rng.uniform(0.5, 1.5, size=k))  # fmt: skip
+    coef = np.zeros(P)
+    coef[:30] = 3.0 * rng.standard_normal(30)
+    y = X @ coef + 0.5 * rng.standard_normal(N)
+    return X, y
+
+
+def test_the_route_compares_a_sets_entries_with_its_gram_block():
+    X = sp.random(N, P, density=DENSITY, format="csr", random_state=0)
+    assert column_entries(X) == pytest.approx(X.nnz / P)
+    assert column_entries(X.toarray()) == N
+    # dense: wider than the samples; sparse: more features than entries per column
+    assert not wide_set(N, N) and wide_set(N + 1, N)
+    assert wide_set(300, column_entries(X)) and not wide_set(300, N)
+    assert not wide_set(200, column_entries(X))  # narrow sets keep the Gram route
+
+
+def _kkt_violation(X, y, coef, lam, fit_intercept):
+    """Largest violation of the Lasso's KKT conditions (singleton groups), written out."""
+    Xd = X.toarray()
+    if fit_intercept:
+        Xd, y = Xd - Xd.mean(axis=0), y - y.mean()
+    grad = Xd.T @ (Xd @ coef - y) / N
+    scale = np.abs(Xd.T @ y / N).max()
+    live = coef != 0
+    viol = np.where(live, np.abs(grad + lam * np.sign(coef)), np.maximum(np.abs(grad) - lam, 0))
+    return viol.max(), scale, live
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_reference_solves_wide_sparse_sets_on_their_sparse_columns(
+    text_like, fit_intercept, monkeypatch
+):
+    X, y = text_like
+    seen = []
+    cd = _least_squares.least_squares_cd
+
+    def spy(cols, *args, **kwargs):
+        seen.append((cols.k, cols.dense))
+        return cd(cols, *args, **kwargs)
+
+    monkeypatch.setattr(_least_squares, "least_squares_cd", spy)
+    labels, rho = np.arange(P), np.ones(P)
+    lam = 0.004 * lambda_max(X, y, labels, rho, fit_intercept=fit_intercept)
+    res = solve_group_lasso(X, y, lam, labels, rho, tol=1e-10, fit_intercept=fit_intercept)
+    assert res.converged
+    # sets wider than a column's entries (12) and than 256, never densified, some of
+    # them narrower than the samples (where the dense rule keeps the Gram route)
+    assert seen and not any(dense for _, dense in seen)
+    assert any(256 < k <= N for k, _ in seen)
+    viol, scale, live = _kkt_violation(X, y, res.coef, lam, fit_intercept)
+    assert live.sum() > 256
+    # the solver's rule (1e-10 of the scale) plus a recomputed gradient's rounding
+    assert viol <= 1e-10 * scale + 1e4 * EPS * scale
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("case", ["plain", "intercept", "sample weights"])
+def test_estimator_solves_wide_sparse_sets_and_meets_the_kkt_conditions(text_like, case):
+    from sksparse_nn.estimators import _curvature
+
+    X, y = text_like
+    fit_intercept = case != "plain"
+    s = np.random.default_rng(2).uniform(0.2, 3.0, N) if case == "sample weights" else None
+    columns = []
+    original = _curvature.DesignCurvature.set_columns
+
+    def spy(self, idx, ext):
+        cols = original(self, idx, ext)
+        columns.append(cols)
+        return cols
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_curvature.DesignCurvature, "set_columns", spy)
+        lam = 0.004 * lambda_max(X, y, np.arange(P), np.ones(P), fit_intercept=fit_intercept)
+        est = SparseLinearRegressor(lam=lam, D=2, fit_intercept=fit_intercept)
+        est.fit(X, y, sample_weight=s)
+    assert est.n_iter_ == 0  # certified by the block steps
+    assert columns
+    if s is None:  # sparse columns, centred implicitly, some narrower than the samples
+        assert all(isinstance(c, SparseColumns) and not c.dense for c in columns)
+        assert any(256 < c.k <= N for c in columns)
+    else:  # their centring is along sqrt(s): the Gram route instead
+        assert all(c is None for c in columns)
+
+    w = np.ones(N) if s is None else s * N / s.sum()
+    Xd = X.toarray()
+    m, ybar = (w @ Xd / N, w @ y / N) if fit_intercept else (np.zeros(P), 0.0)
+    Xc, yc = Xd - m, y - ybar
+    grad = Xc.T @ (w * (Xc @ est.coef_ - yc)) / N
+    scale = np.abs(Xc.T @ (w * yc) / N).max()
+    coef = est.coef_
+    live = coef != 0
+    viol = np.where(live, np.abs(grad + lam * np.sign(coef)), np.maximum(np.abs(grad) - lam, 0))
+    assert live.sum() > 256
+    assert viol.max() <= KKT_TOL * scale + 1e4 * EPS * scale
