@@ -1194,12 +1194,13 @@ def _fmt_range(vals, spec):
 
 
 def _scaling_sizes(args):
-    """Part 2's problems ``(n, p, group size)`` and the paths' number of lams."""
+    """Part 2's problems ``(n, p, group size, density)`` (density None: dense X; else a
+    text-like CSR X, singletons: the Lasso) and the paths' number of lams."""
     if args.quick:
-        return [(400, 200, 5), (100, 500, 5)], 8
-    sizes = [(2000, 1000, 5), (500, 5000, 5)]
+        return [(400, 200, 5, None), (100, 500, 5, None), (200, 1000, 1, 0.05)], 8
+    sizes = [(2000, 1000, 5, None), (500, 5000, 5, None)]
     if not args.skip_large:
-        sizes.append((20000, 5000, 10))
+        sizes += [(20000, 5000, 10, None), (2000, 10000, 1, 0.01)]
     return sizes, 20
 
 
@@ -1267,9 +1268,11 @@ def _regression_parts(worker, args, timeout, warm_log):
             before = res
 
     reg_sizes, n_lams = _scaling_sizes(args)
-    for n, p, gs in reg_sizes:
+    for n, p, gs, density in reg_sizes:
         spec = {"kind": "reg", "n": n, "p": p, "group_size": gs, "n_informative": 10,
                 "seed": 0, "n_lams": n_lams, "lam_ratio": 1e-2}  # fmt: skip
+        if density is not None:
+            spec.update(density=density, n_informative=50)
         large = n * p > 5e7
         methods = SCALING_METHODS + ["skglm tight"]
         if args.solvers_only:

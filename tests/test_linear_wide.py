@@ -185,3 +185,42 @@ def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, mon
         viol[g] = np.linalg.norm(d) if norms[g] > 0 else max(np.linalg.norm(d) - lam, 0.0)
     rounding = 1e4 * EPS * scale  # a gradient recomputed in another order
     assert viol.max() <= KKT_TOL * scale + rounding
+
+
+@pytest.mark.numerics
+def test_sets_beyond_the_gram_cache_are_solved_on_their_columns(wide, monkeypatch):
+    # a set that can never fit the Gram-block cache has no Gram route: coordinate
+    # descent on its columns, even when narrower than 256 features (it held
+    # whole-design block steps before, 3-6x slower on such paths)
+    from sksparse_nn.estimators import linear
+    from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
+    from sksparse_nn.solvers._design import GramCache
+
+    capacity = 40
+    monkeypatch.setattr(
+        linear, "gram_cache", lambda curv: GramCache(curv.products, curv.n_features, capacity)
+    )
+    calls = []
+    finish = GatedLeastSquares.coordinate_finish
+
+    def spy(self, idx, W, abs_tol):
+        calls.append(idx.size)
+        return finish(self, idx, W, abs_tol)
+
+    monkeypatch.setattr(GatedLeastSquares, "coordinate_finish", spy)
+    X, y, labels = wide
+    lam = 0.1 * lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    est = SparseLinearRegressor(lam=lam, D=2, groups=SIZE).fit(X, y)
+    assert est.n_iter_ == 0
+    assert any(capacity < k <= 256 for k in calls)
+    Xc, yc = _centred(X, y, True)
+    grad = Xc.T @ (Xc @ est.coef_ - yc) / N
+    scale = _group_norms(Xc.T @ yc / N, labels).max()
+    norms = _group_norms(est.coef_, labels)
+    viol = [
+        np.linalg.norm(grad[labels == g] + lam * est.coef_[labels == g] / norms[g])
+        if norms[g] > 0
+        else max(np.linalg.norm(grad[labels == g]) - lam, 0.0)
+        for g in range(norms.size)
+    ]
+    assert max(viol) <= KKT_TOL * scale + 1e4 * EPS * scale

@@ -366,32 +366,47 @@ def test_working_sets_certify_every_group_on_a_wide_path(precompute):
     assert (coefs[-1] != 0).sum() > 5 * max(1, (coefs[1] != 0).sum())
 
 
-def test_block_cache_limit_falls_back_to_plain_iterations(monkeypatch):
-    """When the cached Gram blocks would outgrow their bound, the solver continues with
-    plain FISTA on the whole problem: same certified answer."""
+@pytest.mark.parametrize("case", ["dense", "sparse, sample weights"])
+def test_block_cache_limit_falls_back_to_the_sets_columns(case, monkeypatch):
+    """When the cached Gram blocks would outgrow their bound, a set is solved without
+    its Gram block: coordinate descent on its columns, or plain FISTA on the whole
+    problem where the columns cannot be held (sparse X with sample weights, centred
+    along their square roots). Same certified answer."""
     from sksparse_nn.solvers import _design, _least_squares
 
     rng = np.random.default_rng(22)
     n, p = 40, 120
     X = rng.standard_normal((n, p))
     y = X[:, :15] @ rng.standard_normal(15) + 0.1 * rng.standard_normal(n)
+    s = None
+    if case != "dense":
+        X = sp.csr_matrix(np.where(rng.random((n, p)) < 0.5, X, 0.0))
+        s = rng.uniform(0.5, 2.0, n)
     labels = np.arange(p) // 4
     rho = np.ones(labels.max() + 1)
-    lam = 0.1 * lambda_max(X, y, labels, rho)
+    lam = 0.1 * lambda_max(X, y, labels, rho, sample_weight=s)
     tol = 1e-9
-    ref = solve_group_lasso(X, y, lam, labels, rho, tol=tol)
+    ref = solve_group_lasso(X, y, lam, labels, rho, tol=tol, sample_weight=s)
     assert (ref.coef != 0).sum() > 8  # the working sets need more than the bound below
     monkeypatch.setattr(_design, "_GRAM_MAX_FEATURES", 8)
-    calls = []
-    plain = _least_squares.fista
+    calls = {"fista": 0, "cd": 0}
+    plain, cd = _least_squares.fista, _least_squares.least_squares_cd
 
-    def counted(*args, **kwargs):
-        calls.append(1)
+    def counted_fista(*args, **kwargs):
+        calls["fista"] += 1
         return plain(*args, **kwargs)
 
-    monkeypatch.setattr(_least_squares, "fista", counted)
-    small = solve_group_lasso(X, y, lam, labels, rho, tol=tol)
-    assert calls  # the fallback ran
+    def counted_cd(*args, **kwargs):
+        calls["cd"] += 1
+        return cd(*args, **kwargs)
+
+    monkeypatch.setattr(_least_squares, "fista", counted_fista)
+    monkeypatch.setattr(_least_squares, "least_squares_cd", counted_cd)
+    small = solve_group_lasso(X, y, lam, labels, rho, tol=tol, sample_weight=s)
+    if case == "dense":
+        assert calls["cd"] and not calls["fista"]
+    else:
+        assert calls["fista"] and not calls["cd"]
     assert ref.converged and small.converged
     # both certified at tol: p > n, so compare what is unique (the fitted values)
     fit_ref, fit_small = X @ ref.coef, X @ small.coef

@@ -495,8 +495,10 @@ class GatedLeastSquares:
 
         def solve_set(idx, W, tol_in):
             """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
-            if certify and W.shape[1] == 1 and wide_set(idx.size, self.curv.entries):
-                # wider than the samples: coordinate descent on the set's columns
+            wide = wide_set(idx.size, self.curv.entries) or idx.size > cache.max_features
+            if certify and W.shape[1] == 1 and wide:
+                # columns sparser than the Gram block (a set too large for the cache
+                # always is, at most sqrt(n p) >= n features): coordinate descent
                 x = self.coordinate_finish(idx, W[idx], tol_in)
                 if x is not None:  # None: sparse X with sample weights (Gram route)
                     W_new = np.zeros_like(W)

@@ -70,14 +70,16 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, lips
             if kkt <= abs_tol or n_iter >= max_iter:
                 break
             idx, outside = working_set(ext, viol, live, free, abs_tol)
-            if not design.cacheable(idx):  # too large for Gram blocks: plain FISTA
+            groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
+            cols = None
+            if wide_set(idx.size, design.entries) or not design.cacheable(idx):
+                cols = design.set_columns(idx, ext_ws)
+            if cols is None and not design.cacheable(idx):  # no Gram block: plain FISTA
                 w, it, rel = fista(
                     design, lam, ext, rho_ext, w, tol, max_iter - n_iter, positive=positive
                 )
                 return w, n_iter + it, rel
-            groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
-            cols = design.set_columns(idx, ext_ws) if wide_set(idx.size, design.entries) else None
-            if cols is not None:  # wider than the samples: coordinate descent, no Gram
+            if cols is not None:  # columns sparser than the Gram block: coordinate descent
                 tol_in = inner_tolerance(abs_tol, outside, stalled)
                 if tol_in is None:
                     break
