@@ -189,6 +189,8 @@ class DesignCurvature:
         rows, Xr = self._rows, self._X_rows
         groups = self.group[rows]
         shape = (self.n_features, self.n_groups)
+        if sp.issparse(self.X):
+            return self._sparse_block_dot(W, out, rows, Xr, groups, shape)
         for j in range(W.shape[1]):  # outputs: few
             # Z[:, g] = X_c[:, g] w_g: each group's contribution to the fit
             M = sp.csr_matrix((W[rows, j], (rows, groups)), shape=shape)
@@ -198,6 +200,24 @@ class DesignCurvature:
             cross = Xr.multiply(Zf).sum(axis=0) if sp.issparse(Xr) else (Xr * Zf).sum(axis=0)
             centring = self.x_mean[rows] * self._u_dot(Zf)
             out[rows, j] = (np.asarray(cross).ravel() - centring) / self.n
+        return out
+
+    def _sparse_block_dot(self, W, out, rows, Xr, groups, shape):
+        """:meth:`block_dot` on sparse ``X`` with sparse products only (the dense route
+        forms ``n x |groups|`` and ``n x |rows|`` arrays): with ``Z = X M`` (each group's
+        fit on the raw columns, sparse) and ``t = M^T m``, the centred fit of feature
+        ``k``'s group is ``Z[:, g_k] - u t_{g_k}``, and its product with the centred
+        column ``k`` expands into sparse sums and rank-one terms."""
+        u = np.ones(self.n) if self.u is None else self.u
+        uXr = np.asarray(Xr.T @ u).ravel()  # u^T X[:, k]
+        for j in range(W.shape[1]):
+            M = sp.csr_matrix((W[rows, j], (rows, groups)), shape=shape)
+            Zg = sp.csc_matrix(self.X @ M)[:, groups]  # (n, |rows|), sparse
+            t = (M.T @ self.x_mean)[groups]
+            raw = np.asarray(Xr.multiply(Zg).sum(axis=0)).ravel()
+            cross = raw - uXr * t  # (X[:, k])^T (Z_k - u t_k)
+            u_z = np.asarray(Zg.T @ u).ravel() - float(u @ u) * t  # u^T (Z_k - u t_k)
+            out[rows, j] = (cross - self.x_mean[rows] * u_z) / self.n
         return out
 
     def columns(self, idx):
@@ -277,9 +297,12 @@ class DesignCurvature:
         """Solve ``(S G S + diag(a)) V = B`` on the support: directly when it has at most
         ``n`` features, else by Woodbury, ``n x n``."""
         idx = np.flatnonzero(support)
-        F = self.columns(idx) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
         m = idx.size
-        if m <= self.n or np.any(diag < 1e-6 * max(self.mean_diagonal, 1e-300)):
+        direct = m <= self.n or np.any(diag < 1e-6 * max(self.mean_diagonal, 1e-300))
+        if not direct and sp.issparse(self.X):
+            return self._sparse_woodbury(idx, s, B, diag)
+        F = self.columns(idx) * (s / np.sqrt(self.n))  # X_c S / sqrt(n)
+        if direct:
             A = F.T @ F
             A[np.diag_indices_from(A)] += diag
             return solve_pos(A, B)
@@ -290,3 +313,27 @@ class DesignCurvature:
         K[np.diag_indices_from(K)] += 1.0
         BaT = inv[:, None] * B
         return BaT - Fa.T @ solve_pos(K, F @ BaT)
+
+    def _sparse_woodbury(self, idx, s, B, diag):
+        """The Woodbury solve of :meth:`scaled_solve` on sparse ``X`` without densifying
+        its columns: ``F = X_c[:, idx] S / sqrt(n) = P - u c^T`` with ``P`` the sparse
+        scaled columns and ``c = m_idx s / sqrt(n)`` (the centring, rank one), so that
+        ``F a^-1 F^T = P a^-1 P^T - q u^T - u q^T + (c^T a^-1 c) u u^T``, ``q = P a^-1 c``:
+        one sparse product of ``n x n`` entries, never ``n x |idx|`` dense ones."""
+        scale = s / np.sqrt(self.n)
+        P = sp.csc_matrix(self.X[:, idx]) @ sp.diags(scale)
+        c = self.x_mean[idx] * scale
+        u = np.ones(self.n) if self.u is None else self.u
+        inv = 1.0 / diag
+        Pa = P @ sp.diags(inv)
+        K = np.asarray((Pa @ P.T).todense())
+        if np.any(c):
+            q = np.asarray(Pa @ c).ravel()
+            K -= np.outer(q, u) + np.outer(u, q)
+            K += float(c @ (inv * c)) * np.outer(u, u)
+        K[np.diag_indices_from(K)] += 1.0
+        BaT = inv[:, None] * B
+        FB = np.asarray(P @ BaT) - np.outer(u, c @ BaT)  # F a^-1 B
+        Y = solve_pos(K, FB)
+        FtY = np.asarray(P.T @ Y) - np.outer(c, u @ Y)  # F^T Y
+        return BaT - inv[:, None] * FtY
