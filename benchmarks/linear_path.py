@@ -900,6 +900,13 @@ REG_LABELS = {
 }
 
 
+def reg_labels(spec):
+    """The regression problems' labels: the peers' Lasso classes for singletons."""
+    if spec["group_size"] != 1:
+        return REG_LABELS
+    return {**REG_LABELS, "skglm": "skglm Lasso", "celer": "celer Lasso"}
+
+
 def logistic_methods(spec):
     """(methods, {method: label}, methods whose objective differs) of a logistic problem."""
     k, gs = spec["n_classes"], spec["group_size"]
@@ -1327,7 +1334,7 @@ def report(out, path):
     if not args.get("logistic_only"):
         table, targets = paper_table(out["paper"], out["before"])
     for prob in out["scaling"]:
-        problem_table(prob, REG_LABELS, args["timeout"])
+        problem_table(prob, reg_labels(prob["spec"]), args["timeout"])
     for prob in out["logistic"]:
         problem_table(prob, logistic_methods(prob["spec"])[0], args["timeout"])
     print(
