@@ -135,9 +135,9 @@ def solve_group_logistic(
         ext_x = np.concatenate((ext_x, np.full(K, n_ext, dtype=np.intp)))
         rho_x = np.concatenate((rho_ext, [0.0]))
     x0 = design.start(w0)
-    if design.binary and design._Xc is not None and not design.degenerate:
+    if design.route == "newton":
         x, n_iter, kkt = logistic_ws_newton(design, float(lam), ext_x, rho_x, x0, tol, max_iter)
-    elif design.binary and design._X_sparse is not None and not design.degenerate:
+    elif design.route == "cd":
         x, n_iter, kkt = logistic_ws_cd(
             design, design._X_sparse, float(lam), ext_x, rho_x, x0, tol, max_iter
         )

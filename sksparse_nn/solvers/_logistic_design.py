@@ -133,7 +133,11 @@ class LogisticDesign:
     variable of the proximal-gradient step, updated exactly by it, adds nothing to the
     Lipschitz constant ``L = mu / 4`` (binary: the logistic curvature is at most 1/4) or
     ``mu / 2`` (multinomial: ``||diag(p) - p p^T||_2 <= 1/2``), and is as well scaled as
-    the coefficients whatever the units of ``X``.
+    the coefficients whatever the units of ``X``. That holds on the plain route
+    (``route == "fista"``: multinomial, or ``X_c = 0``); the binary working-set routes
+    (``"newton"`` dense, ``"cd"`` sparse) scale by their sets' own curvature, and take
+    ``s^2`` = the largest centred mean square of a column instead (``mu`` is a power
+    iteration, most of a fit's cost on small data).
 
     ``grad(x)`` is the gradient of the mean log-loss in ``x``, ``c`` is minus the
     gradient at the null model (``W = 0``, intercept fitted), which sets the KKT scale.
@@ -200,7 +204,8 @@ class LogisticDesign:
                 return Xc.T @ R
 
         self.xc_dot = xc_dot
-        sq = np.asarray(X.multiply(X).sum(axis=0)) if sparse else np.einsum("ij,ij->j", X, X)
+        X2 = X.multiply(X) if sparse else None
+        sq = np.asarray(X2.sum(axis=0)).ravel() if sparse else np.einsum("ij,ij->j", X, X)
         ref = float(sq.max()) / n if p else 0.0
 
         def compute_mu():
@@ -219,14 +224,35 @@ class LogisticDesign:
                 mu = 0.0  # X_c = 0 up to rounding (e.g. constant columns)
             return mu
 
-        # mu is needed at once for the intercept's column (s = sqrt(mu)); otherwise only
-        # by the plain iterations (L), so it is computed on first use.
+        # the centred (weighted) mean square of each column: whether X_c = 0 up to
+        # rounding (sparse: ``sq / n - m^2`` cancels to ~eps of the squares, hence the
+        # looser rule), and the intercept column's scale on the working-set routes
+        if sparse:
+            wsq = (sq if sw is None else np.asarray(X2.T @ sw).ravel()) / n
+            spread = np.maximum(wsq - m * m, 0.0) if fit_intercept else wsq
+        elif sw is None and not fit_intercept:  # X_c = X: the squares above
+            spread = sq / n
+        else:
+            Xs = self._Xc
+            spread = (np.einsum("ij,ij->j", Xs, Xs) if sw is None
+                      else np.einsum("i,ij,ij->j", sw, Xs, Xs)) / n  # fmt: skip
+        rel = 1e-12 if sparse else 1e-24
+        self._degenerate = p == 0 or not float(spread.max(initial=0.0)) > rel * ref
+        self.route = "fista"  # the plain iterations (multinomial, or X_c = 0)
+        if binary and not self._degenerate:
+            self.route = "cd" if sparse else "newton"
+        # mu: the plain iterations' step (and the intercept column's scale there, so that
+        # the column adds nothing to L); computed on first use: the working-set routes
+        # never need it (a power iteration: most of a fit's cost on small data)
         self._compute_mu = compute_mu
-        self._mu = compute_mu() if self.fit_intercept else None
+        self._mu = None
         self._col_ref = (sq, ref)
         self._curvature = 0.25 if binary else 0.5
-        s = math.sqrt(self._mu) if self.fit_intercept and self._mu > 0 else 1.0
-        self.s = s if self.fit_intercept else 0.0
+        s = 0.0
+        if self.fit_intercept:  # the column's scale: the plain step's mu, else the columns'
+            scale = self.mu if self.route == "fista" else float(spread.max())
+            s = math.sqrt(scale) if scale > 0 else 1.0
+        self.s = s
         pK, inv_n = self.n_coef, 1.0 / n
         fit_b = self.fit_intercept
         probabilities = scipy.special.expit if binary else None
@@ -270,23 +296,14 @@ class LogisticDesign:
     @property
     def L(self):
         """Lipschitz constant of ``grad``; 0 if the loss does not depend on ``x``."""
-        if self.fit_intercept:
-            return self._curvature * self.s * self.s
+        if self.fit_intercept:  # block diagonal: [X_c, s 1] / sqrt(n) has max(mu, s^2)
+            return self._curvature * max(self.s * self.s, self.mu)
         return self._curvature * self.mu
 
     @property
     def degenerate(self):
-        """Whether ``X_c = 0`` up to rounding (cheap unless the columns are tiny)."""
-        sq, ref = self._col_ref
-        if self.n_columns == 0:
-            return True
-        if (
-            self._mu is None
-            and not self.fit_intercept
-            and float(sq.max()) / self.n_samples > 1e-12 * ref
-        ):
-            return False
-        return self.mu == 0.0
+        """Whether ``X_c = 0`` up to rounding (from the columns' centred mean squares)."""
+        return self._degenerate
 
     @property
     def forward(self):
