@@ -2,9 +2,12 @@
 (a sweep costs its nonzeros) once the set holds more features than a column has entries,
 for the reference solver and the D = 2 estimator, certified by the KKT conditions."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
 from sksparse_nn import SparseLinearRegressor
 from sksparse_nn.estimators._gated_least_squares import KKT_TOL
@@ -121,3 +124,45 @@ def test_estimator_solves_wide_sparse_sets_and_meets_the_kkt_conditions(text_lik
     viol = np.where(live, np.abs(grad + lam * np.sign(coef)), np.maximum(np.abs(grad) - lam, 0))
     assert live.sum() > 256
     assert viol.max() <= KKT_TOL * scale + 1e4 * EPS * scale
+
+
+@pytest.mark.parametrize("estimator", ["regressor", "classifier"])
+@pytest.mark.parametrize("batch_size", [None, 64])
+def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeypatch):
+    # after the block steps a D = 3 fit trains by gradient steps, whose batches of sparse
+    # X were densified (full batch: all of X, n x p); they are torch sparse tensors, and
+    # the fit equals the one on the dense twin
+    from sksparse_nn import SparseLinearClassifier
+    from sksparse_nn.estimators import _training
+
+    rng = np.random.default_rng(4)
+    X = sp.random(300, 500, density=0.02, format="csr", random_state=5)
+    score = X[:, :6] @ rng.standard_normal(6) * 3
+    y = score + 0.1 * rng.standard_normal(300)
+    if estimator == "classifier":
+        y = (score > np.median(score)).astype(int)
+    cls = SparseLinearRegressor if estimator == "regressor" else SparseLinearClassifier
+    params = dict(lam=0.01, D=3, random_state=0, batch_size=batch_size, max_epochs=5)
+    if batch_size is not None:
+        params.update(optimizer="adam", lr=0.01)
+    batches = []
+    rows = _training.ArrayDataset.rows
+
+    def spy(self, index):
+        out = rows(self, index)
+        batches.append(out.layout)
+        return out
+
+    monkeypatch.setattr(_training.ArrayDataset, "rows", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no torch sparse-tensor warnings
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        sparse = cls(**params).fit(X, y)
+    assert sparse.n_iter_ > 0 and batches  # gradient epochs ran, on sparse batches
+    assert all(layout == torch.sparse_coo for layout in batches)
+    monkeypatch.undo()
+    dense = cls(**params).fit(X.toarray(), y)
+    np.testing.assert_array_equal(sparse.selected_features_, dense.selected_features_)
+    # the same arithmetic up to the summation order of a sparse product
+    scale = np.abs(dense.coef_).max()
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=0, atol=1e-8 * scale)

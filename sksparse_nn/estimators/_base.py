@@ -107,6 +107,9 @@ class BaseDGated(BaseEstimator):
     #: module always takes and returns the user's units.
     _standardize_inputs = False
     _standardize_targets = False
+    #: Whether the module takes sparse input batches as they are (its first operation a
+    #: linear map on the raw features): sparse X is then never densified in training.
+    _sparse_batches = False
     #: The default lam grid of paths (see ``default_grid``).
     _default_grid = {"n_lams": 16, "lam_min_ratio": 0.02}
     #: How X is validated (``validate_data`` keywords): CSR or dense 2-d arrays; a family
@@ -208,6 +211,7 @@ class BaseDGated(BaseEstimator):
                     shift=scaling.x_shift,
                     scale=scaling.x_scale,
                     weight=sample_weight,
+                    sparse_rows=self._sparse_batches,
                 )
                 if warm_module is not None:
                     module, init = copy.deepcopy(warm_module), "balanced"

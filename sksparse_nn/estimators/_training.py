@@ -54,12 +54,21 @@ class ArrayDataset(torch.utils.data.Dataset):
     (same arithmetic, so sparse and dense inputs give the same batches). ``weight`` holds
     per-sample weights (mean 1); batches then carry ``(y, weight)`` as their targets,
     which :meth:`PenalizedNet.get_loss` hands to the criterion.
+
+    ``sparse_rows``: batches of sparse (unstandardized) features are torch sparse COO
+    tensors instead of dense rows, for modules whose first operation is a linear map
+    (``F.linear`` takes them): no batch is densified, which in full-batch training
+    would be all of ``X``.
     """
 
-    def __init__(self, X, y, dtype, device="cpu", shift=None, scale=None, weight=None):
+    def __init__(
+        self, X, y, dtype, device="cpu", shift=None, scale=None, weight=None, sparse_rows=False
+    ):
         self.sparse = sp.issparse(X)
         self.dtype, self.device = dtype, device
         self.shift, self.scale = shift, scale
+        self.sparse_rows = self.sparse and sparse_rows and scale is None and shift is None
+        self._all_rows = None  # the sparse tensor of every row (full-batch epochs)
         if self.sparse:
             self.X = X.tocsr()
         else:
@@ -77,11 +86,20 @@ class ArrayDataset(torch.utils.data.Dataset):
         return self.X.shape[0]
 
     def rows(self, index):
-        """Dense feature tensor of the given rows (an index array or a slice)."""
+        """Feature tensor of the given rows (an index array or a slice): dense, or sparse
+        with ``sparse_rows``."""
         if not self.sparse:
             return self.X[index]
         if isinstance(index, torch.Tensor):
             index = index.cpu().numpy()
+        if self.sparse_rows:
+            every = isinstance(index, slice) and index == slice(None)
+            if every and self._all_rows is not None:
+                return self._all_rows
+            batch = _sparse_tensor(self.X[index], self.dtype, self.device)
+            if every:
+                self._all_rows = batch
+            return batch
         dense = self.X[index].toarray()
         if self.scale is not None:
             dense = self._standardize(dense)
@@ -104,6 +122,20 @@ class ArrayDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, i):  # for generic torch tooling; training uses BatchIterator
         return self.rows(slice(i, i + 1))[0], None if self.y is None else self.targets(i)
+
+
+def _sparse_tensor(X, dtype, device):
+    """A CSR matrix as a torch sparse COO tensor (row-major, hence coalesced)."""
+    coo = X.tocoo()
+    indices = np.vstack([coo.row, coo.col]).astype(np.int64)
+    return torch.sparse_coo_tensor(
+        torch.as_tensor(indices),
+        torch.as_tensor(coo.data, dtype=dtype),
+        coo.shape,
+        device=device,
+        is_coalesced=True,
+        check_invariants=False,
+    )
 
 
 class BatchIterator:

@@ -128,6 +128,7 @@ class _SparseLinearModel(BaseDGated):
     """The linear model family: one ``nn.Linear``, groups of input features gated."""
 
     _torch_dtype = torch.float64  # small problems, compared against exact solvers
+    _sparse_batches = True  # nn.Linear: sparse X trains as torch sparse batches
     _fresh_init = "balanced"  # the ridge start, split into balanced factors
     _block_steps = False  # exact block steps before L-BFGS (squared error only)
     _block_steps_max_features = None  # widest data the block steps run on (None: any)
@@ -195,7 +196,8 @@ class _SparseLinearModel(BaseDGated):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data (sparse input is never densified as a whole).
+            Training data (sparse input is never densified: the block steps work on its
+            columns, gradient steps on torch sparse batches).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (class labels for the classifier).
         sample_weight : array-like of shape (n_samples,), default=None
