@@ -363,7 +363,11 @@ class BaseDGated(BaseEstimator):
                 plan.hold = plan.max_epochs - max(window, plan.max_epochs // 4)
             zero_tol = self.zero_tol * self._weight_scale(X, y)
             nonconvex = self._sparsifier_name() == "dgating" and self.D > 2
-            settled = StopWhenSettled(plan, window, zero_tol, window, nonconvex=nonconvex)
+            # after a loss spike: an anneal over a quarter of the cap (the loss recovers)
+            recover = max(window, plan.max_epochs // 4)
+            settled = StopWhenSettled(
+                plan, window, zero_tol, window, nonconvex=nonconvex, recover=recover
+            )
             net.callbacks.append(("settled", settled))
 
     def _factor_step_sizes(self, module, optimizer):
