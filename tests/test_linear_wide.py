@@ -25,6 +25,22 @@ def wide():
     return X, y, np.arange(P) // SIZE
 
 
+@pytest.fixture
+def cd_sets(monkeypatch):
+    """The sizes of the working sets solved by coordinate descent on their columns."""
+    from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
+
+    sizes = []
+    finish = GatedLeastSquares.coordinate_finish
+
+    def spy(self, idx, W, abs_tol):
+        sizes.append(idx.size)
+        return finish(self, idx, W, abs_tol)
+
+    monkeypatch.setattr(GatedLeastSquares, "coordinate_finish", spy)
+    return sizes
+
+
 def _group_norms(w, labels):
     return np.sqrt(np.bincount(labels, weights=w * w))
 
@@ -141,19 +157,10 @@ def test_wide_path_keeps_a_bounded_gram_cache_and_certifies_every_point(wide):
 
 @pytest.mark.numerics
 @pytest.mark.parametrize("case", ["groups", "groups, sample weights", "groups, positive"])
-def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, monkeypatch):
+def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, cd_sets):
     # at 2% of lam_max the support holds more features than the 60 samples (and than
     # 256): those working sets are solved by coordinate descent on their columns
-    from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
-
-    calls = []
-    finish = GatedLeastSquares.coordinate_finish
-
-    def spy(self, idx, W, abs_tol):
-        calls.append(idx.size)
-        return finish(self, idx, W, abs_tol)
-
-    monkeypatch.setattr(GatedLeastSquares, "coordinate_finish", spy)
+    calls = cd_sets
     X, y, labels = wide
     positive = "positive" in case
     s = None
@@ -188,26 +195,18 @@ def test_supports_wider_than_the_samples_meet_the_kkt_conditions(wide, case, mon
 
 
 @pytest.mark.numerics
-def test_sets_beyond_the_gram_cache_are_solved_on_their_columns(wide, monkeypatch):
+def test_sets_beyond_the_gram_cache_are_solved_on_their_columns(wide, monkeypatch, cd_sets):
     # a set that can never fit the Gram-block cache has no Gram route: coordinate
     # descent on its columns, even when narrower than 256 features (it held
     # whole-design block steps before, 3-6x slower on such paths)
     from sksparse_nn.estimators import linear
-    from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
     from sksparse_nn.solvers._design import GramCache
 
     capacity = 40
     monkeypatch.setattr(
         linear, "gram_cache", lambda curv: GramCache(curv.products, curv.n_features, capacity)
     )
-    calls = []
-    finish = GatedLeastSquares.coordinate_finish
-
-    def spy(self, idx, W, abs_tol):
-        calls.append(idx.size)
-        return finish(self, idx, W, abs_tol)
-
-    monkeypatch.setattr(GatedLeastSquares, "coordinate_finish", spy)
+    calls = cd_sets
     X, y, labels = wide
     lam = 0.1 * lambda_max(X, y, labels, np.ones(labels.max() + 1))
     est = SparseLinearRegressor(lam=lam, D=2, groups=SIZE).fit(X, y)
