@@ -127,7 +127,7 @@ def test_estimator_solves_wide_sparse_sets_and_meets_the_kkt_conditions(text_lik
 
 
 @pytest.mark.parametrize("estimator", ["regressor", "classifier"])
-@pytest.mark.parametrize("batch_size", [None, 64])
+@pytest.mark.parametrize("batch_size", [None, 64, "early stopping"])
 def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeypatch):
     # after the block steps a D = 3 fit trains by gradient steps, whose batches of sparse
     # X were densified (full batch: all of X, n x p); they are torch sparse tensors, and
@@ -142,9 +142,11 @@ def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeyp
     if estimator == "classifier":
         y = (score > np.median(score)).astype(int)
     cls = SparseLinearRegressor if estimator == "regressor" else SparseLinearClassifier
-    params = dict(lam=0.01, D=3, random_state=0, batch_size=batch_size, max_epochs=5)
-    if batch_size is not None:
-        params.update(optimizer="adam", lr=0.01)
+    params = dict(lam=0.01, D=3, random_state=0, max_epochs=5)
+    if batch_size == "early stopping":  # a validation split of the sparse dataset
+        params.update(early_stopping=True)
+    elif batch_size is not None:
+        params.update(optimizer="adam", lr=0.01, batch_size=batch_size)
     batches = []
     rows = _training.ArrayDataset.rows
 

@@ -108,6 +108,7 @@ class ArrayDataset(torch.utils.data.Dataset):
     def subset(self, index):
         """A new dataset holding the given rows (used for the validation split)."""
         out = copy.copy(self)  # same dtype, device and standardization
+        out._all_rows = None  # the parent's rows are not the subset's
         out.X = self.X[index] if self.sparse else self.X[torch.as_tensor(index)]
         out.y = None if self.y is None else self.y[torch.as_tensor(index)]
         if self.weight is not None:
