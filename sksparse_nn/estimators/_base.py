@@ -159,18 +159,7 @@ class BaseDGated(BaseEstimator):
         return getattr(self, "module_", None) if self.warm_start else None
 
     def _fit(self, X, y, warm_module=None, sample_weight=None):
-        """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts.
-
-        ``_fit_memo`` holds what the fit's hooks would otherwise recompute from the
-        parameters (the penalty groups), for the duration of the fit only.
-        """
-        self._fit_memo = {}
-        try:
-            return self._fit_validated(X, y, warm_module, sample_weight)
-        finally:
-            del self._fit_memo
-
-    def _fit_validated(self, X, y, warm_module, sample_weight):
+        """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
         self._validate_params()
         X, y = validate_data(
             self,
@@ -565,14 +554,8 @@ class BaseDGated(BaseEstimator):
         """(label per input feature, weight per group): from the ``groups`` and
         ``group_weights`` parameters of families that have them, else each feature alone
         with weight 1."""
-        memo = getattr(self, "_fit_memo", None)  # within one fit: computed once
-        if memo is not None and ("groups", n_features) in memo:
-            return memo["groups", n_features]
         labels = check_groups(getattr(self, "groups", None), n_features)
-        result = labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
-        if memo is not None:
-            memo["groups", n_features] = result
-        return result
+        return labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
 
     def _input_weight(self, module):
         """The (n_out, n_features) weight whose columns belong to the input features."""

@@ -71,10 +71,10 @@ def _solve_ls(design, lam, ext, rho_ext, w0, tol, max_iter, positive=False, lips
                 break
             idx, outside = working_set(ext, viol, live, free, abs_tol)
             groups_ws, ext_ws = np.unique(ext[idx], return_inverse=True)
-            cols = None
-            if wide_set(idx.size, design.entries) or not design.cacheable(idx):
+            cacheable, cols = design.cacheable(idx), None
+            if wide_set(idx.size, design.entries) or not cacheable:
                 cols = design.set_columns(idx, ext_ws)
-            if cols is None and not design.cacheable(idx):  # no Gram block: plain FISTA
+            if cols is None and not cacheable:  # no Gram block: plain FISTA
                 w, it, rel = fista(
                     design, lam, ext, rho_ext, w, tol, max_iter - n_iter, positive=positive
                 )

@@ -237,16 +237,16 @@ class LogisticDesign:
             spread = (np.einsum("ij,ij->j", Xs, Xs) if sw is None
                       else np.einsum("i,ij,ij->j", sw, Xs, Xs)) / n  # fmt: skip
         rel = 1e-12 if sparse else 1e-24
-        self._degenerate = p == 0 or not float(spread.max(initial=0.0)) > rel * ref
+        # whether X_c = 0 up to rounding
+        self.degenerate = p == 0 or not float(spread.max(initial=0.0)) > rel * ref
         self.route = "fista"  # the plain iterations (multinomial, or X_c = 0)
-        if binary and not self._degenerate:
+        if binary and not self.degenerate:
             self.route = "cd" if sparse else "newton"
         # mu: the plain iterations' step (and the intercept column's scale there, so that
         # the column adds nothing to L); computed on first use: the working-set routes
         # never need it (a power iteration: most of a fit's cost on small data)
         self._compute_mu = compute_mu
         self._mu = None
-        self._col_ref = (sq, ref)
         self._curvature = 0.25 if binary else 0.5
         s = 0.0
         if self.fit_intercept:  # the column's scale: the plain step's mu, else the columns'
@@ -299,11 +299,6 @@ class LogisticDesign:
         if self.fit_intercept:  # block diagonal: [X_c, s 1] / sqrt(n) has max(mu, s^2)
             return self._curvature * max(self.s * self.s, self.mu)
         return self._curvature * self.mu
-
-    @property
-    def degenerate(self):
-        """Whether ``X_c = 0`` up to rounding (from the columns' centred mean squares)."""
-        return self._degenerate
 
     @property
     def forward(self):
