@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sksparse_nn.solvers._kernels import cd_sweep
+from sksparse_nn.solvers._kernels import add_columns, cd_sweep
+from sksparse_nn.solvers._proximal import anderson_extrapolation, anderson_weights
 
 pytestmark = pytest.mark.numerics
 
@@ -112,3 +113,40 @@ def test_dense_sweep_is_the_sparse_sweep_on_every_entry(centred, positive):
     (w0, r0, S0, t0), (w1, r1, S1, t1) = out
     assert np.any(w0 != x) and np.array_equal(w0, w1) and np.array_equal(r0, r1)
     assert S0 == S1 and t0 == t1
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_add_columns_adds_the_weighted_columns(dense):
+    rng = np.random.default_rng(3 + dense)
+    n, k = 25, 9
+    X = sp.random(n, k, density=1.0 if dense else 0.3, format="csc", random_state=rng)
+    X.sort_indices()
+    h = rng.uniform(0.1, 1.0, size=n)
+    wdata = X.data * h[X.indices]
+    cols, delta = np.array([4, 0, 7], dtype=np.intp), rng.normal(size=3)
+    r0 = rng.normal(size=n)
+    r = r0.copy()
+    add_columns(cols, delta, X.indptr, X.indices, wdata, r, dense)
+    expected = r0 + h * (X[:, cols].toarray() @ delta)
+    np.testing.assert_allclose(r, expected, rtol=0, atol=64 * EPS * np.abs(expected).max())
+
+
+def test_anderson_weights_find_the_fixed_point_of_a_linear_iteration():
+    # x <- M x + b in 3 dimensions: 5 steps (4 residual differences) span the residual
+    # space, so the extrapolation is the fixed point itself, to rounding of the solve
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    M = Q @ np.diag([0.9, 0.5, -0.7]) @ Q.T
+    b = rng.normal(size=3)
+    fixed = np.linalg.solve(np.eye(3) - M, b)
+    x, history = rng.normal(size=3), []
+    for _ in range(5):
+        history.append((x, M @ x + b))
+        x = history[-1][1]
+    a = anderson_weights(history)
+    assert a.sum() == pytest.approx(1.0, abs=16 * EPS)
+    # an affine image of the iterates extrapolates with the same weights
+    Z = rng.normal(size=(4, 3))
+    z_acc = np.array([Z @ after for _, after in history]).T @ a
+    np.testing.assert_allclose(anderson_extrapolation(history), fixed, rtol=1e-9)
+    np.testing.assert_allclose(z_acc, Z @ fixed, rtol=1e-9)

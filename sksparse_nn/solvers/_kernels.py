@@ -85,3 +85,19 @@ def _shrink(nrm2, th):
         return 1.0
     nrm = math.sqrt(nrm2)
     return (nrm - th) / nrm if nrm > th else 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def add_columns(cols, delta, indptr, indices, wdata, r, dense=False):
+    """``r += sum_i delta[i] * wdata[:, cols[i]]`` for CSC arrays (``indices`` unused
+    when ``dense``, as in :func:`cd_sweep`), in place."""
+    for i in range(cols.size):
+        j = cols[i]
+        lo, hi = indptr[j], indptr[j + 1]
+        dj = delta[i]
+        if dense:
+            for q in range(hi - lo):
+                r[q] += dj * wdata[lo + q]
+        else:
+            for q in range(lo, hi):
+                r[indices[q]] += dj * wdata[q]

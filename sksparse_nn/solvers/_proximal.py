@@ -13,19 +13,34 @@ from ._kkt import kkt_setup, kkt_violation
 from ._threads import single_blas_thread
 
 
-def anderson_extrapolation(history):
-    """Anderson extrapolation of a fixed-point iteration from its last steps
-    ``[(before, after), ...]`` (arrays of any one shape): the combination of the ``after``
-    points whose residuals ``after - before`` extrapolate to zero in least squares, flat;
-    None when that is not finite (the caller keeps it only if its objective falls)."""
+def anderson_weights(history):
+    """Affine weights ``a`` (summing to one) of Anderson extrapolation from the last
+    steps of a fixed-point iteration ``[(before, after), ...]`` (arrays of any one shape):
+    ``sum_i a_i after_i`` is the combination whose residuals ``after - before``
+    extrapolate to zero in least squares. Anything affine in the iterate (a residual
+    ``X w``, say) extrapolates with the same weights. None when they are not finite."""
     steps = np.array([np.ravel(after) for _, after in history]).T
     residuals = steps - np.array([np.ravel(before) for before, _ in history]).T
-    d_res, d_steps = np.diff(residuals, axis=1), np.diff(steps, axis=1)
     try:
-        coef = np.linalg.lstsq(d_res, residuals[:, -1], rcond=None)[0]
+        coef = np.linalg.lstsq(np.diff(residuals, axis=1), residuals[:, -1], rcond=None)[0]
     except np.linalg.LinAlgError:
         return None
-    out = steps[:, -1] - d_steps @ coef
+    # steps[:, -1] - diff(steps) @ coef, written as weights on the steps
+    a = np.zeros(len(history))
+    a[-1] = 1.0
+    a[:-1] += coef
+    a[1:] -= coef
+    return a if np.all(np.isfinite(a)) else None
+
+
+def anderson_extrapolation(history):
+    """Anderson extrapolation of a fixed-point iteration from its last steps
+    ``[(before, after), ...]`` (see :func:`anderson_weights`), flat; None when that is
+    not finite (the caller keeps it only if its objective falls)."""
+    a = anderson_weights(history)
+    if a is None:
+        return None
+    out = np.array([np.ravel(after) for _, after in history]).T @ a
     return out if np.all(np.isfinite(out)) else None
 
 
