@@ -18,15 +18,24 @@ def anderson_weights(history):
     steps of a fixed-point iteration ``[(before, after), ...]`` (arrays of any one shape):
     ``sum_i a_i after_i`` is the combination whose residuals ``after - before``
     extrapolate to zero in least squares. Anything affine in the iterate (a residual
-    ``X w``, say) extrapolates with the same weights. None when they are not finite."""
-    steps = np.array([np.ravel(after) for _, after in history]).T
-    residuals = steps - np.array([np.ravel(before) for before, _ in history]).T
+    ``X w``, say) extrapolates with the same weights. None when they are not finite or
+    the residuals' differences are linearly dependent.
+
+    The least squares (a few unknowns) are solved by their normal equations, as in
+    *Anderson acceleration of coordinate descent*: the extrapolation is a candidate the
+    caller keeps only if its objective falls, so the squared conditioning costs nothing
+    but a rejected candidate."""
+    m = len(history)
+    residuals = np.empty((np.size(history[0][1]), m))
+    for i, (before, after) in enumerate(history):
+        np.subtract(np.ravel(after), np.ravel(before), out=residuals[:, i])
+    dres = np.diff(residuals, axis=1)
     try:
-        coef = np.linalg.lstsq(np.diff(residuals, axis=1), residuals[:, -1], rcond=None)[0]
+        coef = np.linalg.solve(dres.T @ dres, dres.T @ residuals[:, -1])
     except np.linalg.LinAlgError:
         return None
     # steps[:, -1] - diff(steps) @ coef, written as weights on the steps
-    a = np.zeros(len(history))
+    a = np.zeros(m)
     a[-1] = 1.0
     a[:-1] += coef
     a[1:] -= coef
