@@ -4,7 +4,8 @@ Each guard turns a way a fit can go wrong without anyone noticing into an error 
 warning that names the cause and the parameter to change:
 
 - :class:`DivergenceGuard`: a skorch callback; a non-finite or exploding training loss
-  stops training with :class:`~sksparse_nn.exceptions.TrainingDivergedError`.
+  stops training with :class:`~sksparse_nn.exceptions.TrainingDivergedError`, and a fit
+  that ends far above where it began is a ConvergenceWarning.
 - :class:`ConvergenceMonitor`: a skorch callback; when ``max_epochs`` ends training
   while the loss is still falling or groups are still on their way to zero, a
   :class:`~sklearn.exceptions.ConvergenceWarning` says so.
@@ -39,6 +40,11 @@ __all__ = [
 #: A training loss this many times the loss of the constant (intercept-only) model means
 #: the weights have exploded even while the loss is still a finite float.
 EXPLODED = 1e3
+#: A fit whose last epoch's training objective is this many times its first epoch's ...
+BROKE_DOWN = 3.0
+#: ... and above it by this share of the constant model's objective (mini-batch noise
+#: around a near-zero loss can triple it) ended far from any minimum.
+BROKE_DOWN_SHARE = 0.1
 #: ``rows per step * n_features`` up to which a fit runs on one thread: such tensor
 #: operations are overhead-bound and extra threads only add synchronization (measured
 #: 1.7-3.5x slower with 2 threads for a 500 x 20 MLP fit on a 2-core machine).
@@ -61,6 +67,14 @@ class DivergenceGuard(Callback):
     One scalar comparison per epoch: the loss is already in skorch's history.
     ``baseline`` may be a callable, evaluated when training begins (a fit that trains
     nothing never pays for it).
+
+    A fit that ends far above where it began (its last epoch's training objective over
+    ``BROKE_DOWN`` times its first epoch's, by more than ``BROKE_DOWN_SHARE`` of
+    ``baseline``) did not diverge to infinity but broke down on the way: the model is
+    not a minimum, and a ConvergenceWarning says so. Minimization only lowers the
+    objective, up to mini-batch noise; seen on warm-started CNN path points at the edge
+    of stability, whose loss climbed from 0.5 to chance level (3.0) over some epochs
+    while every filter died, and which ended without a word.
     """
 
     def __init__(self, baseline, describe):
@@ -76,6 +90,23 @@ class DivergenceGuard(Callback):
         if not math.isfinite(loss) or exploded:
             epoch = len(net.history)
             raise TrainingDivergedError(self.describe(epoch, loss), lam=net.lam, epoch=epoch)
+
+    def on_train_end(self, net, **kwargs):
+        # (skorch leaves out an epoch cut short, without a training loss)
+        losses = net.history[:, "train_loss"] if len(net.history) >= 2 else []
+        if len(losses) < 2:
+            return
+        first, final = float(losses[0]), float(losses[-1])
+        share = BROKE_DOWN_SHARE * max(getattr(self, "baseline_", 0.0), 0.0)
+        if first > 0 and final > BROKE_DOWN * first and final - first > share:
+            warnings.warn(
+                f"The training objective ended at {final:.3g} after {len(losses)} epochs, "
+                f"{final / first:.3g} times its first epoch's ({first:.3g}): training "
+                "broke down on the way and the model is not a minimum (a learning rate at "
+                "the edge of stability for this start). Lower lr.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
 
 
 class PenaltyAwareClipping(Callback):
