@@ -316,3 +316,100 @@ def test_after_a_spike_the_anneal_lets_the_loss_recover_or_warns(monkeypatch, re
         assert len(convergence) == 1
         message = str(convergence[0].message)
         assert "epoch 31" in message and "Lower lr" in message
+
+
+class _WarmNet(_FakeNet):
+    """A fake net with a real module and optimizer, whose training objective at the start
+    is ``start`` (what the rule compares the epochs' losses with)."""
+
+    def __init__(self, start):
+        super().__init__()
+        torch.manual_seed(0)
+        self.module_ = torch.nn.Linear(3, 2)
+        self.optimizer_ = torch.optim.SGD(self.module_.parameters(), lr=0.1, momentum=0.9)
+        self.start = start
+
+    def training_objective(self, dataset):
+        return self.start
+
+    def step(self):
+        """An optimizer step that moves the weights and fills the momentum buffers."""
+        self.optimizer_.zero_grad()
+        self.module_(torch.ones(4, 3)).pow(2).sum().backward()
+        self.optimizer_.step()
+
+
+def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(monkeypatch):
+    """A warm start's loss over SPIKE times its starting objective (a CNN path point at
+    its stability edge: 0.5 -> chance level, every filter removed): the module returns to
+    the start, the momentum is dropped, the base rates halve and warm up again, up to
+    RESTARTS times; after that the fit goes on (and a spike anneals to a stop)."""
+    from sksparse_nn.estimators import _schedule
+
+    monkeypatch.setattr(_schedule, "group_norms", lambda module: {"w": torch.ones(2)})
+    plan = LRPlan(100, "cosine", warmup=2, hold=75).initialize()
+    net = _WarmNet(start=0.5)
+    plan.on_train_begin(net)
+    rule = _schedule.StopWhenSettled(plan, 3, 1e-7, 4, restore=True)
+    rule.on_train_begin(net, X="the training data")
+    start = {k: v.clone() for k, v in net.module_.state_dict().items()}
+    losses = [0.5, 0.6, 1.6, 0.5, 0.4, 1.7, 0.5, 0.45, 1.8, 0.4]
+    restarted = []
+    for epoch, loss in enumerate(losses):
+        plan.on_epoch_begin(net)
+        net.step()
+        net.history.new_epoch()
+        net.history.record("train_loss", loss)
+        before = rule.restarts_
+        rule.on_epoch_end(net)
+        if rule.restarts_ > before:
+            restarted.append(epoch)
+            state = net.module_.state_dict()
+            assert all(torch.equal(state[k], start[k]) for k in start)  # back at the start
+            assert not net.optimizer_.state  # no stale momentum
+    assert restarted == [2, 5]  # 1.6 and 1.7 > 3 x 0.5; 1.8 comes after RESTARTS = 2
+    assert _schedule.RESTARTS == 2 and rule.origin_ == 6
+    assert plan.base_ == pytest.approx([0.025])  # halved twice
+    # each restart warms up again: the epoch after it starts low and ramps to the hold
+    assert plan.factor(6) < plan.factor(7) < plan.factor(8) == pytest.approx(1.0)
+
+
+def test_cold_fits_and_fits_that_stay_near_their_start_never_restart(monkeypatch):
+    from sksparse_nn.estimators import _schedule
+
+    monkeypatch.setattr(_schedule, "group_norms", lambda module: {"w": torch.ones(2)})
+    for restore, losses in [(False, [0.5, 5.0, 4.0]), (True, [0.5, 1.2, 0.9, 1.4, 0.6])]:
+        plan = LRPlan(100, "cosine", warmup=1, hold=75).initialize()
+        net = _WarmNet(start=0.5)
+        plan.on_train_begin(net)
+        rule = _schedule.StopWhenSettled(plan, 3, 1e-7, 4, restore=restore)
+        rule.on_train_begin(net, X="the training data")
+        for loss in losses:
+            net.history.new_epoch()
+            net.history.record("train_loss", loss)
+            rule.on_epoch_end(net)
+        assert rule.restarts_ == 0 and plan.base_ == [0.1]
+
+
+def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):
+    """The yardstick of the restarts: the training objective of the warm start's module on
+    the whole data. From a fit that ended with its rate annealed to zero, at the same lam,
+    that is the last epoch's mean training loss up to the last steps' movement; cold fits
+    never measure it."""
+    from sksparse_nn.estimators._training import PenalizedNet
+
+    seen = []
+    measure = PenalizedNet.training_objective
+
+    def spy(self, dataset):
+        seen.append(measure(self, dataset))
+        return seen[-1]
+
+    monkeypatch.setattr(PenalizedNet, "training_objective", spy)
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    est = DGatedMLPRegressor(lam=0.01, hidden_layer_sizes=(8,), random_state=0).fit(X, y)
+    assert not seen
+    last = est.history_[-1, "train_loss"]
+    est.set_params(warm_start=True).fit(X, y)
+    assert len(seen) == 1 and seen[0] == pytest.approx(last, rel=1e-2)

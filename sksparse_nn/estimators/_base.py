@@ -354,8 +354,11 @@ class BaseDGated(BaseEstimator):
             nonconvex = self._sparsifier_name() == "dgating" and self.D > 2
             # after a loss spike: an anneal over a quarter of the cap (the loss recovers)
             recover = max(window, plan.max_epochs // 4)
+            # a warm start whose loss rises far above its start goes back to it at half
+            # the rate (a line search needs none)
+            restore = warm and net.optimizer is not torch.optim.LBFGS
             settled = StopWhenSettled(
-                plan, window, zero_tol, window, nonconvex=nonconvex, recover=recover
+                plan, window, zero_tol, window, nonconvex, recover=recover, restore=restore
             )
             net.callbacks.append(("settled", settled))
 

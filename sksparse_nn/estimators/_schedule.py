@@ -18,6 +18,7 @@ start, and stops earlier once it is done:
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections import deque
@@ -66,6 +67,9 @@ NOISE = 2.0
 #: held learning rate (halved at once, then annealed to a stop): mini-batch noise moves
 #: a settled loss by ~25%, a blow-up by orders of magnitude.
 SPIKE = 3.0
+#: Returns of a warm start to where it began (at half the rate each time) after its
+#: loss rose over ``SPIKE`` times the start's objective or spiked.
+RESTARTS = 2
 
 
 def _window_means(losses, width):
@@ -230,6 +234,15 @@ class LRPlan(Callback):
         target = self._scheduled(epoch + length)
         self.segment_ = (epoch, length, self.factor(epoch), target, "linear")
 
+    def restart(self, epoch):
+        """Halve every base rate and, from epoch ``epoch`` on, warm up to it again (a warm
+        start restored to where it began after its loss rose: see
+        :class:`StopWhenSettled`)."""
+        self.base_ = [0.5 * base for base in self.base_]
+        length = max(1, self.warmup)
+        target = self._scheduled(epoch + length)
+        self.segment_ = (epoch, length, target / (length + 1), target, "linear")
+
     @property
     def annealing(self):
         """Whether an anneal has been asked for (and not cancelled)."""
@@ -278,12 +291,24 @@ class StopWhenSettled(Callback):
         the halved rate to bring the loss back down before training ends. Should the
         loss still be above ``SPIKE`` times its level before the jump when it ends, a
         ConvergenceWarning says the model is not a minimum.
+    restore : bool, default=False
+        A warm start (from a previous fit's model): when an epoch's training objective
+        is over ``SPIKE`` times the objective at the start, or spikes, the module goes
+        back to the start, the base rates are halved and warmed up to again, and the
+        watch starts over, up to ``RESTARTS`` times; then a spike anneals to a stop as
+        above. A warm start begins at a minimum of the previous lam, where the rate that
+        got there can be unstable (seen: CNN path points at lr 0.03, batch 16, whose loss
+        rose from 0.5 to chance level within an epoch or two and never came back, every
+        filter removed); the model the blow-up left is never kept.
     """
 
-    def __init__(self, plan, window, zero_tol, anneal, nonconvex=False, recover=None):
+    def __init__(
+        self, plan, window, zero_tol, anneal, nonconvex=False, recover=None, restore=False
+    ):
         self.plan, self.window, self.zero_tol, self.anneal = plan, window, zero_tol, anneal
         self.nonconvex = nonconvex
         self.recover = recover
+        self.restore = restore
 
     def initialize(self):
         self.norms_ = deque(maxlen=2 * self.window)
@@ -291,10 +316,16 @@ class StopWhenSettled(Callback):
         self.resumed_ = 0  # anneals cancelled because a group started to collapse
         self.spiked_ = False  # the loss jumped: annealing to a stop
         self.spike_ = None  # (epoch, loss before the jump, loss at the jump)
+        self.start_ = None  # (module state, training objective) at a warm start
+        self.restarts_ = 0  # returns to the start after the loss rose
+        self.origin_ = 0  # the first epoch of the current attempt
         return self
 
-    def on_train_begin(self, net, **kwargs):
+    def on_train_begin(self, net, X=None, **kwargs):
         self.initialize()
+        if self.restore and X is not None:
+            state = copy.deepcopy(net.module_.state_dict())
+            self.start_ = (state, net.training_objective(X))
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history) - 1
@@ -304,7 +335,12 @@ class StopWhenSettled(Callback):
                 raise StopTraining
             return
         losses = net.history[:, "train_loss"]
-        if self._spike(losses):
+        spike = self._spike(losses)
+        if self.start_ is not None and self.restarts_ < RESTARTS:
+            if spike or losses[-1] > SPIKE * self.start_[1]:
+                self._restart(net, epoch)
+                return
+        if spike:
             # the held rate has become too large for where training is (the loss jumped
             # far above its recent level: seen before a warm path point diverged, epoch
             # 123 at lr 0.1): halve it now and anneal, then stop; over ``recover``
@@ -330,13 +366,25 @@ class StopWhenSettled(Callback):
             self.norms_.clear()
             self.plan.resume(epoch + 1, self.anneal)
         self.norms_.append(norms)
-        if epoch + 1 < self.plan.warmup + 2 * self.window or len(self.norms_) < 2 * self.window:
+        first = self.origin_ + self.plan.warmup
+        if epoch + 1 < first + 2 * self.window or len(self.norms_) < 2 * self.window:
             return
         if self._settled(net.history[:, "train_loss"]):
             if self.plan.schedule == "constant":
                 raise StopTraining
             self.settled_ = norms
             self.plan.anneal(epoch + 1, self.anneal)
+
+    def _restart(self, net, epoch):
+        """Back to the warm start's module, a fresh optimizer state (momentum), half the
+        base rates warmed up to again, and a new watch."""
+        net.module_.load_state_dict(self.start_[0])
+        net.optimizer_.state.clear()
+        self.plan.restart(epoch + 1)
+        self.norms_.clear()
+        self.settled_ = None
+        self.restarts_ += 1
+        self.origin_ = epoch + 1
 
     def _collapsing(self, norms):
         """Whether a group selected when the fit looked settled has since left the
@@ -371,7 +419,8 @@ class StopWhenSettled(Callback):
         the edge of stability). Cold fits (a cosine from the start) are not checked: their
         early losses may jump while the rate is still large and falling."""
         epoch = len(losses) - 1
-        if epoch >= self.plan.hold or len(losses) < self.plan.warmup + self.window + 1:
+        first = self.origin_ + self.plan.warmup
+        if epoch >= self.plan.hold or len(losses) < first + self.window + 1:
             return False
         recent = np.asarray(losses[-self.window - 1 : -1], dtype=np.float64)
         return bool(losses[-1] > SPIKE * np.median(recent))
@@ -388,5 +437,5 @@ class StopWhenSettled(Callback):
                 return False
             if self.nonconvex and np.any(support & (norms < TINY * norms.max(initial=0.0))):
                 return False
-        losses = np.asarray(losses, dtype=np.float64)[self.plan.warmup :]
+        losses = np.asarray(losses, dtype=np.float64)[self.origin_ + self.plan.warmup :]
         return on_plateau(losses, self.window, noise=True)

@@ -16,7 +16,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, ProgressBar
 
 from .._interrupt import InterruptRequested, interrupt_on, interrupt_requested
-from ..gating import penalty_function
+from ..gating import penalty, penalty_function
 from ..sparsifiers import Sparsifier, sparsified_tensors
 
 __all__ = [
@@ -238,6 +238,30 @@ class PenalizedNet(NeuralNet):
             if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
         ]
         return self
+
+    def training_objective(self, dataset):
+        """The training objective (mean criterion plus ``lam`` times the penalty) of the
+        module as it is, on ``dataset``, as an epoch's training loss sees it (training
+        mode: dropout, batch statistics), without gradients; the module's buffers
+        (BatchNorm's running statistics) and mode are left as they were."""
+        module = self.module_
+        was_training = module.training
+        saved = [(buffer, buffer.clone()) for buffer in module.buffers()]
+        module.train()
+        total, count = 0.0, 0
+        try:
+            with torch.no_grad():
+                for Xi, yi in self.get_iterator(dataset, training=False):
+                    y_pred = self.infer(Xi)
+                    loss = self.get_loss(y_pred, yi, X=Xi, training=False)
+                    total += float(loss) * len(y_pred)
+                    count += len(y_pred)
+                value = float(penalty(module)) if self.lam else 0.0
+                for buffer, copy_ in saved:
+                    buffer.copy_(copy_)
+        finally:
+            module.train(was_training)
+        return total / max(count, 1) + self.lam * value
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
