@@ -350,7 +350,7 @@ def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(m
     plan = LRPlan(100, "cosine", warmup=2, hold=75).initialize()
     net = _WarmNet(start=0.5)
     plan.on_train_begin(net)
-    rule = _schedule.StopWhenSettled(plan, 3, 1e-7, 4, restore=True)
+    rule = _schedule.StopWhenSettled(plan, 3, 1e-7, 4, restore=True, ramp=4)
     rule.on_train_begin(net, X="the training data")
     start = {k: v.clone() for k, v in net.module_.state_dict().items()}
     losses = [0.5, 0.6, 1.6, 0.5, 0.4, 1.7, 0.5, 0.45, 1.8, 0.4]
@@ -370,8 +370,9 @@ def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(m
     assert restarted == [2, 5]  # 1.6 and 1.7 > 3 x 0.5; 1.8 comes after RESTARTS = 2
     assert _schedule.RESTARTS == 2 and rule.origin_ == 6
     assert plan.base_ == pytest.approx([0.025])  # halved twice
-    # each restart warms up again: the epoch after it starts low and ramps to the hold
-    assert plan.factor(6) < plan.factor(7) < plan.factor(8) == pytest.approx(1.0)
+    # each restart warms up again over ``ramp`` epochs: from low up to the held rate
+    ramp = [plan.factor(e) for e in range(6, 11)]
+    assert ramp == sorted(ramp) and ramp[0] < 0.25 and ramp[3] < ramp[4] == pytest.approx(1.0)
 
 
 def test_cold_fits_and_fits_that_stay_near_their_start_never_restart(monkeypatch):

@@ -67,6 +67,8 @@ _WARMUP_STEPS = 50
 #: Optimizer steps over which a fit with the automatic budget must look settled
 #: (support, group norms, objective) before it anneals and stops.
 _SETTLE_STEPS = 100
+#: Optimizer steps of the warm-up after a warm start's restart (see StopWhenSettled).
+_RESTART_RAMP_STEPS = 500
 
 
 def _epochs_for(steps, steps_per_epoch, max_epochs):
@@ -355,10 +357,18 @@ class BaseDGated(BaseEstimator):
             # after a loss spike: an anneal over a quarter of the cap (the loss recovers)
             recover = max(window, plan.max_epochs // 4)
             # a warm start whose loss rises far above its start goes back to it at half
-            # the rate (a line search needs none)
+            # the rate, warmed up to again gently (a line search needs none)
             restore = warm and net.optimizer is not torch.optim.LBFGS
+            ramp = _epochs_for(_RESTART_RAMP_STEPS, steps_per_epoch, plan.max_epochs)
             settled = StopWhenSettled(
-                plan, window, zero_tol, window, nonconvex, recover=recover, restore=restore
+                plan,
+                window,
+                zero_tol,
+                window,
+                nonconvex,
+                recover=recover,
+                restore=restore,
+                ramp=ramp,
             )
             net.callbacks.append(("settled", settled))
 
