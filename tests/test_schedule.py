@@ -373,6 +373,8 @@ def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(m
     # each restart warms up again over ``ramp`` epochs: from low up to the held rate
     ramp = [plan.factor(e) for e in range(6, 11)]
     assert ramp == sorted(ramp) and ramp[0] < 0.25 and ramp[3] < ramp[4] == pytest.approx(1.0)
+    # and the spike and settled rules watch only from the ramp's end
+    assert rule._warmup() == 4 and not rule._spike([0.4] * 12 + [5.0])
 
 
 def test_cold_fits_and_fits_that_stay_near_their_start_never_restart(monkeypatch):

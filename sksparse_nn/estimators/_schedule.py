@@ -380,7 +380,7 @@ class StopWhenSettled(Callback):
             self.norms_.clear()
             self.plan.resume(epoch + 1, self.anneal)
         self.norms_.append(norms)
-        first = self.origin_ + self.plan.warmup
+        first = self.origin_ + self._warmup()
         if epoch + 1 < first + 2 * self.window or len(self.norms_) < 2 * self.window:
             return
         if self._settled(net.history[:, "train_loss"]):
@@ -394,11 +394,18 @@ class StopWhenSettled(Callback):
         base rates warmed up to again, and a new watch."""
         net.module_.load_state_dict(self.start_[0])
         net.optimizer_.state.clear()
-        self.plan.restart(epoch + 1, self.plan.warmup if self.ramp is None else self.ramp)
-        self.norms_.clear()
-        self.settled_ = None
         self.restarts_ += 1
         self.origin_ = epoch + 1
+        self.plan.restart(self.origin_, self._warmup())
+        self.norms_.clear()
+        self.settled_ = None
+
+    def _warmup(self):
+        """Epochs of the current attempt's warm-up: the plan's, or after a restart the
+        ramp."""
+        if not self.restarts_ or self.ramp is None:
+            return self.plan.warmup
+        return max(1, self.ramp)
 
     def _collapsing(self, norms):
         """Whether a group selected when the fit looked settled has since left the
@@ -433,7 +440,7 @@ class StopWhenSettled(Callback):
         the edge of stability). Cold fits (a cosine from the start) are not checked: their
         early losses may jump while the rate is still large and falling."""
         epoch = len(losses) - 1
-        first = self.origin_ + self.plan.warmup
+        first = self.origin_ + self._warmup()
         if epoch >= self.plan.hold or len(losses) < first + self.window + 1:
             return False
         recent = np.asarray(losses[-self.window - 1 : -1], dtype=np.float64)
@@ -451,5 +458,5 @@ class StopWhenSettled(Callback):
                 return False
             if self.nonconvex and np.any(support & (norms < TINY * norms.max(initial=0.0))):
                 return False
-        losses = np.asarray(losses, dtype=np.float64)[self.origin_ + self.plan.warmup :]
+        losses = np.asarray(losses, dtype=np.float64)[self.origin_ + self._warmup() :]
         return on_plateau(losses, self.window, noise=True)
