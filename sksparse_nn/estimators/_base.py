@@ -214,10 +214,12 @@ class BaseDGated(BaseEstimator):
                     self._init_module(module, dataset, targets)
                 self._gate_module(module, init)
                 net = self._make_net(module, dataset, seed)
-                self._plan_stopping(net, len(dataset), warm_module is not None, X, y)
+                # the divergence guard judges an epoch before the stopping rules act on it
+                # (an exploded loss is an error, not a warm start to restart)
                 baseline = functools.partial(self._baseline_loss, targets, n_outputs, module)
                 guard = DivergenceGuard(baseline, self._divergence_message(X, y))
                 net.callbacks.append(("divergence", guard))
+                self._plan_stopping(net, len(dataset), warm_module is not None, X, y)
                 try:
                     net.fit(dataset, None)
                 except FloatingPointError as exc:  # raised inside a module's forward
