@@ -416,3 +416,35 @@ def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):
     last = est.history_[-1, "train_loss"]
     est.set_params(warm_start=True).fit(X, y)
     assert len(seen) == 1 and seen[0] == pytest.approx(last, rel=1e-2)
+
+
+def test_measuring_the_start_leaves_batchnorm_statistics_and_mode_alone(monkeypatch):
+    """The start's objective is measured in training mode (as the epochs' losses are),
+    which would update BatchNorm's running statistics: they are put back, as is the
+    module's mode."""
+    from sksparse_nn import DGatedNeuralNetRegressor
+    from sksparse_nn.estimators._training import PenalizedNet
+
+    checked = []
+    measure = PenalizedNet.training_objective
+
+    def spy(self, dataset):
+        before = [b.clone() for b in self.module_.buffers()]
+        mode = self.module_.training
+        value = measure(self, dataset)
+        after = list(self.module_.buffers())
+        same = all(torch.equal(b, a) for b, a in zip(before, after, strict=True))
+        checked.append((len(before) > 0, same, self.module_.training == mode))
+        return value
+
+    monkeypatch.setattr(PenalizedNet, "training_objective", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(96, 4))
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=96)
+    module = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 1)
+    )
+    est = DGatedNeuralNetRegressor(module, gates={"0.weight": "out"}, lam=0.01, random_state=0)
+    est.set_params(max_epochs=5).fit(X, y)
+    est.set_params(max_epochs=None, warm_start=True).fit(X, y)
+    assert checked == [(True, True, True)]

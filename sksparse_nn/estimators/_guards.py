@@ -92,8 +92,9 @@ class DivergenceGuard(Callback):
             raise TrainingDivergedError(self.describe(epoch, loss), lam=net.lam, epoch=epoch)
 
     def on_train_end(self, net, **kwargs):
-        # (skorch leaves out an epoch cut short, without a training loss)
-        losses = net.history[:, "train_loss"] if len(net.history) >= 2 else []
+        if len(net.history) < 2:
+            return
+        losses = net.history[:, "train_loss"]  # (skorch leaves out an epoch cut short)
         if len(losses) < 2:
             return
         first, final = float(losses[0]), float(losses[-1])

@@ -257,9 +257,10 @@ class PenalizedNet(NeuralNet):
                     total += float(loss) * len(y_pred)
                     count += len(y_pred)
                 value = float(penalty(module)) if self.lam else 0.0
+        finally:
+            with torch.no_grad():
                 for buffer, copy_ in saved:
                     buffer.copy_(copy_)
-        finally:
             module.train(was_training)
         return total / max(count, 1) + self.lam * value
 
