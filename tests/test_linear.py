@@ -83,6 +83,66 @@ def test_certified_D2_fit_needs_no_gradient_epoch(n_features):
             assert np.linalg.norm(block) <= lam + 1e-7 * scale
 
 
+@pytest.fixture
+def dgate_calls(monkeypatch):
+    """How many tensors the linear estimators D-gate."""
+    from sksparse_nn.estimators import linear
+
+    calls = []
+    gate = linear.dgate
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("D"))
+        return gate(*args, **kwargs)
+
+    monkeypatch.setattr(linear, "dgate", spy)
+    return calls
+
+
+@pytest.mark.parametrize("estimator", [SparseLinearRegressor, SparseLinearClassifier])
+def test_a_certified_fit_is_its_plain_solution(group_data, dgate_calls, estimator):
+    # a fit its block steps certify never trains: its weight is written as it is (no
+    # gating, balancing and collapse round trip), with the family's zero_tol applied
+    X, labels = group_data.X, group_data.groups
+    y = group_data.y if estimator is SparseLinearRegressor else group_data.y > 0
+    lam = 0.1 * estimator(D=2, groups=labels).lambda_max(X, y)
+    est = estimator(lam=lam, D=2, groups=labels).fit(X, y)
+    assert est.n_iter_ == 0 and dgate_calls == []
+    coef = np.ravel(est.coef_)
+    norms = _group_norms(coef, labels)
+    # the same norms, summed in another order: a few float64 eps
+    np.testing.assert_allclose(est.group_norms_, norms, rtol=1e-14)
+    assert np.all(est.group_norms_[norms == 0] == 0)
+    assert 0 < est.selected_groups_.size < 20
+    # a zero_tol between two live groups' norms removes the smaller ones, exactly, and
+    # the gap reports the largest removed and the smallest kept norm
+    live = np.sort(norms[norms > 0])
+    cut = np.sqrt(live[0] * live[1])
+    big = est.set_params(zero_tol=cut / est._weight_scale(X, y)).fit(X, y)
+    big_norms = _group_norms(np.ravel(big.coef_), labels)
+    np.testing.assert_array_equal(big_norms == 0, norms < cut)
+    np.testing.assert_allclose(big_norms, np.where(norms >= cut, norms, 0.0), rtol=1e-14)
+    np.testing.assert_allclose(big.sparsity_gap_, live[:2], rtol=1e-14)
+
+
+def test_an_uncertified_D2_fit_trains_through_its_gates(group_data, dgate_calls, monkeypatch):
+    # when the block steps cannot certify the solution (here: a tolerance of 0), the
+    # module is gated after them and L-BFGS finishes from their point: the same solution
+    from sksparse_nn.estimators import linear
+
+    X, y, labels = group_data.X, group_data.y, group_data.groups
+    lam = 0.1 * SparseLinearRegressor(D=2, groups=labels).lambda_max(X, y)
+    certified = SparseLinearRegressor(lam=lam, D=2, groups=labels).fit(X, y)
+    monkeypatch.setattr(linear, "KKT_TOL", 0.0)
+    est = SparseLinearRegressor(lam=lam, D=2, groups=labels).fit(X, y)
+    assert dgate_calls == [2] and est.n_iter_ >= 1
+    # both start from the block steps' point (relative KKT <= 1e-8 before L-BFGS), which
+    # L-BFGS only improves: coefficients within the certificate's accuracy of each other
+    scale = np.abs(certified.coef_).max()
+    np.testing.assert_allclose(est.coef_, certified.coef_, atol=1e-6 * scale)
+    np.testing.assert_array_equal(est.selected_groups_, certified.selected_groups_)
+
+
 @pytest.mark.numerics
 @pytest.mark.parametrize("D", [2, 3, 4])
 def test_dropped_groups_are_exact_zeros_with_a_gap(group_data, D):

@@ -238,14 +238,12 @@ class BaseDGated(BaseEstimator):
         self.history_ = net.history
         self.n_iter_ = len(net.history)
         module = net.module_.to("cpu")
-        raw = {k: as_numpy(v) for k, v in group_norms(module).items()}
+        zero_tol = self.zero_tol * self._weight_scale(X, y)
+        raw, keep = self._collapse(module, zero_tol)
         if not all(np.all(np.isfinite(v)) for v in raw.values()):  # belt and braces
             raise TrainingDivergedError(
                 self._divergence_message(X, y)(self.n_iter_, float("nan")), lam=self.lam
             )
-        zero_tol = self.zero_tol * self._weight_scale(X, y)
-        keep = {k: as_numpy(v).astype(bool) for k, v in support(module, zero_tol).items()}
-        collapse(module, zero_tol=zero_tol)
         self.module_ = module.eval()
         dead = np.concatenate([v[~keep[k]] for k, v in raw.items()] + [[0.0]])
         live = np.concatenate([v[keep[k]] for k, v in raw.items()] + [[np.inf]])
@@ -575,6 +573,18 @@ class BaseDGated(BaseEstimator):
     def _input_weight(self, module):
         """The (n_out, n_features) weight whose columns belong to the input features."""
         raise NotImplementedError
+
+    def _collapse(self, module, zero_tol):
+        """Remove the trained module's sparsifiers in place; ``(norms, keep)``.
+
+        ``norms`` maps every gated tensor's qualified name to its group norms before
+        the collapse, ``keep`` to the groups that survive it (norm at least
+        ``zero_tol``; the others end at exactly 0).
+        """
+        raw = {k: as_numpy(v) for k, v in group_norms(module).items()}
+        keep = {k: as_numpy(v).astype(bool) for k, v in support(module, zero_tol).items()}
+        collapse(module, zero_tol=zero_tol)
+        return raw, keep
 
     def _feature_importances(self, module):
         """Norm of each input feature's weights: exactly 0 for removed features (``None``

@@ -276,9 +276,9 @@ class _SparseLinearModel(BaseDGated):
                 "constant per feature and cannot all be made non-negative."
             )
         objective, certified = None, False
-        if self._runs_block_steps(dataset.X) and any(True for _ in gated_tensors(module)):
+        if self._runs_block_steps(dataset.X) and self._penalizes(module):
             objective, certified = self._run_block_steps(module, dataset)
-        if certified:  # nothing left to train: no skorch net
+        if certified:  # nothing left to train: no skorch net (nor gates, see _gate_module)
             return _CertifiedNet(module, len(dataset))
         net = super()._make_net(module, dataset, seed)
         # Nothing left for gradient steps after the constrained block steps with L-BFGS,
@@ -334,6 +334,14 @@ class _SparseLinearModel(BaseDGated):
         W, b, objective, gradient, norms, certified = self._block_solve(
             X, dataset.y, labels, rho, weight, bias, _weights(dataset)
         )
+        if self.fit_intercept:
+            module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
+        gated = any(True for _ in gated_tensors(module))
+        if certified and not gated:  # the solution itself: nothing will train the factors
+            module.weight.copy_(torch.as_tensor(W.T, dtype=module.weight.dtype))
+            return objective, certified
+        if not gated:  # gradient training follows after all
+            self._gate(module, "balanced", labels, rho)
         revive = None
         if self.D == 2:
             if self.positive:  # only a positive gradient can grow a coefficient from 0
@@ -344,17 +352,46 @@ class _SparseLinearModel(BaseDGated):
             violated = grad_norms > self.lam * rho * (1.0 + _REVIVE_MARGIN)
             revive = torch.as_tensor((norms == 0) & violated)
         set_weight(module, "weight", torch.as_tensor(W.T), revive=revive)
-        if self.fit_intercept:
-            module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
         return objective, certified
 
     def _gate_module(self, module, init):
+        """Gate the penalized groups; at ``D = 2`` with block steps the gates wait for
+        the block steps (``_run_block_steps``), which usually certify the solution: a
+        certified fit never trains, and its plain weight is the solution (no gating,
+        balancing and collapse round trip)."""
+        if self._certifies():
+            return
         labels, rho = self._penalty_groups(module.in_features)
+        self._gate(module, init, labels, rho)
+
+    def _gate(self, module, init, labels, rho):
         if not np.any(labels >= 0):  # nothing penalized: plain (logistic) least squares
             return
         dgate(
             module, "weight", groups=AxisGroups(1, labels), D=self.D, init=init, group_weights=rho
         )
+
+    def _penalizes(self, module):
+        """Whether any group of ``module``'s input features is penalized."""
+        return bool(np.any(self._penalty_groups(module.in_features)[0] >= 0))
+
+    def _certifies(self):
+        """Whether fits end with block steps that can certify the solution (``D = 2``)."""
+        return self.D == 2 and self._block_steps and not self.early_stopping
+
+    def _collapse(self, module, zero_tol):
+        """A certified fit's plain weight: its group norms, groups below ``zero_tol`` set
+        to 0 (what collapsing its balanced factors gives); trained fits: the base's."""
+        if any(True for _ in gated_tensors(module)) or not self._penalizes(module):
+            return super()._collapse(module, zero_tol)
+        labels, rho = self._penalty_groups(module.in_features)
+        weight = module.weight
+        norms = group_norms(as_numpy(weight).T, labels, rho.size)
+        keep = norms >= zero_tol
+        with torch.no_grad():
+            dead = np.flatnonzero((labels >= 0) & ~keep[np.maximum(labels, 0)])
+            weight[:, torch.as_tensor(dead)] = 0.0
+        return {"weight": norms}, {"weight": keep}
 
     def _input_weight(self, module):
         return module.weight
