@@ -549,3 +549,38 @@ def _expected_failed_checks(estimator):
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csc"])
+def test_column_moments_and_squares_follow_their_definition(fmt):
+    # columns far off centre (mean 1e4, spread 1: a one-pass E[x^2] - mean^2 would lose
+    # 8 digits), explicit zeros, an empty and a constant column, and duplicate entries
+    from sksparse_nn.solvers._data import column_moments, column_squares
+
+    rng = np.random.default_rng(0)
+    D = rng.normal(size=(40, 6)) * (rng.random((40, 6)) < 0.4)
+    D[:, 0] = 1e4 + rng.normal(size=40)
+    D[:, 1] = 0.0
+    D[:, 2] = 3.0
+    if fmt == "dense":
+        X = D
+    else:
+        X = sp.csr_matrix(D) if fmt == "csr" else sp.csc_matrix(D)
+        X.data[::7] = 0.0  # stored zeros
+        D = X.toarray()
+        # the same matrix with its first stored entry split into two duplicates
+        data = np.concatenate([[X.data[0] + 0.5, -0.5], X.data[1:]])
+        indices = np.concatenate([X.indices[:1], X.indices])
+        indptr = X.indptr + (X.indptr > 0)
+        X = type(X)((data, indices, indptr), shape=X.shape)
+        assert not X.has_canonical_format
+    before = X.copy()
+    mean, var = column_moments(X)
+    # float64 rounding of sums over 40 rows: a few eps of the largest magnitude involved
+    np.testing.assert_allclose(mean, D.mean(axis=0), rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(var, D.var(axis=0), rtol=1e-9, atol=1e-12)
+    constant = np.ptp(D, axis=0) == 0  # the empty column, and the constant one if dense
+    assert constant[1] and np.all(var[constant] == 0.0)
+    np.testing.assert_allclose(column_squares(X), (D**2).sum(axis=0), rtol=1e-13)
+    if fmt != "dense":  # the caller's matrix is left as it was
+        np.testing.assert_array_equal(X.data, before.data)

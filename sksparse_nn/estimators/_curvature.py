@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from .._labels import same_group_pairs
 from ..solvers._coordinate_descent import SparseColumns, column_entries
+from ..solvers._data import column_squares
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
@@ -141,10 +142,7 @@ class DesignCurvature:
         self.penalized = group >= 0
         self.n_groups = int(group.max(initial=-1)) + 1
         # squared column norms (dense: no temporary of the size of X)
-        sq = (
-            np.asarray(X.multiply(X).sum(axis=0)) if sp.issparse(X) else np.einsum("ij,ij->j", X, X)
-        )
-        diag = sq.ravel() / self.n - self.x_mean**2
+        diag = column_squares(X) / self.n - self.x_mean**2
         self.mean_diagonal = float(diag.sum()) / max(self.n_features, 1)
         self._rows = np.flatnonzero(self.penalized)
         self._X_rows_copy = None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.utils.sparsefuncs import mean_variance_axis
+
+from ..solvers._data import column_moments
 
 __all__ = ["Scaling"]
 
@@ -25,10 +26,7 @@ class Scaling:
     def fit(cls, X=None, targets=None):
         out = cls()
         if X is not None:
-            if sp.issparse(X):
-                mean, var = mean_variance_axis(X.tocsc(), axis=0)
-            else:
-                mean, var = X.mean(axis=0, dtype=np.float64), X.var(axis=0, dtype=np.float64)
+            mean, var = column_moments(X)  # sparse X: O(nnz), no copy
             out.x_shift = np.asarray(mean, dtype=np.float64)
             out.x_scale = Scaling._scale(mean, var)
         if targets is not None:

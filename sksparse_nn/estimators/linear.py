@@ -22,7 +22,6 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import is_classifier, is_regressor
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.sparsefuncs import mean_variance_axis
 from skorch.callbacks import Callback
 from skorch.history import History
 
@@ -30,6 +29,7 @@ from ..exceptions import ConvergenceWarning
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
+from ..solvers._data import column_moments
 from ._base import BaseDGated
 from ._docs import fill
 from ._gated_least_squares import (
@@ -66,19 +66,6 @@ def _same_key(a, b):
         np.array_equal(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) else x == y
         for x, y in zip(a, b, strict=True)
     )
-
-
-def _column_variances(X):
-    """Column variances of a dense ``X`` without a temporary of its size (every fit
-    computes them for ``zero_tol``): ``mean(x^2) - mean(x)^2``, and ``np.var`` on the
-    columns where that difference cancels (spread below 1e-3 of the mean: its rounding
-    is then beyond ``1e6 eps`` relative) or is zero (constant columns, exactly)."""
-    mean = X.mean(axis=0, dtype=np.float64)
-    var = np.einsum("ij,ij->j", X, X, dtype=np.float64) / X.shape[0] - mean**2
-    exact = ~(var > 1e-6 * mean**2)
-    if exact.any():
-        var[exact] = np.var(X[:, exact], axis=0, dtype=np.float64)
-    return var
 
 
 def _weights(dataset):
@@ -400,10 +387,7 @@ class _SparseLinearModel(BaseDGated):
         """``std(y) / std(X)`` (medians over columns): the size of coefficients in the
         user's units, so that ``zero_tol`` removes only numerical dust whatever the
         units of X (a model fitted to ``X * 1e9`` keeps its coefficients of ~1e-9)."""
-        if sp.issparse(X):
-            _, var = mean_variance_axis(X, axis=0)  # CSR or CSC, no copy
-        else:
-            var = _column_variances(X)
+        _, var = column_moments(X)
         x_std = np.sqrt(var[var > 0])
         if not x_std.size:
             return 1.0

@@ -11,12 +11,12 @@ import torch
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..compaction import compact_module
 from ..gating import ZERO_TOL
 from ..groups import resolve_groups
+from ..solvers._data import column_moments
 from ..sparsifiers import sparsified_tensors
 from ._base import BaseDGated
 from ._docs import fill
@@ -56,7 +56,7 @@ def _input_moments(dataset):
     """Mean and standard deviation of the inputs per feature (2-d X) or per channel
     (axis 1 of n-d X), shaped to broadcast against a batch; constant ones get scale 1."""
     if dataset.sparse:
-        mean, var = mean_variance_axis(dataset.X.tocsc(), axis=0)
+        mean, var = column_moments(dataset.X)  # O(nnz), no copy
         mean, var = torch.as_tensor(mean), torch.as_tensor(var)
     else:
         X = dataset.X.double()

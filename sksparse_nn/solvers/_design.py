@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ._coordinate_descent import column_entries
-from ._data import as_float_matrix, check_sample_weight
+from ._data import as_float_matrix, check_sample_weight, column_squares
 from ._lipschitz import BlockLipschitz, top_eigenvalue
 from ._threads import SMALL_WORK
 
@@ -195,11 +195,11 @@ class Design:
         # Diagonal of X_c^T X_c / n (column variances), O(nnz): its sum bounds L above,
         # and it tells whether X_c = 0 up to rounding (e.g. constant columns).
         if sparse:
-            diag = np.asarray(Xs.multiply(Xs).sum(axis=0)).reshape(-1) / n - m * m
+            diag = column_squares(Xs) / n - m * m
         else:
             diag = np.einsum("ij,ij->j", Xc, Xc) / n
         self.diag = np.maximum(diag, 0.0)
-        sq = np.asarray(X.multiply(X).sum(axis=0)) if sparse else np.einsum("ij,ij->j", X, X)
+        sq = column_squares(X)
         self._ref = float(sq.max()) / n if n and p else 0.0
         self._L = None if lipschitz is None else float(lipschitz)
         self._use_gram = use_gram
