@@ -164,13 +164,16 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
     """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
     record, read from the path protocol's public attributes."""
     est.set_params(lam=lam, warm_start=warm)
-    if collect_warnings:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
+    # the path checked the estimator's parameters before any work (scikit-learn's
+    # nested-validation skip; lam comes from a checked grid)
+    with config_context(skip_parameter_validation=True):
+        if collect_warnings:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                est.fit(X, y)
+        else:
             est.fit(X, y)
-    else:
-        est.fit(X, y)
-        caught = []
+            caught = []
     not_converged = False
     for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
         if issubclass(w.category, ConvergenceWarning):

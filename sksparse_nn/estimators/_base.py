@@ -17,6 +17,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn import get_config
 from sklearn.base import BaseEstimator, is_classifier, is_regressor
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -162,7 +163,8 @@ class BaseDGated(BaseEstimator):
 
     def _fit(self, X, y, warm_module=None, sample_weight=None):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
-        self._validate_params()
+        if not get_config()["skip_parameter_validation"]:  # a path checked them once
+            self._validate_params()
         X, y = validate_data(
             self,
             X,
