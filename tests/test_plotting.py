@@ -184,8 +184,11 @@ def test_cv_mean_band_and_chosen_lams():
 
 
 def test_cv_path_needs_cv_scores():
-    with pytest.raises(ValueError, match="no CV scores"):
+    with pytest.raises(ValueError, match="no CV scores: compute it with cv"):
         plot_cv_path(fake_path(cv_mean=None))
+    # a CV path interrupted before any fold finished says so (it was computed with cv)
+    with pytest.raises(ValueError, match="no CV scores: its computation was interrupted"):
+        plot_cv_path(fake_path(cv_mean=None, completed=False))
 
 
 # ---------------------------------------------------------------------------------------

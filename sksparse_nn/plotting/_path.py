@@ -87,6 +87,11 @@ def plot_cv_path(path, ax=None):
     ax : matplotlib Axes
     """
     if path.cv_mean is None:
+        if not getattr(path, "completed", True):
+            raise ValueError(
+                "This path has no CV scores: its computation was interrupted before a "
+                "fold finished (completed=False); run it again to plot them."
+            )
         raise ValueError("This path has no CV scores: compute it with cv=...")
     ax = axes_or_new(ax)
     lams = np.asarray(path.lams)[: len(path.cv_mean)]
