@@ -39,15 +39,21 @@ def torch_threads(n):
         torch.set_num_threads(previous)
 
 
-def extended_grid(lams, extend, points, max_extra=20):
+#: Most points a default grid grows by beyond lam_max (see extended_grid).
+MAX_EXTRA_POINTS = 20
+
+
+def extended_grid(lams, extend, points, max_extra=None):
     """Yield the grid; a default grid grows (appending to ``lams``) until all is zero.
 
     lam_max zeroes the convex D=2 problem, but a warm-started non-convex fit (D > 2) can
     keep a local minimum with live groups beyond it, so default paths continue upward
-    with the grid's own ratio until no feature is selected.
+    with the grid's own ratio until no feature is selected, by ``max_extra`` points at
+    most (the caller warns when the last one still selects something).
     """
     yield from list(lams)
     ratio = lams[-1] / lams[-2] if len(lams) > 1 else 2.0
+    max_extra = MAX_EXTRA_POINTS if max_extra is None else max_extra
     for _ in range(max_extra if extend else 0):
         if points[-1]["selected"].size == 0:
             return
@@ -133,6 +139,9 @@ def run_path(
     finally:
         if progress is not None:
             progress.close()
+    if extend and not descending and out["completed"] and out["diverged"] is None and points:
+        # the extension ran out of points before the model was empty
+        out["unfinished_extension"] = points[-1]["selected"].size > 0
     out["points"] = points[::-1] if descending else points
     out["has_coef"] = hasattr(est, "coef_")
     out["feature_names"] = getattr(est, "feature_names_in_", None)

@@ -131,6 +131,23 @@ class RegularizationPath:
     def __len__(self):
         return len(self.lams)
 
+    def __repr__(self):
+        """A summary (the arrays are attributes): grid, selection sizes, choices."""
+        n = len(self.lams)
+        parts = [f"{n} lams" + (f" from {self.lams[0]:.3g} to {self.lams[-1]:.3g}" if n else "")]
+        if n:
+            parts.append(f"{self.selection_unit} selected {[int(k) for k in self.n_selected]}")
+        if self.D is not None:
+            parts.append(f"D={self.D}")
+        if self.cv_scores is not None:
+            parts.append(f"cv folds={len(self.cv_scores)}")
+        for name in ("best_lam_", "lam_1se_"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={getattr(self, name):.4g}")
+        if not self.completed:
+            parts.append("completed=False")
+        return f"RegularizationPath({', '.join(parts)})"
+
     def index_of(self, lam):
         """Position of the grid's lam closest to ``lam`` (on a log scale)."""
         if not len(self.lams):
@@ -231,7 +248,7 @@ def regularization_path(
         where ``lam_max`` is the smallest lam with an all-zero group-lasso (D=2)
         solution; without ``cv`` the grid is extended upward (same ratio) until no
         feature is selected (a non-convex fit, D > 2, can keep live groups beyond
-        ``lam_max``).
+        ``lam_max``), by 20 points at most (a warning says when that was not enough).
     n_lams : int >= 1, default=None
     lam_min_ratio : float in (0, 1], default=None
         ``None``: the estimator's ``default_grid()`` (30 and 1e-3 for an estimator
@@ -331,6 +348,15 @@ def _report(full, folds, splits, completed, estimator):
                 UserWarning,
                 stacklevel=3,
             )
+    if full.get("unfinished_extension"):
+        lam = full["points"][-1]["lam"]
+        warnings.warn(
+            f"The default grid, extended upward beyond lam_max as far as it grows (up to "
+            f"lam={lam:.4g}), ends at a model that still selects something: the path does "
+            "not reach the empty model. Pass lams reaching higher to see the rest.",
+            UserWarning,
+            stacklevel=3,
+        )
     if not completed:
         n = len(full["points"])
         text = f"Regularization path interrupted: returning the {n} points finished so far"

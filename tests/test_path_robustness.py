@@ -335,3 +335,36 @@ def test_a_bad_path_order_is_named(data):
     X, y = data
     with pytest.raises(ValueError, match='path_order\\(\\) must return "ascending"'):
         regularization_path(Sideways(D=2), X, y, lams=LAMS)
+
+
+def test_a_default_grid_that_cannot_reach_the_empty_model_says_so(monkeypatch):
+    # a non-convex (D = 3) path keeps live groups beyond lam_max, and the default grid
+    # grows upward by a bounded number of points: when those run out, a warning says the
+    # path stops short of the empty model (it used to end silently)
+    from sklearn.datasets import make_regression
+
+    from sksparse_nn import SparseLinearRegressor, _path_points
+
+    X, y = make_regression(100, 8, n_informative=4, noise=1.0, random_state=0)
+    est = SparseLinearRegressor(D=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the full extension reaches the empty model
+        path = est.regularization_path(X, y, n_lams=3, lam_min_ratio=0.1)
+    assert path.n_selected[-1] == 0 and path.n_selected[2] > 0
+    monkeypatch.setattr(_path_points, "MAX_EXTRA_POINTS", 0)
+    with pytest.warns(UserWarning, match="does not reach the empty model"):
+        path = est.regularization_path(X, y, n_lams=3, lam_min_ratio=0.1)
+    assert len(path.lams) == 3 and path.n_selected[-1] > 0
+
+
+def test_a_path_prints_as_a_summary():
+    # the dataclass's default repr printed every array (pages of group norms)
+    from sklearn.datasets import make_regression
+
+    from sksparse_nn import SparseLinearRegressor
+
+    X, y = make_regression(60, 300, n_informative=5, random_state=0)
+    path = SparseLinearRegressor(D=2).regularization_path(X, y, n_lams=4)
+    text = repr(path)
+    assert text.startswith("RegularizationPath(4 lams from ") and len(text) < 300
+    assert f"features selected {[int(k) for k in path.n_selected]}" in text
