@@ -203,6 +203,8 @@ def test_huge_lam_gives_the_empty_model_not_nan(estimator):
         est = clone(estimator).set_params(lam=lam, **budget).fit(X, y)
         _assert_finite_fit(est, X)
         assert selection(est).size == 0  # what a path counts: features, or units
+        if hasattr(est, "selected_features_"):  # an empty model reads no feature
+            assert est.selected_features_.size == 0
         out = est.decision_function(X) if is_classifier(est) else est.predict(X)
         assert np.ptp(out) <= 1e-5 * max(1.0, np.abs(out).max())  # float32: constant
 
@@ -219,6 +221,31 @@ def test_huge_lam_with_all_defaults_gives_the_empty_model(estimator):
         est = clone(default).set_params(lam=lam).fit(X, y)
         _assert_finite_fit(est, X)
         assert selection(est).size == 0
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [e for e in _having("lam") if getattr(e, "_torch_dtype", None) == torch.float32],
+    ids=_ids,
+)
+def test_a_lam_beyond_the_training_dtype_is_a_clear_error(estimator):
+    # float32 networks: torch raised "value cannot be converted to type float without
+    # overflow" from the penalty's gradient
+    X, y = _data(estimator)
+    with pytest.raises(ValueError, match="lam=1e\\+39 is beyond the range of the float32"):
+        clone(estimator).set_params(lam=1e39).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", _having("device"), ids=_ids)
+@pytest.mark.parametrize("device", ["foo", "cuda:7", "meta:0"])
+def test_a_device_torch_cannot_use_is_a_clear_error(estimator, device):
+    # torch raises a RuntimeError (unknown name) or an AssertionError (a backend this
+    # build lacks) from deep inside; the estimator names its parameter instead
+    if device.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("this torch build has CUDA")  # a real device: not bad input here
+    X, y = _data(estimator)
+    with pytest.raises(ValueError, match=f"device='{device.split(':')[0]}|device='{device}'"):
+        clone(estimator).set_params(device=device).fit(X, y)
 
 
 @pytest.mark.parametrize("estimator", _having("lr"), ids=_ids)
@@ -386,6 +413,13 @@ def test_convergence_monitor_names_groups_in_transit_and_falling_losses():
     falling = np.linspace(1.0, 0.2, 100)  # the last tenth still lowers the loss
     messages = monitor.diagnose(falling, {"w": np.array([1.0, 0.0, 0.0, 1.9])}, 1e-7)
     assert len(messages) == 1 and "still falling" in messages[0]
+    # every group shrinking alike (a lam too large for the epochs): none below half its
+    # size or tiny next to the largest, yet the largest fell by a third too
+    uniform = {"w": np.array([0.7, 7e-4, 7e-5, 1.3])}
+    messages = monitor.diagnose(flat, uniform, zero_tol=1e-7)
+    assert len(messages) == 1 and "4 group(s) were still shrinking" in messages[0]
+    steady = {"w": np.array([0.97, 1e-3, 1e-4, 1.95])}  # within 10%: settled
+    assert monitor.diagnose(flat, steady, zero_tol=1e-7) == []
 
 
 def test_groups_cut_off_in_transit_warn_in_a_real_fit():

@@ -170,6 +170,21 @@ def test_large_lam_switches_every_tree_off_exactly(regression_problem):
     assert est.compact().num_trees == (0, 0)  # both (default) layers empty
 
 
+def test_early_stopping_that_restores_the_first_epoch_warns():
+    # a lam whose penalty shrinks every tree alike while the validation loss rises: the
+    # best validation epoch is the first, nearly untrained one (every tree kept, R^2
+    # near 0), which must not pass silently
+    from sklearn.datasets import make_regression
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = make_regression(200, 5, n_informative=3, noise=1.0, random_state=0)
+    est = NODERegressor(lam=0.3, early_stopping=True, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="restored the model of the first epoch"):
+        est.fit(X, y)
+    assert est.n_iter_ > 1
+    assert int(np.argmin(est.history_[:, "valid_loss"])) == 0  # what the warning says
+
+
 def test_active_trees_are_the_nonzero_ones(sparse_fit, regression_problem):
     X, y = regression_problem
     est = sparse_fit

@@ -10,6 +10,7 @@ threshold follows the coefficients' scale.
 
 import numpy as np
 import pytest
+import torch
 
 from sksparse_nn import (
     DGatedMLPClassifier,
@@ -59,6 +60,26 @@ def test_networks_do_not_depend_on_the_units_of_X(cls, data):
     np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
 
 
+@pytest.mark.parametrize("cls", NETWORKS, ids=lambda c: c.__name__)
+def test_offsets_beyond_float32_precision_keep_the_model(cls, data):
+    # columns at 1.7e9 +- 1 (timestamps) and, for regressors, targets at 1e9 +- 1: float32
+    # weights folded to these units round at 1e9 * eps32 ~ 100 times the spread; the
+    # fitted module keeps float64 instead, and predicts what the plain fit predicts
+    X, y = data
+    regressor = "Regressor" in cls.__name__
+    y = y if regressor else (y > 0).astype(int)
+    params = {"lam": 0.01, "max_epochs": 10, "hidden_layer_sizes": (16,), "random_state": 0}
+    plain = cls(**params).fit(X, y)
+    moved = cls(**params).fit(X + 1.7e9, y + 1e9 if regressor else y)
+    assert next(plain.module_.parameters()).dtype == torch.float32
+    assert next(moved.module_.parameters()).dtype == torch.float64
+    np.testing.assert_array_equal(moved.selected_features_, plain.selected_features_)
+    f_plain, f_moved = _output(plain, X), _output(moved, X + 1.7e9) - (1e9 if regressor else 0)
+    # the two trainings see the same standardized data up to float64 rounding of
+    # (x + 1.7e9 - mean) (~1.7e9 * eps64 = 4e-7), then float32 training
+    np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
+
+
 @pytest.mark.parametrize("cls", [DGatedMLPRegressor, DGatedNAMRegressor], ids=lambda c: c.__name__)
 def test_regressors_do_not_depend_on_the_units_of_y(cls, data):
     X, y = data
@@ -87,3 +108,30 @@ def test_linear_models_change_units_by_an_exact_reparametrization(data, D, c):
     np.testing.assert_allclose(moved.coef_ * c, plain.coef_, rtol=1e-5, atol=1e-6)
     clf = SparseLinearClassifier(lam=0.02 * c ** (2.0 / D), D=D).fit(X * c, y > 0)
     assert clf.selected_features_.size > 0 and np.all(np.isfinite(clf.coef_))
+
+
+@pytest.mark.parametrize("channels", [False, True], ids=["features", "channels"])
+def test_general_estimator_standardizes_offsets_in_float64(data, channels):
+    # the user's module trains in float32 on inputs standardized in float64 (per feature,
+    # or per channel of n-d X); columns at 1.7e9 +- 1 become noise when cast to float32
+    # first (rounded to multiples of 128)
+    from sksparse_nn import DGatedNeuralNetRegressor
+
+    X, y = data
+    if channels:  # (n, 5 channels, 1 position): a 1x1 convolution over the channels
+        X = X[:, :, None]
+        module = torch.nn.Sequential(
+            torch.nn.Conv1d(5, 16, 1), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16, 1)
+        )
+    else:
+        module = torch.nn.Sequential(
+            torch.nn.Linear(5, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)
+        )
+    params = {"gates": {"0.weight": "in"}, "lam": 0.01, "max_epochs": 10, "random_state": 0}
+    plain = DGatedNeuralNetRegressor(module, **params).fit(X, y)
+    moved = DGatedNeuralNetRegressor(module, **params).fit(X + 1.7e9, y + 1e9)
+    # as for the families above: float64 standardization, then the same float32 training
+    f_plain, f_moved = plain.predict(X), moved.predict(X + 1.7e9) - 1e9
+    np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
+    norms = moved.tensor_group_norms_["0.weight"], plain.tensor_group_norms_["0.weight"]
+    np.testing.assert_allclose(*norms, rtol=1e-3, atol=1e-6)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from sksparse_nn import SparseLinearRegressor
 from sksparse_nn.estimators._gated_least_squares import KKT_TOL
@@ -159,6 +160,7 @@ def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeyp
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # no torch sparse-tensor warnings
         warnings.simplefilter("ignore", category=DeprecationWarning)
+        warnings.simplefilter("ignore", category=ConvergenceWarning)  # 5 epochs: expected
         sparse = cls(**params).fit(X, y)
     assert sparse.n_iter_ > 0 and batches  # gradient epochs ran, on sparse batches
     assert all(layout == torch.sparse_coo for layout in batches)

@@ -41,6 +41,7 @@ from ._guards import (
     DivergenceGuard,
     data_scale,
     thread_policy,
+    warn_first_epoch_restored,
     warn_not_converged,
 )
 from ._scaling import Scaling
@@ -52,6 +53,7 @@ from ._training import (
     PenalizedNet,
     RandomSplit,
     as_numpy,
+    check_device,
     make_callbacks,
     resolve_optimizer,
     seeded,
@@ -165,6 +167,14 @@ class BaseDGated(BaseEstimator):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
         if not get_config()["skip_parameter_validation"]:  # a path checked them once
             self._validate_params()
+            check_device(self.device, type(self).__name__)
+            lam_limit = float(np.finfo(self._numpy_dtype).max)
+            if getattr(self, "lam", 0.0) > lam_limit:
+                raise ValueError(
+                    f"{type(self).__name__}: lam={self.lam:g} is beyond the range of the "
+                    f"{self._dtype_name()} arithmetic it trains in (about {lam_limit:.3g}); "
+                    "every group is exactly zero long before such a lam."
+                )
         X, y = validate_data(
             self,
             X,
@@ -259,12 +269,15 @@ class BaseDGated(BaseEstimator):
         if importances is not None:  # families that select input features
             self.feature_importances_ = importances
             self.selected_features_ = np.flatnonzero(importances)
+        if scaling.needs_float64():  # float32 weights cannot hold the user's offsets
+            self.module_.double()
         scaling.fold(self, self.module_)  # the fitted module takes the user's units
         self._after_fit(X, y, sample_weight)
         monitor = dict(net.callbacks_).get("convergence")
         if monitor is not None and self.n_iter_ >= monitor.max_epochs:
             losses = net.history[:, "train_loss"]
             warn_not_converged(self, monitor.diagnose(losses, raw, zero_tol), monitor.max_epochs)
+        warn_first_epoch_restored(self, dict(net.callbacks_).get("early_stopping"))
         return self
 
     # ------------------------------------------------------- fit helpers

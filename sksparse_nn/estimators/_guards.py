@@ -27,7 +27,7 @@ from threadpoolctl import ThreadpoolController
 from .._validation import abs_max
 from ..exceptions import ConvergenceWarning, TrainingDivergedError
 from ..gating import gate_factors, group_norms
-from ._schedule import in_transit, still_falling
+from ._schedule import SHRINKING, in_transit, still_falling
 
 __all__ = [
     "ConvergenceMonitor",
@@ -167,8 +167,15 @@ class ConvergenceMonitor(Callback):
             transit = 0
             for key, norms in final_norms.items():
                 before = self.snapshot_.get(key)
-                if before is not None:
-                    transit += int(in_transit(norms, before.numpy(), zero_tol).sum())
+                if before is None:
+                    continue
+                before = before.numpy()
+                moving = in_transit(norms, before, zero_tol)
+                if np.max(norms, initial=0.0) < SHRINKING * np.max(before, initial=0.0):
+                    # the whole tensor is shrinking (a lam too large for the epochs): its
+                    # largest group too, so every falling group is on its way out
+                    moving |= (norms >= zero_tol) & (norms < SHRINKING * before)
+                transit += int(moving.sum())
             if transit:
                 messages.append(
                     f"{transit} group(s) were still shrinking towards zero (above "
@@ -189,6 +196,24 @@ def warn_not_converged(estimator, messages, max_epochs):
         f"{type(estimator).__name__} reached max_epochs={max_epochs} before converging: "
         + "; ".join(messages)
         + f". {advice}, or raise lr if training is slow.",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+def warn_first_epoch_restored(estimator, stopper):
+    """A ConvergenceWarning when validation early stopping restored the first epoch of a
+    penalized fit that trained longer: the penalty shrank the model while the validation
+    loss only rose, and the fitted model is the barely trained one."""
+    if getattr(stopper, "restored_epoch_", None) != 1 or estimator.n_iter_ <= 1:
+        return
+    if not estimator.lam > 0:
+        return
+    warnings.warn(
+        f"{type(estimator).__name__}: early stopping restored the model of the first epoch "
+        f"of {estimator.n_iter_}: the validation loss only rose after it while the penalty "
+        f"(lam={estimator.lam:g}) shrank the model, so the fitted model is barely trained. "
+        "Lower lam, or set early_stopping=False to let the penalty finish.",
         ConvergenceWarning,
         stacklevel=4,
     )

@@ -10,6 +10,9 @@ from ..solvers._data import column_moments
 
 __all__ = ["Scaling"]
 
+#: Largest |shift| / scale folded into float32 weights (see Scaling.needs_float64).
+_FLOAT32_OFFSET = 1e3
+
 
 class Scaling:
     """Standardization of the inputs and/or float targets, and its folding into a module.
@@ -56,6 +59,22 @@ class Scaling:
             t = (targets.double().reshape(len(targets), -1).numpy() - self.y_shift) / self.y_scale
             targets = torch.as_tensor(t.reshape(tuple(targets.shape)), dtype=targets.dtype)
         return X, targets
+
+    def needs_float64(self):
+        """Whether folding this map into float32 weights would lose the model.
+
+        An offset ``|shift|`` far beyond the spread ``scale`` cancels in the folded
+        weights: a float32 affine map of ``x`` (or to ``y``) then rounds at ``eps32 *
+        |shift| / scale``, 6e-5 of the spread beyond ``_FLOAT32_OFFSET`` (a column of
+        timestamps or a target of 1e9 +- 1 would come back as noise). Such modules are
+        folded, and kept, in float64.
+        """
+        ratios = [
+            np.max(np.abs(shift) / scale, initial=0.0)
+            for shift, scale in ((self.x_shift, self.x_scale), (self.y_shift, self.y_scale))
+            if scale is not None
+        ]
+        return max(ratios, default=0.0) > _FLOAT32_OFFSET
 
     def fold(self, estimator, module):
         """Make ``module`` (trained on standardized data) take and return the user's units."""

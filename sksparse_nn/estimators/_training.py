@@ -329,6 +329,7 @@ class EarlyStopping(Callback):
 
     def initialize(self):
         self.best_loss_, self.best_state_, self.misses_ = float("inf"), None, 0
+        self.best_epoch_ = self.restored_epoch_ = None  # epochs counted from 1
         return self
 
     def on_epoch_end(self, net, **kwargs):
@@ -336,6 +337,7 @@ class EarlyStopping(Callback):
         if loss < self.best_loss_:
             self.best_loss_, self.misses_ = loss, 0
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
+            self.best_epoch_ = len(net.history)
         else:
             self.misses_ += 1
             if self.misses_ >= self.patience:
@@ -344,6 +346,7 @@ class EarlyStopping(Callback):
     def on_train_end(self, net, **kwargs):
         if self.best_state_ is not None:
             net.module_.load_state_dict(self.best_state_)
+            self.restored_epoch_ = self.best_epoch_
 
 
 def resolve_optimizer(name):
@@ -400,6 +403,25 @@ class RandomSplit:
         n_valid = max(1, int(round(self.fraction * n)))
         order = np.random.RandomState(self.seed).permutation(n)
         return dataset.subset(order[n_valid:]), dataset.subset(order[:n_valid])
+
+
+def check_device(device, estimator_name):
+    """``device`` as a ``torch.device`` this torch build can use; a ValueError naming the
+    parameter otherwise (torch raises an AssertionError for an absent backend)."""
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"{estimator_name}: device={device!r} is not a torch device: {exc}"
+        ) from None
+    backend = getattr(torch, device.type, None)
+    available = getattr(backend, "is_available", None)
+    if device.type != "cpu" and (available is None or not available()):
+        raise ValueError(
+            f"{estimator_name}: device={str(device)!r} is not available in this torch build "
+            f"(torch {torch.__version__}); use device='cpu'."
+        )
+    return device
 
 
 @contextmanager

@@ -103,7 +103,8 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     feature_importances_ : ndarray of shape (n_features,)
         Norm of each feature's encoder weights.
     selected_features_ : ndarray of int
-        Features with non-zero encoder weights (all of them, unless a unit-free input).
+        Features with non-zero encoder weights (all of them, unless a unit-free input;
+        none when no bottleneck unit is left).
     module_ : Autoencoder
         The fitted torch module (user units in and out, exact zeros).
     $group_norms_
@@ -270,6 +271,14 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     def _gate_module(self, module, init):
         # one group per bottleneck unit: row j of `units` (encoder row, bias, decoder column)
         self._sparsify(module.bottleneck, "units", "out", init, "bottleneck units")
+
+    def _feature_importances(self, module):
+        """Encoder weight norms of each feature; all 0 when no bottleneck unit is left
+        (the model then reads no feature: its output is constant)."""
+        importances = super()._feature_importances(module)
+        if not bool(module.bottleneck.units.detach().abs().sum() > 0):
+            importances = np.zeros_like(importances)
+        return importances
 
     def _input_weight(self, module):
         if len(module.encoder):

@@ -273,7 +273,7 @@ class _DGatedNAM(BaseDGated):
     # --------------------------------------------------------- inspection
     def _contributions_array(self, X):
         """(n, T, k) contributions on already validated X, as float64 numpy."""
-        dataset = ArrayDataset(X, None, dtype=self._torch_dtype)
+        dataset = ArrayDataset(X, None, dtype=self.module_.first.dtype)  # float64 if kept so
         with torch.no_grad():
             parts = [
                 self.module_.contributions(dataset.rows(slice(i, i + _BATCH)))

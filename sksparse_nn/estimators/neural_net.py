@@ -20,6 +20,7 @@ from ..solvers._data import column_moments
 from ..sparsifiers import sparsified_tensors
 from ._base import BaseDGated
 from ._docs import fill
+from ._scaling import Scaling
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from ._training import ArrayDataset, seeded
 
@@ -52,26 +53,27 @@ class Standardized(torch.nn.Module):
         return out.reshape(len(out), -1) * self.out_scale + self.out_shift
 
 
-def _input_moments(dataset):
-    """Mean and standard deviation of the inputs per feature (2-d X) or per channel
-    (axis 1 of n-d X), shaped to broadcast against a batch; constant ones get scale 1."""
-    if dataset.sparse:
-        mean, var = column_moments(dataset.X)  # O(nnz), no copy
-        mean, var = torch.as_tensor(mean), torch.as_tensor(var)
+def _input_scaling(X):
+    """Mean and scale (standard deviation, 1 where constant) of the inputs in float64:
+    per feature (2-d X, dense or sparse) or per channel (axis 1 of n-d X), shaped to
+    broadcast against ``X``."""
+    if X.ndim == 2:
+        mean, var = column_moments(X)  # sparse: O(nnz), no copy
     else:
-        X = dataset.X.double()
-        axes = [a for a in range(X.dim()) if a != 1]
-        mean, var = X.mean(dim=axes), X.var(dim=axes, unbiased=False)
-    std = var.sqrt()
-    std = torch.where(std > 1e-12 * mean.abs().clamp_min(1.0), std, torch.ones_like(std))
-    shape = (1, -1) + (1,) * (dataset.X.dim() - 2 if not dataset.sparse else 0)
-    return mean.reshape(shape), std.reshape(shape)
+        axes = tuple(a for a in range(X.ndim) if a != 1)
+        mean = X.mean(axis=axes, dtype=np.float64)
+        var = X.var(axis=axes, dtype=np.float64)
+    shape = (-1,) + (1,) * (X.ndim - 2)
+    return mean.reshape(shape), Scaling._scale(mean, var).reshape(shape)
 
 
 class _DGatedNeuralNet(BaseDGated):
     """A user's module with declared gates (see the public classes)."""
 
     _X_validation = {"accept_sparse": "csr", "allow_nd": True}
+    # inputs are standardized in float64 before training (per feature or channel) and
+    # the map is folded into the Standardized wrapper's buffers afterwards
+    _standardize_inputs = True
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -195,9 +197,6 @@ class _DGatedNeuralNet(BaseDGated):
         """Set the input standardization; check the module runs on the data and returns
         what the task needs."""
         self._sample_shape_ = tuple(dataset.X.shape[1:])
-        shift, scale = _input_moments(dataset)
-        module.in_shift = shift.to(module.in_shift.dtype)
-        module.in_scale = scale.to(module.in_scale.dtype)
         with torch.no_grad():
             try:
                 out = module(dataset.rows(slice(0, 2)))
@@ -278,6 +277,21 @@ class _DGatedNeuralNet(BaseDGated):
         out.module = small
         return (out.eval(), report) if return_report else out.eval()
 
+    def _fit_scaling(self, X, targets):
+        scaling = super()._fit_scaling(None, targets)
+        if X is not None:
+            scaling.x_shift, scaling.x_scale = _input_scaling(X)
+        return scaling
+
+    def _rescale_inputs(self, module, shift, scale):
+        # module((x - a) / b) at (x - shift) / scale: a' = shift + scale a, b' = scale b
+        dtype = module.in_scale.dtype
+        shape = (1, *np.shape(shift))  # against a batch
+        scale = torch.as_tensor(scale, dtype=dtype).reshape(shape)
+        shift = torch.as_tensor(shift, dtype=dtype).reshape(shape)
+        module.in_shift = shift + scale * module.in_shift
+        module.in_scale = scale * module.in_scale
+
     def _rescale_outputs(self, module, shift, scale):
         dtype = module.out_scale.dtype
         scale, shift = torch.as_tensor(scale, dtype=dtype), torch.as_tensor(shift, dtype=dtype)
@@ -304,12 +318,13 @@ class _DGatedNeuralNet(BaseDGated):
         """
         probe = clone(self)
         probe._validate_params()
-        X = check_array(X, allow_nd=True, dtype=np.float32)
+        X = check_array(X, allow_nd=True, dtype=(np.float64, np.float32))
         y = np.asarray(y)
         rows = check_random_state(0).permutation(len(X))[:_LAM_MAX_ROWS]
         targets, probe.n_outputs_ = probe._fit_targets(y)
-        scaling = probe._fit_scaling(None, targets)
-        _, targets = scaling.transform(None, targets)
+        scaling = probe._fit_scaling(X, targets)
+        X, targets = scaling.transform(X, targets)
+        X = X.astype(np.float32)
         if targets.dtype.is_floating_point:
             targets = targets.to(torch.float32)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))

@@ -116,6 +116,7 @@ class _AveragingEarlyStopping(EarlyStopping):
         if loss < self.best_loss_:
             self.best_loss_, self.misses_ = loss, 0
             self.best_state_ = _average_states(self.recent_)
+            self.best_epoch_ = len(net.history)
         else:
             self.misses_ += 1
             if self.misses_ >= self.patience:
@@ -201,7 +202,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
     def on_train_end(self, net, **kwargs):
         stale = self.best_loss_ > self.any_.best_loss_ + _CLEAN_SLACK * abs(self.any_.best_loss_)
         if self.best_state_ is None or stale:  # no (good) clean epoch: the best of all
-            self.best_state_ = self.any_.best_state_
+            self.best_state_, self.best_epoch_ = self.any_.best_state_, self.any_.best_epoch_
         super().on_train_end(net, **kwargs)
 
 
