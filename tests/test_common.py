@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from sklearn.base import clone, is_classifier
+from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -143,6 +143,14 @@ def test_bad_fit_input_raises_a_clear_error(estimator, name, corrupt, message):
     X_bad, y_bad = corrupt(X, y)
     with pytest.raises(ValueError, match=message):
         clone(estimator).fit(X_bad, y_bad)
+
+
+@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if is_regressor(e)], ids=_ids)
+def test_string_targets_of_a_regressor_are_a_clear_error(estimator):
+    # GroupLassoRegressor raised numpy's "ufunc 'maximum' did not contain a loop"
+    X, _ = _data(estimator)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        clone(estimator).fit(X, np.array(["a"] * len(X)))
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)

@@ -233,6 +233,7 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         self : GroupLassoRegressor
         """
         warm, X, y = _validate_fit_data(self, X, y, y_numeric=True)
+        y = np.asarray(y, dtype=np.float64)  # strings: "could not convert ... to float"
         limit = value_limit(np.float64, X.shape[0])
         check_range(X, limit, "X", "float64")
         check_range(y, limit, "y", "float64")
