@@ -40,7 +40,7 @@ __all__ = [
 #: A training loss this many times the loss of the constant (intercept-only) model means
 #: the weights have exploded even while the loss is still a finite float.
 EXPLODED = 1e3
-#: A fit whose last epoch's training objective is this many times its first epoch's ...
+#: A fit whose last epoch's training objective is this many times its best epoch's ...
 BROKE_DOWN = 3.0
 #: ... and above it by this share of the constant model's objective (mini-batch noise
 #: around a near-zero loss can triple it) ended far from any minimum.
@@ -97,14 +97,17 @@ class DivergenceGuard(Callback):
         losses = net.history[:, "train_loss"]  # (skorch leaves out an epoch cut short)
         if len(losses) < 2:
             return
-        first, final = float(losses[0]), float(losses[-1])
+        losses = np.asarray(losses, dtype=np.float64)
+        best_epoch = int(np.argmin(losses))
+        best, final = float(losses[best_epoch]), float(losses[-1])
         share = BROKE_DOWN_SHARE * max(getattr(self, "baseline_", 0.0), 0.0)
-        if first > 0 and final > BROKE_DOWN * first and final - first > share:
+        if best > 0 and final > BROKE_DOWN * best and final - best > share:
             warnings.warn(
                 f"The training objective ended at {final:.3g} after {len(losses)} epochs, "
-                f"{final / first:.3g} times its first epoch's ({first:.3g}): training "
-                "broke down on the way and the model is not a minimum (a learning rate at "
-                "the edge of stability for this start). Lower lr.",
+                f"{final / best:.3g} times its best epoch's ({best:.3g}, epoch "
+                f"{best_epoch + 1}): training broke down on the way and the model is not a "
+                "minimum (a learning rate at the edge of stability for this start). "
+                "Lower lr.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
