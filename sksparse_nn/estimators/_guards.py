@@ -129,10 +129,24 @@ class PenaltyAwareClipping(Callback):
 
     def on_grad_computed(self, net, named_parameters, **kwargs):
         with torch.no_grad():
-            pulls = [net.lam * c * p.norm() for p, c in self.factors_]
-            pull = float(torch.stack(pulls).norm()) if pulls else 0.0
-        params = [p for _, p in named_parameters if p.grad is not None]
-        torch.nn.utils.clip_grad_norm_(params, self.max_norm + pull)
+            # in float64: at a huge lam (1e20) the pull's square overflows float32 and an
+            # inf / inf clip coefficient turned every gradient into NaN
+            pull = float(
+                np.hypot.reduce(
+                    [net.lam * c * float(p.norm()) for p, c in self.factors_], initial=0.0
+                )
+            )
+            grads = [p.grad for _, p in named_parameters if p.grad is not None]
+            if not grads:
+                return
+            total = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
+            if not np.isfinite(total):  # float32 overflow: the same norm in float64
+                norms = [float(torch.linalg.vector_norm(g, dtype=torch.float64)) for g in grads]
+                total = float(np.hypot.reduce(norms, initial=0.0))
+            coef = (self.max_norm + pull) / (total + 1e-6)
+            if coef < 1.0:
+                for g in grads:
+                    g.mul_(coef)
 
 
 class ConvergenceMonitor(Callback):
