@@ -143,6 +143,31 @@ def test_an_uncertified_D2_fit_trains_through_its_gates(group_data, dgate_calls,
     np.testing.assert_array_equal(est.selected_groups_, certified.selected_groups_)
 
 
+@pytest.mark.parametrize("D", [2, 3, 4])
+@pytest.mark.parametrize("task", ["regression", "binary", "binary, no intercept", "3 classes"])
+def test_a_lam_where_zero_is_the_global_minimum_gives_it_at_once(D, task):
+    # from a ridge start a lam of 1e40 overflowed into NaN (TrainingDivergedError); zero
+    # coefficients are provably optimal there (D = 2: lam >= lambda_max; D > 2: the
+    # penalty outgrows the most the convex data term can gain), and are certified
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 6))
+    score = X[:, 0] - X[:, 1]
+    if task == "regression":
+        est, y = SparseLinearRegressor(D=D), 3.0 + score + 0.1 * rng.normal(size=80)
+    else:
+        y = (score > 0.3).astype(int) if task.startswith("binary") else np.arange(80) % 3
+        est = SparseLinearClassifier(D=D, fit_intercept=task != "binary, no intercept")
+    for lam in (1e6, 1e40):
+        est.set_params(lam=lam).fit(X, y)
+        assert est.n_iter_ == 0 and est.selected_features_.size == 0
+        assert np.all(est.coef_ == 0)
+        if task == "regression":  # the intercept-only model: the mean
+            np.testing.assert_allclose(est.intercept_, y.mean(), rtol=1e-12)
+        elif est.fit_intercept:  # ... the class frequencies (to the solver's KKT tolerance)
+            freq = np.bincount(y) / len(y)
+            np.testing.assert_allclose(est.predict_proba(X)[0], freq, atol=1e-6)
+
+
 @pytest.mark.numerics
 @pytest.mark.parametrize("D", [2, 3, 4])
 def test_dropped_groups_are_exact_zeros_with_a_gap(group_data, D):

@@ -228,9 +228,15 @@ class _SparseLinearModel(BaseDGated):
             Y = np.eye(module.out_features + (module.out_features == 1))[codes]
             Y = Y[:, 1:] if module.out_features == 1 else Y
         wide, weight = is_wide(X), _weights(dataset)
-        gram, rhs, x_mean, y_mean, _ = centered_moments(
+        gram, rhs, x_mean, y_mean, const = centered_moments(
             X, Y, self.fit_intercept, with_gram=not wide, sample_weight=weight
         )
+        if self._zero_start(rhs, y_mean, const, p):
+            with torch.no_grad():  # the exact answer, which the block steps certify
+                module.weight.zero_()
+                if self.fit_intercept:
+                    module.bias.copy_(torch.as_tensor(y_mean))
+            return
         curv = curvature_operator(X, x_mean, np.full(p, -1), wide, gram, weight)
         size = self._weight_scale(X, Y if is_regressor(self) else np.zeros(0))
         alpha = self.lam * size ** (2.0 / self.D - 2.0) + 1e-6 * curv.mean_diagonal
@@ -242,6 +248,44 @@ class _SparseLinearModel(BaseDGated):
             module.weight.copy_(torch.as_tensor(W.T))
             if self.fit_intercept:
                 module.bias.copy_(torch.as_tensor(y_mean - x_mean @ W))
+
+    def _zero_is_optimal(self, gradient, loss0, n_features):
+        """Whether zero coefficients are the global minimum at ``lam``, from the data
+        term's gradient at zero (``(n_features, n_outputs)``, with the intercept at its
+        optimum) and its value there, ``loss0``.
+
+        ``D = 2``: ``lam >= lambda_max = max_j ||g_j|| / rho_j`` (the KKT conditions of
+        zero). ``D > 2``: the data term is convex, so any ``w`` gains at most
+        ``min(G ||w||, loss0)`` (``G = ||g||``) while the penalty costs at least
+        ``lam rho_min ||w||^(2/D)``; both meet at ``||w|| = loss0 / G``, so zero is the
+        global minimum once ``lam rho_min >= G^(2/D) loss0^(1 - 2/D)``. Not decided
+        (False) with unpenalized features or sign constraints.
+        """
+        labels, rho = self._penalty_groups(n_features)
+        if self.positive or np.any(labels < 0) or not np.all(rho > 0):
+            return False
+        norms = group_norms(np.asarray(gradient, dtype=np.float64), labels, rho.size)
+        if self.D == 2:
+            return bool(self.lam >= np.max(norms / rho, initial=0.0))
+        power = 2.0 / self.D
+        gain = float(np.sqrt(np.sum(norms**2))) ** power * max(loss0, 0.0) ** (1.0 - power)
+        return bool(self.lam * rho.min(initial=np.inf) >= gain)
+
+    def _zero_start(self, rhs, y_mean, const, n_features):
+        """Whether a cold fit starts at zero because zero is the solution (see
+        ``_zero_is_optimal``), judged from the ridge start's moments: ``rhs`` (centred
+        ``X^T y / n``; for classifiers with an intercept, that of the one-hot targets
+        equals the log-loss gradient at the intercept-only model) and the loss there
+        (``const``; classifiers: the log-loss of the class frequencies). Not for
+        classifiers without an intercept (their gradient at zero logits differs). From a
+        ridge start at a huge lam (1e40) the block steps overflowed into NaN."""
+        if is_classifier(self):
+            if not self.fit_intercept:
+                return False
+            p = np.asarray(y_mean, dtype=np.float64).ravel()
+            p = np.append(p, 1.0 - p[0]) if p.size == 1 else p
+            const = float(-np.sum(p[p > 0] * np.log(p[p > 0])))
+        return self._zero_is_optimal(rhs, const, n_features)
 
     def path_order(self):
         """``"descending"`` at ``D = 2`` (convex: sparse to dense, the working sets grow
@@ -323,6 +367,8 @@ class _SparseLinearModel(BaseDGated):
         )
         if self.fit_intercept:
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
+        if not certified and not np.any(W):  # zero, certified if it is the global minimum
+            certified = self._zero_is_optimal(-gradient, objective, X.shape[1])
         gated = any(True for _ in gated_tensors(module))
         if certified and not gated:  # the solution itself: nothing will train the factors
             module.weight.copy_(torch.as_tensor(W.T, dtype=module.weight.dtype))
