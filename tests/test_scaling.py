@@ -135,3 +135,24 @@ def test_general_estimator_standardizes_offsets_in_float64(data, channels):
     np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
     norms = moved.tensor_group_norms_["0.weight"], plain.tensor_group_norms_["0.weight"]
     np.testing.assert_allclose(*norms, rtol=1e-3, atol=1e-6)
+
+
+def test_node_with_offsets_beyond_float32_precision(data):
+    # NODE trained on X and y cast to float32 as given: a target at 1e9 +- 1 (rounded to
+    # multiples of 64) or a column at 1.7e9 +- 1 (multiples of 128) became noise, R^2 0.
+    # Its targets are now standardized in float64 (the map kept in the module's
+    # target_mean / target_scale, float64 when needed); its trees read the features as
+    # given, so such a column is a clear error
+    from sksparse_nn import NODERegressor
+
+    X, y = data
+    params = {"num_trees": 16, "depth": 3, "lam": 1e-3, "max_epochs": 10, "random_state": 0}
+    plain = NODERegressor(**params).fit(X, y)
+    moved = NODERegressor(**params).fit(X, y + 1e9)
+    assert moved.module_.target_mean.dtype == torch.float64  # the offset needs it
+    f_plain, f_moved = plain.predict(X), moved.predict(X) - 1e9
+    # the same float32 training on standardized targets up to float64 rounding of
+    # (y + 1e9 - mean) (~1e9 * eps64 = 2e-7)
+    np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
+    with pytest.raises(ValueError, match="column 0 of X has values around 1.7e"):
+        NODERegressor(**params).fit(X + np.array([1.7e9, 0, 0, 0, 0]), y)

@@ -32,6 +32,7 @@ from ..gating import ZERO_TOL, dgate, gate_factors, group_norms
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
 from ..optim import FactorSGD
+from ..solvers._data import column_moments
 from ._base import BaseDGated
 from ._docs import fill
 from ._schedule import TINY, still_shrinking
@@ -42,7 +43,6 @@ from ._training import (
     StopTraining,
     as_numpy,
     seeded,
-    weighted_mean,
 )
 
 __all__ = ["NODEClassifier", "NODERegressor"]
@@ -206,6 +206,11 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         super().on_train_end(net, **kwargs)
 
 
+#: Largest |mean| / std of a column of X that NODE trains on as given: float32 still
+#: resolves the column to about an eighth of its spread (eps32 * 1e6 = 0.12).
+_FLOAT32_OFFSET_LIMIT = 1e6
+
+
 class _NODEFamily(BaseDGated):
     """The NODE family: one D-Gating group per tree (its leaf responses)."""
 
@@ -276,6 +281,24 @@ class _NODEFamily(BaseDGated):
         self.verbose = verbose
 
     # ------------------------------------------------------------ hooks
+    def _fit_scaling(self, X, targets):
+        """The targets' standardization (regressor); the trees read X as given, in float32,
+        so a column whose offset float32 cannot resolve at its spread is refused."""
+        if X is not None:
+            mean, var = column_moments(X)
+            std = np.sqrt(var)
+            ratio = np.abs(mean) / np.where(std > 0, std, np.inf)
+            if ratio.size and ratio.max() > _FLOAT32_OFFSET_LIMIT:
+                j = int(np.argmax(ratio))
+                raise ValueError(
+                    f"{type(self).__name__}: column {j} of X has values around "
+                    f"{mean[j]:.4g} with a spread of {std[j]:.3g}: the trees read X in "
+                    "float32, whose rounding at that magnitude "
+                    f"({abs(mean[j]) * np.finfo(np.float32).eps:.2g}) wipes out the spread. "
+                    "Center or standardize X first (e.g. StandardScaler in a Pipeline)."
+                )
+        return super()._fit_scaling(X, targets)
+
     def _build_module(self, n_features, n_outputs):
         if self.tree_dim is not None and self.tree_dim < n_outputs:
             raise ValueError(
@@ -378,6 +401,8 @@ class _NODEFamily(BaseDGated):
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
         probe = clone(self)  # target encoding sets fitted state: not on this estimator
         targets, n_outputs = probe._fit_targets(np.asarray(y))
+        scaling = probe._fit_scaling(X, targets)  # the targets a fit trains on
+        _, targets = scaling.transform(None, targets)
         if targets.dtype.is_floating_point:
             targets = targets.to(torch.float32)
         dataset = ArrayDataset(X, None, dtype=torch.float32)
@@ -595,37 +620,20 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
     """
     )
 
-    def _fit_targets(self, y):
-        targets, n_outputs = super()._fit_targets(y)
-        std = targets.to(torch.float64).std(dim=0, correction=0)
-        self._target_std = torch.where(std > 1e-12, std, torch.ones_like(std))
-        return targets, n_outputs
+    # the trees fit targets standardized in float64 (the squared error in units of each
+    # target's standard deviation: lam and the learning rates do not depend on the
+    # units of y); the map is folded into the module's target_mean / target_scale
+    _standardize_targets = True
 
-    def _criterion(self):
-        return _StandardizedHalfSquaredError(self._target_std)
-
-    def _init_module(self, module, dataset, targets):
-        super()._init_module(module, dataset, targets)
-        with torch.no_grad():  # the trees work in standardized units
-            module.target_mean.copy_(targets.to(torch.float64).mean(dim=0))
-            module.target_scale.copy_(self._target_std)
+    @torch.no_grad()
+    def _rescale_outputs(self, module, shift, scale):
+        dtype = module.target_scale.dtype
+        scale = torch.as_tensor(scale, dtype=dtype)
+        module.target_mean.copy_(module.target_mean * scale + torch.as_tensor(shift, dtype=dtype))
+        module.target_scale.mul_(scale)
 
     def _initial_bias(self, targets):
         return torch.zeros(targets.shape[1], dtype=torch.float64)
-
-
-class _StandardizedHalfSquaredError(torch.nn.Module):
-    """``1/(2n) sum_i sum_k ((y_ik - f_ik) / sigma_k)^2``: squared error in units of each
-    target's standard deviation, so that ``lam`` and the learning rates do not depend on
-    the units of ``y``."""
-
-    def __init__(self, std):
-        super().__init__()
-        self.register_buffer("inv_std", 1.0 / std)
-
-    def forward(self, y_pred, y_true, sample_weight=None):
-        scaled = (y_pred - y_true) * self.inv_std.to(y_pred.dtype)
-        return weighted_mean(0.5 * scaled.pow(2).sum(dim=1), sample_weight)
 
 
 class NODEClassifier(ClassifierTaskMixin, _NODEFamily):
