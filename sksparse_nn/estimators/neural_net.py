@@ -194,8 +194,8 @@ class _DGatedNeuralNet(BaseDGated):
         return Standardized(user)
 
     def _init_module(self, module, dataset, targets):
-        """Set the input standardization; check the module runs on the data and returns
-        what the task needs."""
+        """Check that the module runs on the (standardized) data and returns what the
+        task needs; remember the shape of a sample."""
         self._sample_shape_ = tuple(dataset.X.shape[1:])
         with torch.no_grad():
             try:
