@@ -253,8 +253,12 @@ def test_a_device_torch_cannot_use_is_a_clear_error(estimator, device):
     if device.startswith("cuda") and torch.cuda.is_available():
         pytest.skip("this torch build has CUDA")  # a real device: not bad input here
     X, y = _data(estimator)
-    with pytest.raises(ValueError, match=f"device='{device.split(':')[0]}|device='{device}'"):
-        clone(estimator).set_params(device=device).fit(X, y)
+    bad = clone(estimator).set_params(device=device)
+    message = f"device='{device.split(':')[0]}|device='{device}'"
+    with pytest.raises(ValueError, match=message):
+        bad.fit(X, y)
+    with pytest.raises(ValueError, match=message):  # a path checks it before any work
+        bad.regularization_path(X, y, n_lams=2)
 
 
 @pytest.mark.parametrize("estimator", _having("lr"), ids=_ids)

@@ -159,6 +159,20 @@ class BaseDGated(BaseEstimator):
 
     fit.__doc__ = fill(fit.__doc__)
 
+    def _validate_params(self):
+        """scikit-learn's parameter checks, then what they cannot express: a device this
+        torch build can use and a lam the training dtype holds (a path runs these once,
+        before any work)."""
+        super()._validate_params()
+        check_device(self.device, type(self).__name__)
+        lam_limit = float(np.finfo(self._numpy_dtype).max)
+        if getattr(self, "lam", 0.0) > lam_limit:
+            raise ValueError(
+                f"{type(self).__name__}: lam={self.lam:g} is beyond the range of the "
+                f"{self._dtype_name()} arithmetic it trains in (about {lam_limit:.3g}); "
+                "every group is exactly zero long before such a lam."
+            )
+
     def _warm_module(self):
         """The previous fit's module when ``warm_start`` (the start of the next fit)."""
         return getattr(self, "module_", None) if self.warm_start else None
@@ -167,14 +181,6 @@ class BaseDGated(BaseEstimator):
         """Fit, starting from the (collapsed) ``warm_module`` when given: path warm starts."""
         if not get_config()["skip_parameter_validation"]:  # a path checked them once
             self._validate_params()
-            check_device(self.device, type(self).__name__)
-            lam_limit = float(np.finfo(self._numpy_dtype).max)
-            if getattr(self, "lam", 0.0) > lam_limit:
-                raise ValueError(
-                    f"{type(self).__name__}: lam={self.lam:g} is beyond the range of the "
-                    f"{self._dtype_name()} arithmetic it trains in (about {lam_limit:.3g}); "
-                    "every group is exactly zero long before such a lam."
-                )
         X, y = validate_data(
             self,
             X,

@@ -68,6 +68,11 @@ def _same_key(a, b):
     )
 
 
+def _is_gated(module):
+    """Whether the module's weight is D-gated (certified D = 2 fits never gate it)."""
+    return any(True for _ in gated_tensors(module))
+
+
 def _weights(dataset):
     """The dataset's sample weights (mean 1) as float64 numpy, or None."""
     return None if dataset.weight is None else as_numpy(dataset.weight)
@@ -85,7 +90,7 @@ class _ProjectNonNegative(Callback):
             weight = module.weight
             if not bool((weight < 0).any()):
                 return
-            if any(True for _ in gated_tensors(module)):
+            if _is_gated(module):
                 set_weight(module, "weight", weight.clamp(min=0.0))
             else:
                 weight.clamp_(min=0.0)
@@ -369,7 +374,7 @@ class _SparseLinearModel(BaseDGated):
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
         if not certified and not np.any(W):  # zero, certified if it is the global minimum
             certified = self._zero_is_optimal(-gradient, objective, X.shape[1])
-        gated = any(True for _ in gated_tensors(module))
+        gated = _is_gated(module)
         if certified and not gated:  # the solution itself: nothing will train the factors
             module.weight.copy_(torch.as_tensor(W.T, dtype=module.weight.dtype))
             return objective, certified
@@ -415,9 +420,9 @@ class _SparseLinearModel(BaseDGated):
     def _collapse(self, module, zero_tol):
         """A certified fit's plain weight: its group norms, groups below ``zero_tol`` set
         to 0 (what collapsing its balanced factors gives); trained fits: the base's."""
-        if any(True for _ in gated_tensors(module)) or not self._penalizes(module):
-            return super()._collapse(module, zero_tol)
         labels, rho = self._penalty_groups(module.in_features)
+        if _is_gated(module) or not np.any(labels >= 0):
+            return super()._collapse(module, zero_tol)
         weight = module.weight
         norms = group_norms(as_numpy(weight).T, labels, rho.size)
         keep = norms >= zero_tol
