@@ -246,9 +246,10 @@ def regularization_path(
         The grid: finite values > 0, sorted ascending before fitting. ``None`` builds
         ``n_lams`` log-spaced values from ``lam_min_ratio * lam_max`` to ``lam_max``,
         where ``lam_max`` is the smallest lam with an all-zero group-lasso (D=2)
-        solution; without ``cv`` the grid is extended upward (same ratio) until no
-        feature is selected (a non-convex fit, D > 2, can keep live groups beyond
-        ``lam_max``), by 20 points at most (a warning says when that was not enough).
+        solution; without ``cv`` the grid is extended upward until no feature is
+        selected (a non-convex fit, D > 2, can keep live groups beyond ``lam_max``), by
+        20 points at most (a warning says when that was not enough): with the grid's
+        ratio, squared after each step that changed no selection (at most 10x a step).
     n_lams : int >= 1, default=None
     lam_min_ratio : float in (0, 1], default=None
         ``None``: the estimator's ``default_grid()`` (30 and 1e-3 for an estimator

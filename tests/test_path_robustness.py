@@ -357,6 +357,29 @@ def test_a_default_grid_that_cannot_reach_the_empty_model_says_so(monkeypatch):
     assert len(path.lams) == 3 and path.n_selected[-1] > 0
 
 
+def test_the_upward_extension_grows_its_step_while_nothing_changes():
+    # the extension looks for the empty end: a step that removed nothing is squared (at
+    # most MAX_EXTENSION_STEP), a step that removed something keeps its size, and it
+    # stops at the first empty point
+    from sksparse_nn._path_points import MAX_EXTENSION_STEP, extended_grid
+
+    selections = iter([[0, 1, 2], [0, 1], [0, 1], [0, 1], [0], [0], [0], [0], []])
+    lams, points = [1.0, 2.0], []
+    for lam in extended_grid(lams, True, points, max_extra=10):
+        points.append({"lam": lam, "selected": np.array(next(selections))})
+    steps = np.array(lams[1:]) / np.array(lams[:-1])
+    # grid 1 -> 2 (removed one); first extension step 2x (it did not change [0 1]);
+    # then 4x (no change), 16x capped to 10x (removed one: the step stays 10x) ...
+    np.testing.assert_allclose(steps, [2.0, 2.0, 4.0, MAX_EXTENSION_STEP, 10.0, 10.0, 10.0, 10.0])
+    assert len(points) == 9 and points[-1]["selected"].size == 0
+    # a grid whose last step removed something starts with its own ratio
+    lams, points = [1.0, 1.5], []
+    selections = iter([[0, 1], [0], []])
+    for lam in extended_grid(lams, True, points):
+        points.append({"lam": lam, "selected": np.array(next(selections))})
+    np.testing.assert_allclose(lams, [1.0, 1.5, 2.25])
+
+
 def test_a_path_prints_as_a_summary():
     # the dataclass's default repr printed every array (pages of group norms)
     from sklearn.datasets import make_regression
