@@ -142,17 +142,50 @@ def test_wide_path_keeps_a_bounded_gram_cache_and_certifies_every_point(wide):
     for ratio in (0.05, 0.1, 0.3, 1.0):
         est.set_params(lam=ratio * lam_max).fit(X, y)
         assert est.n_iter_ == 0
-    key, cache = est._kept_gram_cache
+    key, memo = est._kept_data
+    cache = memo.gram
     # memory: the cached Gram blocks hold at most sqrt(n p) features, no more than X
     assert cache.max_features <= np.sqrt(N * P)
     assert 0 < len(cache) <= cache.max_features
-    # copies and pickles of the estimator leave the cache behind
-    assert not hasattr(copy.deepcopy(est), "_kept_gram_cache")
-    assert not hasattr(pickle.loads(pickle.dumps(est)), "_kept_gram_cache")
-    assert est._kept_gram_cache[1] is cache  # while the estimator keeps it
-    # another data set of the same shape gets a fresh cache
+    # copies and pickles of the estimator leave the memo behind
+    assert not hasattr(copy.deepcopy(est), "_kept_data")
+    assert not hasattr(pickle.loads(pickle.dumps(est)), "_kept_data")
+    assert est._kept_data[1] is memo  # while the estimator keeps it
+    # another data set of the same shape gets a fresh memo
     est.fit(X[::-1].copy(), y[::-1].copy())
-    assert est._kept_gram_cache[1] is not cache
+    assert est._kept_data[1] is not memo
+
+
+def test_a_path_reuses_its_data_statistics_and_gives_the_fits_own(wide, monkeypatch):
+    # the column statistics a fit on working sets needs (squared column norms, zero_tol's
+    # column scale) are computed once along a warm-started path; a fit on other data of
+    # the same shape gets its own, and the results are those of independent fits
+    from sksparse_nn.estimators import linear
+
+    calls = []
+    for name in ("column_moments", "column_squares"):
+        original = getattr(linear, name)
+        monkeypatch.setattr(
+            linear, name, lambda X, f=original, n=name: calls.append(n) or f(X)
+        )
+    X, y, labels = wide
+    lam_max = lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    warm = SparseLinearRegressor(D=2, groups=SIZE, warm_start=True, zero_tol=1e-3)
+    lams = [0.1 * lam_max, 0.2 * lam_max, 0.3 * lam_max]
+    for lam in lams:
+        warm.set_params(lam=lam).fit(X, y)
+    assert sorted(calls) == ["column_moments", "column_squares"]  # once for the path
+    memo = warm._kept_data[1]
+    for data, scale, new in (((X, y), 1.0, 0), ((X * 3.0, y), 3.0, 2)):
+        before = len(calls)
+        warm.fit(*data)  # the same data, then other columns of the same shape
+        assert len(calls) == before + new
+        cold = SparseLinearRegressor(D=2, groups=SIZE, lam=lams[-1], zero_tol=1e-3).fit(*data)
+        np.testing.assert_allclose(warm.coef_, cold.coef_, rtol=1e-6, atol=1e-9)
+        assert warm.sparsity_gap_ == pytest.approx(cold.sparsity_gap_, rel=1e-6)
+        assert warm._fit_memo.x_std == pytest.approx(np.median(X.std(axis=0)) * scale)
+    assert warm._kept_data[1] is not memo
+    assert getattr(cold, "_kept_data", None) is None  # a cold fit keeps nothing
 
 
 @pytest.mark.numerics

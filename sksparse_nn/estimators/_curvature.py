@@ -131,18 +131,20 @@ class DesignCurvature:
 
     With ``row_scale`` ``u`` the centred design is ``X_c = X - u m^T``: sample weights
     ``s`` enter as ``X = diag(sqrt(s)) X_user``, ``u = sqrt(s)`` and ``m`` the weighted
-    means (``u^T u = n``), so ``G`` is the weighted centred Gram matrix.
+    means (``u^T u = n``), so ``G`` is the weighted centred Gram matrix. ``squares``:
+    the squared column norms of ``X`` when already known (a path's fits share them).
     """
 
-    def __init__(self, X, x_mean, group, row_scale=None):
+    def __init__(self, X, x_mean, group, row_scale=None, squares=None):
         self.X, self.x_mean, self.group = X, np.asarray(x_mean, dtype=np.float64), group
         self.u = None if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         self.n, self.n_features = X.shape
         self.entries = column_entries(X)  # per column: the working sets' route
         self.penalized = group >= 0
         self.n_groups = int(group.max(initial=-1)) + 1
-        # squared column norms (dense: no temporary of the size of X)
-        diag = column_squares(X) / self.n - self.x_mean**2
+        # squared column norms (dense: no temporary of the size of X), unless given
+        squares = column_squares(X) if squares is None else squares
+        diag = squares / self.n - self.x_mean**2
         self.mean_diagonal = float(diag.sum()) / max(self.n_features, 1)
         self._rows = np.flatnonzero(self.penalized)
         self._X_rows_copy = None

@@ -119,13 +119,14 @@ def gram_cache(curv):
     return GramCache(curv.products, p, min(p, max(int(np.sqrt(float(n) * p)), 64)))
 
 
-def curvature_operator(X, x_mean, group, wide, gram, sample_weight):
+def curvature_operator(X, x_mean, group, wide, gram, sample_weight, squares=None):
     """The curvature operator of the (weighted) centred design: the Gram matrix, or the
-    design itself when it is wide."""
+    design itself when it is wide (``squares``: the squared column norms of the
+    row-scaled design, when known)."""
     if not wide:
         return DenseCurvature(gram, group)
     Xs, root = row_scaled(X, sample_weight)
-    return DesignCurvature(Xs, x_mean, group, row_scale=root)
+    return DesignCurvature(Xs, x_mean, group, row_scale=root, squares=squares)
 
 
 def working_set_rounds(W, gradient, violations, solve_set, ext, lam_rho, abs_tol, near=None):
