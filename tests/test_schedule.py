@@ -370,6 +370,7 @@ def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(m
     assert restarted == [2, 5]  # 1.6 and 1.7 > 3 x 0.5; 1.8 comes after RESTARTS = 2
     assert _schedule.RESTARTS == 2 and rule.origin_ == 6
     assert plan.base_ == pytest.approx([0.025])  # halved twice
+    assert plan.scale_ == 0.25  # what the next warm start begins at (see below)
     # each restart warms up again over ``ramp`` epochs: from low up to the held rate
     ramp = [plan.factor(e) for e in range(6, 11)]
     assert ramp == sorted(ramp) and ramp[0] < 0.25 and ramp[3] < ramp[4] == pytest.approx(1.0)
@@ -448,3 +449,33 @@ def test_measuring_the_start_leaves_batchnorm_statistics_and_mode_alone(monkeypa
     est.set_params(max_epochs=5).fit(X, y)
     est.set_params(max_epochs=None, warm_start=True).fit(X, y)
     assert checked == [(True, True, True)]
+
+
+def test_a_warm_start_begins_at_the_rate_its_predecessor_ended_at(monkeypatch):
+    """A warm start that went back to its start at half the rate (twice: a quarter)
+    hands that share of the rate on: the next warm start (the next point of a path, a
+    similar problem) begins there instead of breaking at the full rate again (default
+    MLP path on wine: 27 restarts in 19 points); a cold fit begins at the full rate."""
+    from sksparse_nn.estimators import _schedule
+
+    scales = []
+    begin = LRPlan.on_train_begin
+
+    def spy(self, net, **kwargs):
+        begin(self, net, **kwargs)
+        scales.append(self.scale)
+        rates = [group["lr"] for group in net.optimizer_.param_groups]
+        assert self.base_ == pytest.approx([self.scale * rate for rate in rates])
+
+    monkeypatch.setattr(LRPlan, "on_train_begin", spy)
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    est = DGatedMLPRegressor(lam=0.01, hidden_layer_sizes=(8,), random_state=0, warm_start=True)
+    est.fit(X, y)  # cold
+    with monkeypatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        patch.setattr(_schedule, "SPIKE", 0.0)  # every epoch "rises": restarts, twice
+        est.set_params(lam=0.02).fit(X, y)
+    est.set_params(lam=0.03).fit(X, y)
+    est.set_params(warm_start=False).fit(X, y)
+    assert scales == [1.0, 1.0, 0.25, 1.0]

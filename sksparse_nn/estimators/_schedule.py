@@ -177,6 +177,10 @@ class LRPlan(Callback):
     schedule : {"cosine", "constant"}
     warmup : int, default=0
         Epochs of linear warm-up (factor ``(e + 1) / (warmup + 1)`` in epoch ``e``).
+    scale : float, default=1.0
+        The base rates are ``scale`` times the optimizer's (``lr`` and the factors' step
+        sizes): a warm start continues at the share of them its predecessor ended at
+        (halved by each :meth:`restart`; ``scale_`` holds it).
     hold : int, default=0
         With ``"cosine"``: epochs at the full rate (after the warm-up) before the cosine,
         which then decays to zero over the rest of the cap. A warm start with the
@@ -187,16 +191,19 @@ class LRPlan(Callback):
         group at 3e-6 of the largest, the rate at 2% of its base).
     """
 
-    def __init__(self, max_epochs, schedule="cosine", warmup=0, hold=0):
+    def __init__(self, max_epochs, schedule="cosine", warmup=0, hold=0, scale=1.0):
         self.max_epochs, self.schedule, self.warmup = max_epochs, schedule, warmup
         self.hold = hold
+        self.scale = scale
 
     def initialize(self):
         self.segment_ = None  # (first epoch, length, from, to, shape) overriding the plan
+        self.scale_ = self.scale  # the base rates' share of the optimizer's rates
         return self
 
     def on_train_begin(self, net, **kwargs):
-        self.base_ = [group["lr"] for group in net.optimizer_.param_groups]
+        self.scale_ = self.scale
+        self.base_ = [self.scale * group["lr"] for group in net.optimizer_.param_groups]
         self.segment_ = None
 
     def factor(self, epoch):
@@ -239,6 +246,7 @@ class LRPlan(Callback):
         ``length`` epochs (a warm start restored to where it began after its loss rose:
         see :class:`StopWhenSettled`)."""
         self.base_ = [0.5 * base for base in self.base_]
+        self.scale_ *= 0.5
         length = max(1, length)
         target = self._scheduled(epoch + length)
         self.segment_ = (epoch, length, target / (length + 1), target, "linear")
