@@ -175,23 +175,37 @@ class DGate(Sparsifier):
         added in place (see :meth:`~sksparse_nn.sparsifiers.Sparsifier.add_penalty_grad_`);
         returns its value."""
         coef = 2.0 * scale / self.D
-        if self.group_weights is None and self.grouping.complete:
-            # one fused kernel per tensor for the gradient and one for the value
-            for tensor in (original, self.gates):
-                if tensor.grad is None:
-                    tensor.grad = torch.zeros_like(tensor)
-                tensor.grad.add_(tensor, alpha=coef)
-            flat_omega, flat_gates = original.reshape(-1), self.gates.reshape(-1)
-            return (flat_omega.dot(flat_omega) + flat_gates.dot(flat_gates)) / self.D
-        # rho_j inside the groups, 0 for entries in no group
-        rho = self.group_weights
-        rho = torch.ones_like(self.gates[0]) if rho is None else rho.to(self.gates.dtype)
-        inside = 1.0 - self.grouping.expand(torch.zeros_like(rho))
-        for tensor, c in ((original, self.grouping.expand(rho) * inside), (self.gates, rho)):
+        weights = self._entry_weights(original)
+        value = 0.0
+        for tensor, weight in zip((original, self.gates), weights, strict=True):
             if tensor.grad is None:
                 tensor.grad = torch.zeros_like(tensor)
-            tensor.grad.add_(tensor * c, alpha=coef)
-        return self.penalty(original)
+            # one fused kernel for the gradient and one for the value per tensor
+            pull = tensor if weight is None else tensor * weight
+            tensor.grad.add_(pull, alpha=coef)
+            value = value + tensor.reshape(-1).dot(pull.reshape(-1))
+        return value / self.D
+
+    def _entry_weights(self, original):
+        """``rho_j`` per entry of ``original`` (0 for entries in no group) and per gate,
+        or None where all are 1: the same every step, so computed once (again if the
+        group weights change)."""
+        rho = self.group_weights
+        version = None if rho is None else rho._version
+        key = (original.shape, original.dtype, original.device, version)
+        cached = getattr(self, "_entry_weights_cache", None)
+        if cached is not None and cached[0] == key and (rho is None or cached[1] is rho):
+            return cached[2]
+        if rho is None and self.grouping.complete:
+            weights = (None, None)
+        else:
+            rho = torch.ones_like(self.gates[0]) if rho is None else rho.to(self.gates.dtype)
+            inside = 1.0 - self.grouping.expand(torch.zeros_like(rho))
+            per_entry = (self.grouping.expand(rho) * inside).to(original.dtype)
+            unit = bool(torch.all(per_entry == 1.0)) and bool(torch.all(rho == 1.0))
+            weights = (None, None) if unit else (per_entry, rho)
+        self._entry_weights_cache = (key, self.group_weights, weights)
+        return weights
 
     def induced_penalty(self, weight):
         """Non-smooth penalty ``sum_j rho_j ||w_j||^(2/D)`` of the effective weight."""

@@ -394,6 +394,7 @@ def test_the_fused_gated_weight_has_the_composed_gradients(spec, shape, D):
         ("in", None),
         (AxisGroups(1, [0, 0, 1, -1, 2, 2]), None),  # a column in no group: no penalty
         ("in", [1.0, 2.0, 3.0, 0.5, 0.0, 1.0]),
+        ("in", [1.0] * 6),  # unit weights given explicitly (the NAM's): the plain route
     ],
 )
 def test_closed_form_penalty_gradient_is_autograds(groups, weights, D):
@@ -405,6 +406,19 @@ def test_closed_form_penalty_gradient_is_autograds(groups, weights, D):
     gate, original = layer.parametrizations.weight[0], layer.parametrizations.weight.original
     with torch.no_grad():
         gate.gates.uniform_(0.5, 1.5)
+    (1.7 * gate.penalty(original)).backward()
+    expected = original.grad.clone(), gate.gates.grad.clone()
+    original.grad, gate.gates.grad = None, None
+    value = gate.add_penalty_grad_(original, 1.7)
+    torch.testing.assert_close(value, gate.penalty(original).detach(), rtol=1e-14, atol=0)
+    torch.testing.assert_close(original.grad, expected[0], rtol=1e-14, atol=0)
+    torch.testing.assert_close(gate.gates.grad, expected[1], rtol=1e-14, atol=0)
+    if rho is None:
+        return
+    # the per-entry weights are kept between steps; changed group weights are honoured
+    with torch.no_grad():
+        gate.group_weights.mul_(torch.linspace(0.5, 2.0, rho.numel(), dtype=torch.float64))
+    original.grad, gate.gates.grad = None, None
     (1.7 * gate.penalty(original)).backward()
     expected = original.grad.clone(), gate.gates.grad.clone()
     original.grad, gate.gates.grad = None, None
