@@ -406,23 +406,21 @@ def test_closed_form_penalty_gradient_is_autograds(groups, weights, D):
     gate, original = layer.parametrizations.weight[0], layer.parametrizations.weight.original
     with torch.no_grad():
         gate.gates.uniform_(0.5, 1.5)
-    (1.7 * gate.penalty(original)).backward()
-    expected = original.grad.clone(), gate.gates.grad.clone()
-    original.grad, gate.gates.grad = None, None
-    value = gate.add_penalty_grad_(original, 1.7)
-    torch.testing.assert_close(value, gate.penalty(original).detach(), rtol=1e-14, atol=0)
-    torch.testing.assert_close(original.grad, expected[0], rtol=1e-14, atol=0)
-    torch.testing.assert_close(gate.gates.grad, expected[1], rtol=1e-14, atol=0)
+    _assert_closed_form_is_autograds(gate, original, 1.7)
     if rho is None:
         return
     # the per-entry weights are kept between steps; changed group weights are honoured
     with torch.no_grad():
         gate.group_weights.mul_(torch.linspace(0.5, 2.0, rho.numel(), dtype=torch.float64))
+    _assert_closed_form_is_autograds(gate, original, 1.7)
+
+
+def _assert_closed_form_is_autograds(gate, original, scale):
     original.grad, gate.gates.grad = None, None
-    (1.7 * gate.penalty(original)).backward()
+    (scale * gate.penalty(original)).backward()
     expected = original.grad.clone(), gate.gates.grad.clone()
     original.grad, gate.gates.grad = None, None
-    value = gate.add_penalty_grad_(original, 1.7)
+    value = gate.add_penalty_grad_(original, scale)
     torch.testing.assert_close(value, gate.penalty(original).detach(), rtol=1e-14, atol=0)
     torch.testing.assert_close(original.grad, expected[0], rtol=1e-14, atol=0)
     torch.testing.assert_close(gate.gates.grad, expected[1], rtol=1e-14, atol=0)
