@@ -455,7 +455,8 @@ def test_a_warm_start_begins_at_the_rate_its_predecessor_ended_at(monkeypatch):
     """A warm start that went back to its start at half the rate (twice: a quarter)
     hands that share of the rate on: the next warm start (the next point of a path, a
     similar problem) begins there instead of breaking at the full rate again (default
-    MLP path on wine: 27 restarts in 19 points); a cold fit begins at the full rate."""
+    MLP path on wine: 27 restarts in 19 points); a cold fit, or a warm start with a new
+    lr, begins at the full rate."""
     from sksparse_nn.estimators import _schedule
 
     scales = []
@@ -477,5 +478,6 @@ def test_a_warm_start_begins_at_the_rate_its_predecessor_ended_at(monkeypatch):
         patch.setattr(_schedule, "SPIKE", 0.0)  # every epoch "rises": restarts, twice
         est.set_params(lam=0.02).fit(X, y)
     est.set_params(lam=0.03).fit(X, y)
+    est.set_params(lr=0.5 * est.lr).fit(X, y)  # a new lr is the user's: taken whole
     est.set_params(warm_start=False).fit(X, y)
-    assert scales == [1.0, 1.0, 0.25, 1.0]
+    assert scales == [1.0, 1.0, 0.25, 1.0, 1.0]

@@ -257,8 +257,8 @@ class BaseDGated(BaseEstimator):
         self.n_iter_ = len(net.history)
         plan = dict(net.callbacks_).get("lr_schedule")
         # the share of the learning rate this fit ended stable at: where a warm start
-        # from it begins (see _plan_stopping)
-        self._warm_rate_scale = getattr(plan, "scale_", 1.0)
+        # from it begins, unless lr has been changed since (see _plan_stopping)
+        self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0))
         module = net.module_.to("cpu")
         zero_tol = self.zero_tol * self._weight_scale(X, y)
         raw, keep = self._collapse(module, zero_tol)
@@ -375,7 +375,8 @@ class BaseDGated(BaseEstimator):
             # went back to its start at half the rate (StopWhenSettled), and the next
             # point of a path, a similar problem, broke at the full rate again (default
             # MLP path on wine: 27 restarts in 19 points, each with its 500-step ramp)
-            plan.scale = getattr(self, "_warm_rate_scale", 1.0)
+            lr, scale = getattr(self, "_warm_rate_scale", (None, 1.0))
+            plan.scale = scale if lr == self.lr else 1.0
         if self.max_epochs is None and plan.max_epochs > 0:
             window = _epochs_for(_SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
             if warm and plan.schedule == "cosine":
