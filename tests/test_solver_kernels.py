@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sksparse_nn.solvers import _kernels
 from sksparse_nn.solvers._kernels import add_columns, cd_sweep
+from sksparse_nn.solvers._kkt import group_violations
 from sksparse_nn.solvers._proximal import anderson_extrapolation, anderson_weights
 
 pytestmark = pytest.mark.numerics
@@ -150,3 +152,106 @@ def test_anderson_weights_find_the_fixed_point_of_a_linear_iteration():
     z_acc = np.array([Z @ after for _, after in history]).T @ a
     np.testing.assert_allclose(anderson_extrapolation(history), fixed, rtol=1e-9)
     np.testing.assert_allclose(z_acc, Z @ fixed, rtol=1e-9)
+
+
+@pytest.mark.parametrize("positive", [False, True])
+def test_compiled_group_violations_are_the_numpy_ones(positive):
+    rng = np.random.default_rng(11 + positive)
+    ext = rng.permutation(np.repeat(np.arange(6), [1, 3, 2, 4, 1, 2]))
+    lam_rho = rng.uniform(0.5, 2.0, size=6)
+    lam_rho[4] = 0.0  # an unpenalized group
+    w = rng.normal(size=ext.size)
+    w[np.isin(ext, [1, 5])] = 0.0  # zero groups
+    w[0] = 0.0  # and one zero entry of a live group
+    g = rng.normal(size=ext.size) * 2.0
+    pos = np.zeros(ext.size, dtype=bool)
+    if positive:
+        pos[::2] = True
+        w[pos] = np.abs(w[pos])
+    viol, live = _kernels.group_violations(w, g, ext, lam_rho, 6, pos, positive)
+    ref_viol, ref_live = group_violations(w, g, ext, lam_rho, 6, pos if positive else False)
+    assert np.array_equal(live, ref_live)
+    # the same sums in the same order, up to how the division is grouped
+    np.testing.assert_allclose(viol, ref_viol, rtol=0, atol=16 * EPS * np.abs(g).sum())
+    assert np.any(viol > 0) and np.any(~live)
+
+
+def test_compiled_extrapolation_weights_are_anderson_weights():
+    rng = np.random.default_rng(5)
+    M = 0.3 * rng.normal(size=(7, 7))
+    b = rng.normal(size=7)
+    W = np.empty((6, 7))
+    W[0] = rng.normal(size=7)
+    for i in range(5):
+        W[i + 1] = M @ W[i] + b
+    for m in (3, 4, 5):
+        a = _kernels.extrapolation_weights(W, m)
+        ref = anderson_weights([(W[i], W[i + 1]) for i in range(m)])
+        # both solve the same normal equations (LU with partial pivoting): they agree to
+        # their conditioning times eps, far below 1e-6 for these few steps
+        np.testing.assert_allclose(a, ref, rtol=1e-6, atol=1e-9)
+    # residual differences that are linearly dependent (a constant step): no weights
+    W_const = np.arange(7.0) + np.arange(6.0)[:, None]  # exact: differences are 0
+    assert _kernels.extrapolation_weights(W_const, 4).size == 0
+
+
+def _dense_model(X, m, s, h, gw, x, d):
+    """The model's gradient ``gw + A^T (h * (A d))`` with ``A = [X - 1 m^T, s 1]``."""
+    A = X.toarray() - m
+    if s is not None:
+        A = np.hstack([A, np.full((A.shape[0], 1), s)])
+    return gw + A.T @ (h * (A @ d))
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("positive", [False, True])
+@pytest.mark.parametrize("dense", [False, True])
+def test_model_cd_reaches_the_models_kkt_point(intercept, positive, dense):
+    # the compiled loop stops at the model's KKT point (checked here on the dense model,
+    # not on the kernel's own state), and the state it returns is that point's
+    rng = np.random.default_rng(20 + 4 * intercept + 2 * positive + dense)
+    sizes = [2, 1, 3, 1, 2, 1, 1, 3]
+    n, k = 50, sum(sizes)
+    X = sp.random(n, k, density=1.0 if dense else 0.3, format="csc", random_state=rng)
+    X.sort_indices()
+    m = np.asarray(X.mean(axis=0)).ravel()
+    s = 1.0 if intercept else None
+    h = rng.uniform(0.2, 1.0, size=n) / n
+    starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.intp)
+    ext = np.repeat(np.arange(len(sizes)), sizes)
+    nv = k + intercept
+    if intercept:
+        ext = np.append(ext, len(sizes))
+    n_groups = len(sizes) + intercept
+    x = rng.normal(size=nv) * (rng.random(nv) < 0.5)
+    gw = rng.normal(size=nv) * 0.3
+    A = X.toarray() - m
+    L = np.array([np.linalg.eigvalsh(A[:, a:b].T @ (h[:, None] * A[:, a:b]))[-1]
+                  for a, b in zip(starts[:-1], starts[1:], strict=True)])  # fmt: skip
+    lam_rho = np.append(rng.uniform(0.02, 0.2, size=len(sizes)), [0.0] * intercept)
+    lam_rho[1] = 1e3  # a group the model certainly zeroes
+    pos = np.zeros(nv, dtype=bool)
+    if positive:
+        pos[:k:2] = True
+        x[pos] = np.abs(x[pos])
+    wdata = X.data * h[X.indices]
+    c = X.T @ h
+    hb = float(h.sum()) if intercept else 0.0
+    tol = 1e-10
+    w, r, t, sweeps = _kernels.model_cd(
+        x, gw, h, ext, lam_rho, n_groups, np.arange(len(sizes)), starts, L,
+        lam_rho[: len(sizes)], c, m, 1.0 if intercept else 0.0, hb, pos, positive,
+        X.indptr, X.indices, X.data, wdata, dense, tol, 10_000, 5,
+    )  # fmt: skip
+    d = w - x
+    G = _dense_model(X, m, s, h, gw, x, d)
+    viol, live = group_violations(w, G, ext, lam_rho, n_groups, pos if positive else False)
+    # the loop's own check used its gradient; the dense one differs by rounding only
+    assert viol.max() <= tol + 1e3 * EPS * np.abs(G).sum()
+    assert 0 < sweeps < 10_000 and np.any(~live[: len(sizes)]) and np.any(live)
+    if positive:
+        assert np.all(w[pos] >= 0)
+    scale = np.abs(d).max() + 1.0
+    np.testing.assert_allclose(r, h * (X @ d[:k]), rtol=0, atol=1e3 * EPS * scale)
+    t_ref = -m @ d[:k] + (d[k] if intercept else 0.0)
+    np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e3 * EPS * scale)
