@@ -132,11 +132,15 @@ class DesignCurvature:
     With ``row_scale`` ``u`` the centred design is ``X_c = X - u m^T``: sample weights
     ``s`` enter as ``X = diag(sqrt(s)) X_user``, ``u = sqrt(s)`` and ``m`` the weighted
     means (``u^T u = n``), so ``G`` is the weighted centred Gram matrix. ``squares``:
-    the squared column norms of ``X`` when already known (a path's fits share them).
+    the squared column norms of ``X`` when already known (a path's fits share them);
+    ``by_columns``: the same design in CSC when ``X`` is sparse CSR (the working sets'
+    columns are sliced from it).
     """
 
-    def __init__(self, X, x_mean, group, row_scale=None, squares=None):
+    def __init__(self, X, x_mean, group, row_scale=None, squares=None, by_columns=None):
         self.X, self.x_mean, self.group = X, np.asarray(x_mean, dtype=np.float64), group
+        # X as its columns are sliced (sparse: CSC), the products use X itself
+        self.X_cols = X if by_columns is None else by_columns
         self.u = None if row_scale is None else np.asarray(row_scale, dtype=np.float64)
         self.n, self.n_features = X.shape
         self.entries = column_entries(X)  # per column: the working sets' route
@@ -226,7 +230,7 @@ class DesignCurvature:
         nothing to centre, else one new array, centred in place (``X[:, idx] - shift``
         held the slice and the result at once: two copies of the design when ``idx`` was
         all of it)."""
-        X = self.X
+        X = self.X_cols
         mean = self.x_mean[idx]
         centre = bool(np.any(mean))
         dense = not sp.issparse(X)
@@ -280,7 +284,7 @@ class DesignCurvature:
             return SparseColumns(self.columns(idx), np.arange(idx.size), ext)
         if self.u is not None:
             return None
-        return SparseColumns(self.X, idx, ext, self.x_mean)
+        return SparseColumns(self.X_cols, idx, ext, self.x_mean)
 
     def columns_solve(self, idx):
         """:meth:`scaled_solve` for the features ``idx`` (sorted; a working set), given a
@@ -321,7 +325,7 @@ class DesignCurvature:
         ``F a^-1 F^T = P a^-1 P^T - q u^T - u q^T + (c^T a^-1 c) u u^T``, ``q = P a^-1 c``:
         one sparse product of ``n x n`` entries, never ``n x |idx|`` dense ones."""
         scale = s / np.sqrt(self.n)
-        P = sp.csc_matrix(self.X[:, idx]) @ sp.diags(scale)
+        P = sp.csc_matrix(self.X_cols[:, idx]) @ sp.diags(scale)
         c = self.x_mean[idx] * scale
         u = np.ones(self.n) if self.u is None else self.u
         inv = 1.0 / diag

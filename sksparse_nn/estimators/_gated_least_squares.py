@@ -119,14 +119,17 @@ def gram_cache(curv):
     return GramCache(curv.products, p, min(p, max(int(np.sqrt(float(n) * p)), 64)))
 
 
-def curvature_operator(X, x_mean, group, wide, gram, sample_weight, squares=None):
+def curvature_operator(X, x_mean, group, wide, gram, sample_weight, squares=None, by_columns=None):
     """The curvature operator of the (weighted) centred design: the Gram matrix, or the
     design itself when it is wide (``squares``: the squared column norms of the
-    row-scaled design, when known)."""
+    row-scaled design, when known; ``by_columns``: ``X`` in CSC, without sample
+    weights, see :class:`DesignCurvature`)."""
     if not wide:
         return DenseCurvature(gram, group)
     Xs, root = row_scaled(X, sample_weight)
-    return DesignCurvature(Xs, x_mean, group, row_scale=root, squares=squares)
+    return DesignCurvature(
+        Xs, x_mean, group, row_scale=root, squares=squares, by_columns=by_columns
+    )
 
 
 def working_set_rounds(W, gradient, violations, solve_set, ext, lam_rho, abs_tol, near=None):
@@ -221,8 +224,17 @@ class GatedLeastSquares:
         return group_norms(W, self.group, self.rho.size)
 
     def objective(self, W):
+        """The objective at ``W`` and its group norms; the data term from the kept
+        gradient when it is at ``W`` (``W^T G W / 2 - rhs^T W`` is ``W^T (g - rhs) / 2``
+        with ``g = G W - rhs``: on wide data a pass over the design saved)."""
         norms = self.norms(W)
-        data = self.const - float((self.rhs * W).sum()) + 0.5 * float((W * self.curv.dot(W)).sum())
+        last = self._last_gradient
+        if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
+            data = self.const + 0.5 * float((W * (last[1] - self.rhs)).sum())
+        else:
+            data = self.const - float((self.rhs * W).sum()) + 0.5 * float(
+                (W * self.curv.dot(W)).sum()
+            )  # fmt: skip
         return data + self.lam * penalty_value(norms, self.rho, self.D), norms
 
     def _per_feature(self, per_group, free_value):

@@ -306,9 +306,12 @@ class GatedLogisticProblem:
         fit_intercept,
         sample_weight=None,
         positive=False,
+        by_columns=None,
     ):
         n, p = X.shape
         self.X, self.n, self.p, self.k = X, n, p, n_outputs
+        # X as working sets read their columns (sparse: CSC), products use X itself
+        self.X_cols = X if by_columns is None else by_columns
         self.s = sample_weight  # mean 1, or None
         self.fit_intercept = fit_intercept
         self.x_mean = None
@@ -393,13 +396,13 @@ class GatedLogisticProblem:
         feats = idx[idx < self.p]
         ones = feats.size < idx.size
         if sp.issparse(self.X):
-            A = self.X[:, feats]
+            A = self.X_cols[:, feats]
             return sp.hstack([A, np.ones((self.n, 1))], format="csr") if ones else A.tocsr()
         A = np.empty((self.n, idx.size))
         for start in range(0, feats.size, _COPY_CHUNK):  # no temporary of the set's size
             cols = feats[start : start + _COPY_CHUNK]
             part = slice(start, start + cols.size)
-            A[:, part] = self.X[:, cols]
+            A[:, part] = self.X_cols[:, cols]
             if self.x_mean is not None:
                 A[:, part] -= self.x_mean[cols]
         if ones:
@@ -441,7 +444,8 @@ class GatedLogisticProblem:
         counted are its Newton steps (its models, as :class:`GatedLogistic`'s)."""
         groups, ext_ws = np.unique(self.shape.ext[idx], return_inverse=True)
         feats = idx[idx < self.p]
-        cols = SparseColumns(self.X, feats, ext_ws, None, 1.0 if feats.size < idx.size else None)
+        const = 1.0 if feats.size < idx.size else None
+        cols = SparseColumns(self.X_cols, feats, ext_ws, None, const)
         wn = np.full(self.n, 1.0 / self.n) if self.s is None else self.s / self.n
         x, _, _, _, steps = solve_set_cd(
             cols, self.C[:, 0], wn, V[idx, 0], ext_ws, self.shape.lam_rho[groups], groups.size,

@@ -72,13 +72,27 @@ def _same_key(a, b):
 class _DataMemo:
     """Statistics of one data set that every fit on it needs, kept along a warm-started
     path (see ``_SparseLinearModel._data_memo``): the Gram-block cache of the working
-    sets, the squared column norms of the (row-scaled) design and the median column
-    standard deviation of ``zero_tol``'s scale. Filled on first use."""
+    sets, the squared column norms of the (row-scaled) design, the median column
+    standard deviation of ``zero_tol``'s scale and sparse ``X`` by columns. Filled on
+    first use."""
 
     def __init__(self):
         self.gram = None
         self.squares = None
         self.x_std = None
+        self.csc = None
+
+    def by_columns(self, X):
+        """``X`` as the working sets read it: sparse ``X`` in CSC (one copy, made once
+        per data set: a working set's columns are then slices, where CSR columns cost a
+        pass over all of ``X``'s nonzeros per set: 0.3 ms against 0.04 ms on a
+        2000 x 10000 text-like design), dense ``X`` itself. ``X`` is the design this
+        memo was made for (the caller's, or the same row-scaled)."""
+        if not sp.issparse(X) or X.format == "csc":
+            return X
+        if self.csc is None:
+            self.csc = X.tocsc()
+        return self.csc
 
 
 def _is_gated(module):
@@ -638,8 +652,9 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
                 Xs, _ = row_scaled(X, sample_weight)
                 memo.squares = column_squares(Xs)
             gram = curvature_operator(
-                X, x_mean, group, True, None, sample_weight, squares=memo.squares
-            )
+                X, x_mean, group, True, None, sample_weight, squares=memo.squares,
+                by_columns=memo.by_columns(X) if sample_weight is None else None,
+            )  # fmt: skip
         nonneg = np.ones(X.shape[1], dtype=bool) if self.positive else None
         problem = GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D, nonneg)
         if sets:  # working sets, their Gram blocks kept along a warm-started path
@@ -708,8 +723,9 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated logistic: ``(W, intercept, objective, gradient, norms, certified)``."""
-        if uses_working_sets(X):  # zero_tol's column scale, kept along a path
-            self._data_memo(X, sample_weight)
+        by_columns = None
+        if uses_working_sets(X):  # zero_tol's column scale, X by columns, along a path
+            by_columns = self._data_memo(X, sample_weight).by_columns(X)
         problem = GatedLogisticProblem(
             X,
             targets.cpu().numpy(),
@@ -721,6 +737,7 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
             self.fit_intercept,
             sample_weight,
             positive=self.positive,
+            by_columns=by_columns,
         )
         if bias is not None and problem.x_mean is not None:
             bias = bias + problem.x_mean @ weight  # the intercept of the centred columns
