@@ -173,3 +173,38 @@ def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeyp
     # (another support or start) would differ at the size of the coefficients
     scale = np.abs(dense.coef_).max()
     np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=0, atol=1e-8 * scale)
+
+
+@pytest.mark.parametrize("estimator", ["regressor", "classifier"])
+def test_a_warm_path_slices_its_sets_from_one_column_copy_of_x(text_like, estimator):
+    # CSR columns cost a pass over all nonzeros per slice: the working sets read a CSC
+    # copy of X, made once for a warm-started path and held by its data memo
+    from sksparse_nn import SparseLinearClassifier
+    from sksparse_nn.estimators import _curvature, _gated_logistic
+
+    X, y = text_like
+    if estimator == "classifier":
+        y = (y > np.median(y)).astype(int)
+        cls, target = SparseLinearClassifier, _gated_logistic.GatedLogisticProblem
+    else:
+        cls, target = SparseLinearRegressor, _curvature.DesignCurvature
+    seen = []
+    original = target.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        seen.append(self.X_cols)
+
+    est = cls(D=2, warm_start=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(target, "__init__", spy)
+        for lam in (0.3, 0.1, 0.05):
+            lam_max = lambda_max(X, y if estimator == "regressor" else y - y.mean(),
+                                 np.arange(P), np.ones(P))  # fmt: skip
+            est.set_params(lam=lam * lam_max).fit(X, y)
+    assert len(seen) >= 3 and all(c is seen[0] for c in seen)
+    assert seen[0].format == "csc" and (seen[0] != X).nnz == 0
+    assert est._fit_memo.csc is seen[0]
+    # the same solution as a cold fit (both certified; the support is unique here)
+    cold = cls(D=2, lam=est.lam).fit(X, y)
+    np.testing.assert_array_equal(cold.selected_features_, est.selected_features_)
