@@ -165,9 +165,7 @@ def test_a_path_reuses_its_data_statistics_and_gives_the_fits_own(wide, monkeypa
     calls = []
     for name in ("column_moments", "column_squares"):
         original = getattr(linear, name)
-        monkeypatch.setattr(
-            linear, name, lambda X, f=original, n=name: calls.append(n) or f(X)
-        )
+        monkeypatch.setattr(linear, name, lambda X, f=original, n=name: calls.append(n) or f(X))
     X, y, labels = wide
     lam_max = lambda_max(X, y, labels, np.ones(labels.max() + 1))
     warm = SparseLinearRegressor(D=2, groups=SIZE, warm_start=True, zero_tol=1e-3)
@@ -196,6 +194,40 @@ def test_a_path_reuses_its_data_statistics_and_gives_the_fits_own(wide, monkeypa
         assert warm._fit_memo.x_std == pytest.approx(np.median(X.std(axis=0)) * scale, rel=1e-12)
     assert warm._kept_data[1] is not memo
     assert getattr(cold, "_kept_data", None) is None  # a cold fit keeps nothing
+
+
+def test_a_path_keeps_its_targets_moments_and_new_targets_replace_them(wide, monkeypatch):
+    # X^T y and the gradient at the last solution are kept along a path on the same
+    # targets (one product with X each per point); other targets on the same X must not
+    # see them: the warm fit then equals a cold fit on the new targets
+    from sksparse_nn.estimators import linear
+
+    calls = []
+    original = linear.centered_moments
+    monkeypatch.setattr(
+        linear, "centered_moments", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    X, y, labels = wide
+    lam_max = lambda_max(X, y, labels, np.ones(labels.max() + 1))
+    warm = SparseLinearRegressor(D=2, groups=SIZE, warm_start=True)
+    for lam in (0.7 * lam_max, 0.6 * lam_max, 0.5 * lam_max):
+        warm.set_params(lam=lam).fit(X, y)
+    assert len(calls) == 1
+    y2 = y[::-1].copy()  # new targets, the same design (the memo is kept)
+    memo = warm._kept_data[1]
+    warm.fit(X, y2)
+    assert warm._kept_data[1] is memo and len(calls) == 2
+    cold = SparseLinearRegressor(D=2, groups=SIZE, lam=warm.lam).fit(X, y2)
+    np.testing.assert_array_equal(warm.selected_groups_, cold.selected_groups_)
+    Xc, yc = _centred(X, y2, True)
+    grad = Xc.T @ (Xc @ warm.coef_ - yc) / N
+    # the warm fit's own certificate holds for the new targets' gradient
+    kkt_scale = _group_norms(Xc.T @ yc / N, labels).max()
+    norms = _group_norms(warm.coef_, labels)
+    viol = [np.linalg.norm(grad[labels == g] + warm.lam * warm.coef_[labels == g] / norms[g])
+            if norms[g] > 0 else max(np.linalg.norm(grad[labels == g]) - warm.lam, 0.0)
+            for g in range(norms.size)]  # fmt: skip
+    assert max(viol) <= (KKT_TOL + 1e4 * EPS) * kkt_scale
 
 
 @pytest.mark.numerics

@@ -187,7 +187,9 @@ class GatedLeastSquares:
     (see ``centered_moments``): objective values include the best intercept.
     """
 
-    def __init__(self, gram, rhs, const, labels, rho, lam, D, nonnegative=None, scale=None):
+    def __init__(
+        self, gram, rhs, const, labels, rho, lam, D, nonnegative=None, scale=None, gradient=None
+    ):
         self.rhs, self.const = rhs, const
         self.rho, self.lam, self.D = rho, lam, D
         # features whose coefficients are constrained to be >= 0 (bool (p,)), or None
@@ -210,7 +212,9 @@ class GatedLeastSquares:
         self.ext, rho_ext = extended_groups(in_group, np.zeros(n_pen))
         self.lam_rho = np.concatenate([lam * rho[:n_pen], rho_ext[n_pen:]])
         self.kkt_scale = scale
-        self._last_gradient = None  # (W, G W - rhs) of the last gradient asked for
+        # (W, G W - rhs) of the last gradient asked for; ``gradient``: one known for this
+        # problem's data and targets (a warm start's, from the fit it starts from)
+        self._last_gradient = gradient
 
     @staticmethod
     def penalized_groups(labels, rho, lam):
@@ -414,6 +418,11 @@ class GatedLeastSquares:
         G = self.curv.dot(W) - self.rhs
         self._last_gradient = (W.copy(), G)
         return G
+
+    @property
+    def last_gradient(self):
+        """``(W, G W - rhs)``: the last gradient computed, or None."""
+        return self._last_gradient
 
     @property
     def scale(self):

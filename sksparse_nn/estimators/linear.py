@@ -14,6 +14,7 @@ then spans its features' coefficients across all classes.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from numbers import Integral
 
@@ -81,6 +82,18 @@ class _DataMemo:
         self.squares = None
         self.x_std = None
         self.csc = None
+        self.moments = None  # (Y, centered_moments without the Gram matrix)
+        self.gradient = None  # (W, gradient) at the last solution, for those targets
+
+    def targets_moments(self, X, Y, fit_intercept, sample_weight):
+        """``centered_moments`` of the targets ``Y`` without the Gram matrix, kept while
+        the targets are the same (a path: one product with ``X`` per point saved); new
+        targets drop the kept gradient too."""
+        kept = self.moments
+        if kept is None or not (kept[0].shape == Y.shape and np.array_equal(kept[0], Y)):
+            moments = centered_moments(X, Y, fit_intercept, False, sample_weight)
+            self.moments, self.gradient = (Y.copy(), moments), None
+        return self.moments[1]
 
     def by_columns(self, X):
         """``X`` as the working sets read it: sparse ``X`` in CSC (one copy, made once
@@ -93,6 +106,15 @@ class _DataMemo:
         if self.csc is None:
             self.csc = X.tocsc()
         return self.csc
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(n):
+    """The fixed random vector of length ``n`` that data memos recognize data by
+    (read-only; drawing it cost as much as the probe's product on a path's data)."""
+    v = np.random.RandomState(0).standard_normal(n)
+    v.flags.writeable = False
+    return v
 
 
 def _is_gated(module):
@@ -334,7 +356,7 @@ class _SparseLinearModel(BaseDGated):
         for by fits on working sets, where the statistics are passes over a large
         design (sparse 2000 x 10000: ~2 ms a path point).
         """
-        v = np.random.RandomState(0).standard_normal(X.shape[0])
+        v = _probe(X.shape[0])
         key = (
             X.shape,
             self.fit_intercept,
@@ -642,11 +664,16 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         """Gated least squares: ``(W, intercept, objective, gradient, norms, certified)``."""
         Y = targets.cpu().double().numpy()
         sets = uses_working_sets(X)
-        gram, rhs, x_mean, y_mean, const = centered_moments(
-            X, Y, self.fit_intercept, with_gram=not sets, sample_weight=sample_weight
-        )
+        memo = self._data_memo(X, sample_weight) if sets else None
         if sets:  # never form the p x p Gram matrix: products with the design
-            memo = self._data_memo(X, sample_weight)
+            gram, rhs, x_mean, y_mean, const = memo.targets_moments(
+                X, Y, self.fit_intercept, sample_weight
+            )
+        else:
+            gram, rhs, x_mean, y_mean, const = centered_moments(
+                X, Y, self.fit_intercept, sample_weight=sample_weight
+            )
+        if sets:
             group = GatedLeastSquares.penalized_groups(labels, rho, self.lam)
             if memo.squares is None:
                 Xs, _ = row_scaled(X, sample_weight)
@@ -656,7 +683,10 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
                 by_columns=memo.by_columns(X) if sample_weight is None else None,
             )  # fmt: skip
         nonneg = np.ones(X.shape[1], dtype=bool) if self.positive else None
-        problem = GatedLeastSquares(gram, rhs, const, labels, rho, self.lam, self.D, nonneg)
+        problem = GatedLeastSquares(
+            gram, rhs, const, labels, rho, self.lam, self.D, nonneg,
+            gradient=None if memo is None else memo.gradient,
+        )  # fmt: skip
         if sets:  # working sets, their Gram blocks kept along a warm-started path
             if memo.gram is None:
                 memo.gram = gram_cache(gram)
@@ -672,6 +702,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         intercept = y_mean - x_mean @ W
         certified = self.D == 2 and problem.relative_kkt(W) <= KKT_TOL
         gradient = -problem.gradient(W)
+        if memo is not None:  # where a warm start from this solution begins
+            memo.gradient = problem.last_gradient
         return W, intercept, objective, gradient, problem.norms(W), certified
 
     def _coef_shape(self, weight, bias):
