@@ -256,3 +256,27 @@ def test_invalid_hidden_sizes_and_grid(fitted):
         DGatedNAMRegressor(**{**TINY, "hidden_layer_sizes": (4, 0)}).fit(X, y)
     with pytest.raises(ValueError, match="grid"):
         fitted.shape_functions(grid=1)
+
+
+def test_a_cold_default_fit_at_a_small_lam_settles_with_a_clean_gap():
+    # at a path's small end (1% of lam_max) unused shape functions shrink slowly: a cold
+    # fit with the automatic budget must run until they are zero, not stop at its cap
+    # with every group in transit (as a cap of 2000 steps did: 12 groups kept, the
+    # smallest at 7e-4, and a ConvergenceWarning)
+    import warnings
+
+    from sksparse_nn.exceptions import ConvergenceWarning
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 12)
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2 + X[:, 2] + 0.5 * rng.randn(200)
+    est = DGatedNAMRegressor(random_state=0)
+    est.set_params(lam=0.01 * est.lambda_max(X, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est.fit(X, y)
+    assert est.n_iter_ < est._max_epochs(200, est.batch_size)  # settled, not capped
+    dead, live = est.sparsity_gap_
+    assert 0 < len(est.selected_features_) < 12
+    assert {0, 1, 2} <= set(est.selected_features_)
+    assert dead < 1e-6 < 1e-2 < live  # a clean gap: zeros are dust, live groups are not

@@ -61,7 +61,6 @@ from ._training import (
 
 __all__ = ["BaseDGated"]
 
-_AUTO_MIN_STEPS = 4000
 #: Optimizer steps of the learning-rate warm-up of a warm start: a path point starts at
 #: the previous lam's minimum, which that fit's final anneal reached at a vanishing rate and
 #: can be too sharp for the full rate (seen: an MLP path on 442 rows diverging in its
@@ -431,17 +430,25 @@ class BaseDGated(BaseEstimator):
             groups.append(("*weight", {"weight_decay": decay}))
         return {"optimizer__param_groups": groups} if groups else {}
 
+    #: The automatic budget (``max_epochs=None``): a cap of at least this many optimizer
+    #: steps and epochs (families set their own).
+    _auto_min_steps = 4000
+    _auto_min_epochs = 100
+
     def _max_epochs(self, n_samples, batch_size):
-        """``max_epochs``, or for ``None`` at least 100 epochs and 4000 optimizer steps.
+        """``max_epochs``, or for ``None`` at least ``_auto_min_epochs`` epochs and
+        ``_auto_min_steps`` optimizer steps.
 
         Unused groups shrink geometrically at a rate proportional to ``lam * lr`` per
         step, so exact zeros need a number of steps rather than of epochs: small data
-        sets get more epochs.
+        sets get more epochs. With the automatic budget the learning rate decays over
+        this cap (see ``_schedule``), so the cap also sets how long a cold fit keeps a
+        high rate.
         """
         if self.max_epochs is not None:
             return self.max_epochs
         steps_per_epoch = -(-n_samples // batch_size)
-        return max(100, -(-_AUTO_MIN_STEPS // steps_per_epoch))
+        return max(self._auto_min_epochs, -(-self._auto_min_steps // steps_per_epoch))
 
     # ---------------------------------------------------------- inference
     def _forward(self, X):

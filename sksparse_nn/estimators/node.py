@@ -49,11 +49,6 @@ __all__ = ["NODEClassifier", "NODERegressor"]
 
 #: Rows used for the data-aware initialization of thresholds and temperatures.
 _INIT_ROWS = 2048
-#: The automatic budget (``max_epochs=None``): at least this many epochs and optimizer
-#: steps. Early stopping ends default fits long before (15-90 epochs measured on wine
-#: quality, diabetes and Friedman #1); the cap bounds a fit that never looks done.
-_AUTO_MIN_EPOCHS = 100
-_AUTO_MIN_STEPS = 2000
 #: A tree early stopping may restore as dead is below this fraction of ``zero_tol``.
 _DUST = 1e-2
 #: Early stopping restores the average of the weights of the best epoch and of the
@@ -215,6 +210,10 @@ class _NODEFamily(BaseDGated):
     """The NODE family: one D-Gating group per tree (its leaf responses)."""
 
     _predict_batch = 2048  # rows per forward pass: trees x leaves activations per row
+    #: The automatic budget (``max_epochs=None``): at least 100 epochs and 2000 steps.
+    #: Early stopping ends default fits long before (15-90 epochs measured on wine
+    #: quality, diabetes and Friedman #1); the cap bounds a fit that never looks done.
+    _auto_min_steps = 2000
     #: (trees per layer, layers) of ``num_trees=None`` / ``num_layers=None``
     _default_trees = (128, 1)
 
@@ -331,17 +330,6 @@ class _NODEFamily(BaseDGated):
         for layer in module.layers:
             rho = np.full(layer.num_trees, scale ** (2.0 / self.D))
             dgate(layer, "response", groups=AxisGroups(0), D=self.D, init=init, group_weights=rho)
-
-    def _max_epochs(self, n_samples, batch_size):
-        """``max_epochs``, or for ``None`` at least 100 epochs and 2000 optimizer steps.
-
-        A cap: early stopping (on by default with ``max_epochs=None``) ends fits well
-        before it.
-        """
-        if self.max_epochs is not None:
-            return self.max_epochs
-        steps_per_epoch = -(-n_samples // batch_size)
-        return max(_AUTO_MIN_EPOCHS, -(-_AUTO_MIN_STEPS // steps_per_epoch))
 
     def _early_stopping(self):
         """Whether this fit stops early: ``"auto"`` means with the automatic budget."""
