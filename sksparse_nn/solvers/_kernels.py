@@ -320,7 +320,9 @@ def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, 
                         r = r_acc
                         S = S_acc
                         t = t_acc
-        # the model's gradient gw + A^T (h u), u = X d + t
+        # the model's gradient gw + A^T (h u), u = X d + t; the column products are
+        # written out as in cd_sweep: one helper for both (numba-inlined or called) made
+        # the sparse Lasso path 8-13% slower (measured)
         total = 0.0
         for q in range(n):
             hu[q] = r[q] + t * h[q]
