@@ -280,3 +280,81 @@ def test_a_cold_default_fit_at_a_small_lam_settles_with_a_clean_gap():
     assert 0 < len(est.selected_features_) < 12
     assert {0, 1, 2} <= set(est.selected_features_)
     assert dead < 1e-6 < 1e-2 < live  # a clean gap: zeros are dust, live groups are not
+
+
+def _tensor_path(module, monkeypatch):
+    """The module with its compiled one-layer path switched off (the tensor version)."""
+    monkeypatch.setattr(type(module), "_compiled_path", lambda self, x: False)
+    return module
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_one_layer_forward_and_gradients_are_the_tensor_versions(dtype, monkeypatch):
+    # the compiled loops reassociate sums: an output or gradient entry that is a sum of
+    # N terms may differ by the bound of floating-point summation, (N - 1) eps sum |term|
+    torch.manual_seed(0)
+    n, p, h = 40, 12, 16
+    module = NAM(p, (h,), n_outputs=1).to(dtype)
+    with torch.no_grad():
+        module.intercept.normal_()
+        module.first[3].zero_()  # a removed feature
+    x = torch.randn(n, p, dtype=dtype)
+    w = torch.rand(n, dtype=dtype)  # the loss sum_i w_i out_i
+    params = [module.first, module.out, module.intercept]
+    assert module._compiled_path(x)
+    out = module(x)
+    grads = torch.autograd.grad((out[:, 0] * w).sum(), params)
+    with pytest.MonkeyPatch.context() as mp:
+        _tensor_path(module, mp)
+        ref = module(x)
+        ref_grads = torch.autograd.grad((ref[:, 0] * w).sum(), params)
+    eps = torch.finfo(dtype).eps
+    u, b = module.first.detach()[:, 0], module.first.detach()[:, 1]
+    v = module.out.detach()[:, :, 0]
+    pre = x[:, :, None] * u + b  # (n, p, h)
+    act, mask = torch.relu(pre), (pre > 0).to(dtype)
+    bounds = [
+        p * h * eps * (act * v).abs().sum(dim=(1, 2)),  # each output
+        n * eps * torch.stack(  # d/du, d/db per unit
+            [(w[:, None, None] * mask * (x[:, :, None] * v).abs()).sum(0),
+             (w[:, None, None] * mask * v.abs()).sum(0)], dim=1),
+        n * eps * (w[:, None, None] * act).sum(0)[:, :, None],  # d/dv per unit
+    ]  # fmt: skip
+    assert torch.all((out[:, 0] - ref[:, 0]).abs() <= bounds[0] + eps * out.abs()[:, 0])
+    for g, r, bound in zip(grads[:2], ref_grads[:2], bounds[1:], strict=True):
+        assert torch.all((g - r).abs() <= bound + eps * r.abs())
+    assert torch.equal(grads[2], ref_grads[2])
+    # the removed feature contributes exactly 0, whatever its input
+    x3 = torch.zeros(2, p, dtype=dtype)
+    x3[1, 3] = 5.0
+    with torch.no_grad():
+        y = module(x3)
+    assert y[0] == y[1]
+
+
+def test_compiled_path_trains_the_gates_as_the_tensor_path_does(monkeypatch):
+    # D-gated (the first layer a product of factors): the same gradients on the factors
+    torch.manual_seed(1)
+    module = NAM(6, (8,)).double()
+    dgate(module, "first", groups=AxisGroups(0), D=3)
+    x = torch.randn(30, 6, dtype=torch.float64)
+    grads = torch.autograd.grad(module(x).square().sum(), list(module.parameters()))
+    _tensor_path(module, monkeypatch)
+    ref = torch.autograd.grad(module(x).square().sum(), list(module.parameters()))
+    for g, r in zip(grads, ref, strict=True):
+        torch.testing.assert_close(g, r, rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_path_only_where_the_kernels_apply():
+    x = torch.randn(5, 6)
+    assert NAM(6, (8,))._compiled_path(x)
+    assert not NAM(6, (8,), n_outputs=3)._compiled_path(x)  # multiclass logits
+    assert not NAM(6, (8, 4))._compiled_path(x)  # two hidden layers
+    assert not NAM(6, (8,), activation="tanh")._compiled_path(x)
+    assert not NAM(6, (8,), terms=[[0, 1], [2], [3], [4], [5]])._compiled_path(x)
+    assert not NAM(6, (8,))._compiled_path(x.double())  # dtypes differ
+    assert not NAM(6, (8,))._compiled_path(x.requires_grad_())  # no input gradient
+    dropped = NAM(6, (8,), dropout=0.2)
+    assert not dropped._compiled_path(x.detach())  # random in training ...
+    assert dropped.eval()._compiled_path(x.detach())  # ... not in evaluation

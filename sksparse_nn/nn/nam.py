@@ -217,7 +217,31 @@ class NAM(nn.Module):
         """Per-term contributions ``(n, T, k)``; plus the intercept they sum to the output."""
         return self.feature_outputs(x).permute(1, 0, 2)
 
+    def _compiled_path(self, x):
+        """Whether :class:`_OneLayerReLU` computes the forward: one hidden ReLU layer and
+        one output, one column per term, nothing random in training, CPU tensors of one
+        float dtype and inputs that need no gradient (the kernels give none)."""
+        first = self.first
+        return (
+            self._plain
+            and not self.hidden
+            and self.n_outputs == 1
+            and self.activation_name == "relu"
+            and not (self.training and (self.dropout > 0 or self.feature_dropout > 0))
+            and x.device.type == "cpu"
+            and first.device.type == "cpu"
+            and x.dtype == first.dtype == self.out.dtype
+            and x.dtype in (torch.float32, torch.float64)
+            and not x.requires_grad
+            and x.shape[0] > 0
+            and self.n_features > 0
+        )
+
     def forward(self, x):
+        if self._compiled_path(x):
+            # the activations never stored: compiled loops (see _nam_kernels)
+            out = _OneLayerReLU.apply(x, self.first, self.out)
+            return out + (self.intercept - self.centers.sum(dim=0))
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into one matrix product on the
             # (n, p * h) activations per chunk of features. Chunks keep the activations
@@ -268,6 +292,49 @@ class NAM(nn.Module):
             f"{self.hidden_layer_sizes}, n_outputs={self.n_outputs}, "
             f"activation={self.activation_name!r}"
         )
+
+
+class _OneLayerReLU(torch.autograd.Function):
+    """``sum_j relu(x_j u_j + b_j) @ v_j`` of a one-hidden-layer ReLU NAM with one output
+    (``first`` holds ``u`` and ``b``, ``out`` is ``v``) by the compiled loops of
+    :mod:`._nam_kernels`: forward and backward each one pass over the activations, kept
+    in registers. Gradients flow to ``first`` and ``out`` (not to ``x``)."""
+
+    @staticmethod
+    def forward(ctx, x, first, out):
+        from . import _nam_kernels as kernels  # numba, imported on first use
+
+        u, b, v = _factors(first, out)
+        y = torch.empty(x.shape[0], 1, dtype=x.dtype)
+        kernels.forward(x.detach().contiguous().numpy(), u, b, v, y[:, 0].numpy())
+        ctx.save_for_backward(x, first, out)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        from . import _nam_kernels as kernels
+
+        x, first, out = ctx.saved_tensors
+        u, b, v = _factors(first, out)
+        grad_first = torch.empty_like(first)
+        grad_out = torch.empty_like(out)
+        gu, gb = grad_first[:, 0].numpy(), grad_first[:, 1].numpy()  # views, written
+        kernels.backward(
+            x.detach().t().contiguous().numpy(), u, b, v,
+            grad[:, 0].to(x.dtype).contiguous().numpy(), gu, gb, grad_out[:, :, 0].numpy(),
+        )  # fmt: skip
+        return None, grad_first, grad_out
+
+
+def _factors(first, out):
+    """``u``, ``b`` (first layer's weights and biases) and ``v`` (output weights) as
+    contiguous (p, h) arrays."""
+    first = first.detach()
+    return (
+        first[:, 0].contiguous().numpy(),
+        first[:, 1].contiguous().numpy(),
+        out.detach()[:, :, 0].contiguous().numpy(),
+    )
 
 
 def _check_terms(terms, n_features):

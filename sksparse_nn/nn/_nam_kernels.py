@@ -1,0 +1,67 @@
+"""Compiled forward and backward of the one-hidden-layer ReLU NAM with one output
+(:mod:`.nam`: regression and binary classification).
+
+Such a NAM computes ``out[i] = sum_j sum_k relu(x_ij u_jk + b_jk) v_jk``. Written with
+tensor operations, every pass over its ``(n, p, h)`` activations (the first layer, the
+ReLU, the product with ``v``, and about as many in the backward) is a trip through
+memory; these loops keep each activation in a register and recompute it in the backward
+instead of storing it. Measured at 256 rows, 100 features, 64 hidden units (float32, one
+thread): forward + backward 0.9 ms against 4.6 ms for the tensor version. Several
+outputs (multiclass logits) keep the tensor version: loops over them were slower.
+
+The backward runs over the features' transposed inputs ``xT`` (``(p, n)``, contiguous)
+and writes the ReLU's mask as a 0/1 factor rather than a branch, so that the loop over
+the rows vectorizes; the forward accumulates in a local (a store to ``out`` in the
+inner loop was 20x slower). ``fastmath``: sums may be reassociated (rounding-level
+differences from the tensor version). numba is imported by this module only, and this
+module only when such a NAM first runs; compiled code is cached on disk.
+"""
+
+from __future__ import annotations
+
+import numba
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def forward(x, u, b, v, out):
+    """``out[i] = sum_j sum_k relu(x[i, j] u[j, k] + b[j, k]) v[j, k]`` in place.
+
+    ``x`` (n, p), ``u``, ``b`` and ``v`` (p, h), ``out`` (n,)."""
+    n, p = x.shape
+    h = u.shape[1]
+    for i in range(n):
+        acc = 0.0
+        for j in range(p):
+            xij = x[i, j]
+            for k in range(h):
+                acc += max(xij * u[j, k] + b[j, k], 0.0) * v[j, k]
+        out[i] = acc
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def backward(xT, u, b, v, g, gu, gb, gv):
+    """The gradients of ``sum(g * out)`` (``out`` of :func:`forward` on ``x = xT.T``,
+    ``g`` (n,)) with respect to ``u``, ``b`` and ``v``, written into ``gu``, ``gb`` and
+    ``gv`` (p, h).
+
+    Per hidden unit, with ``m_i`` the ReLU's mask and ``a_i`` its value:
+    ``gv = sum_i g_i m_i a_i``, ``gu = v sum_i g_i m_i x_i``, ``gb = v sum_i g_i m_i``."""
+    p, n = xT.shape
+    h = u.shape[1]
+    for j in range(p):
+        for k in range(h):
+            ujk = u[j, k]
+            bjk = b[j, k]
+            s1 = 0.0
+            s0 = 0.0
+            sa = 0.0
+            for i in range(n):
+                xi = xT[j, i]
+                a = xi * ujk + bjk
+                gm = g[i] * (1.0 if a > 0.0 else 0.0)
+                s1 += gm * xi
+                s0 += gm
+                sa += gm * a
+            gu[j, k] = v[j, k] * s1
+            gb[j, k] = v[j, k] * s0
+            gv[j, k] = sa
