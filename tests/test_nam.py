@@ -284,7 +284,7 @@ def test_a_cold_default_fit_at_a_small_lam_settles_with_a_clean_gap():
 
 def _tensor_path(module, monkeypatch):
     """The module with its compiled one-layer path switched off (the tensor version)."""
-    monkeypatch.setattr(type(module), "_compiled_path", lambda self, x: False)
+    monkeypatch.setattr(type(module), "_compiled_path", lambda self, x, first=None: False)
     return module
 
 

@@ -197,14 +197,17 @@ class NAM(nn.Module):
     def _hidden_dropout(self, h):
         return F.dropout(h, self.dropout, self.training) if self.dropout > 0 else h
 
-    def feature_outputs(self, x):
+    def feature_outputs(self, x, first=None):
         """Centred per-term contributions ``g_t(x_{G_t}) - c_t``, shape ``(T, n, k)``.
 
         Parameters
         ----------
         x : tensor of shape (n, p)
+        first : tensor, optional
+            The first layer's tensor when already at hand (D-gated: recomputed from its
+            factors at every access).
         """
-        first = self.first  # (T, m + 1, h1); recomputed once here when D-gated
+        first = self.first if first is None else first  # (T, m + 1, h1)
         m = first.shape[1] - 1
         # (T, n, m) @ (T, m, h1) + (T, 1, h1): every term's first layer at once
         h = torch.baddbmm(first[:, m:], self.gather(x), first[:, :m])
@@ -217,11 +220,12 @@ class NAM(nn.Module):
         """Per-term contributions ``(n, T, k)``; plus the intercept they sum to the output."""
         return self.feature_outputs(x).permute(1, 0, 2)
 
-    def _compiled_path(self, x):
+    def _compiled_path(self, x, first=None):
         """Whether :class:`_OneLayerReLU` computes the forward: one hidden ReLU layer and
         one output, one column per term, nothing random in training, CPU tensors of one
-        float dtype and inputs that need no gradient (the kernels give none)."""
-        first = self.first
+        float dtype and inputs that need no gradient (the kernels give none). ``first``:
+        the first layer's tensor when already at hand (D-gated: a product of factors)."""
+        first = self.first if first is None else first
         return (
             self._plain
             and not self.hidden
@@ -238,9 +242,10 @@ class NAM(nn.Module):
         )
 
     def forward(self, x):
-        if self._compiled_path(x):
+        first = self.first  # recomputed once here when D-gated
+        if self._compiled_path(x, first):
             # the activations never stored: compiled loops (see _nam_kernels)
-            out = _OneLayerReLU.apply(x, self.first, self.out)
+            out = _OneLayerReLU.apply(x, first, self.out)
             return out + (self.intercept - self.centers.sum(dim=0))
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into one matrix product on the
@@ -249,7 +254,7 @@ class NAM(nn.Module):
             # batches made a step at batch 1024 1.7x slower than chunks of it (and than a
             # Python loop over per-feature networks), and a batch of 8192 rows at
             # prediction time held n * p * h floats at once.
-            first, out_weight = self.first, self.out  # recomputed once here when D-gated
+            out_weight = self.out
             n, h1 = x.shape[0], first.shape[2]
             step = max(1, _CHUNK_ELEMENTS // max(1, n * h1))
             out = None
@@ -262,7 +267,7 @@ class NAM(nn.Module):
             if out is None:  # no features
                 out = x.new_zeros(n, self.n_outputs)
             return out + (self.intercept - self.centers.sum(dim=0))
-        g = self.feature_outputs(x)  # (p, n, k)
+        g = self.feature_outputs(x, first)  # (p, n, k)
         if self.training and self.feature_dropout > 0:
             keep = torch.ones_like(g[:, :, :1])
             g = g * F.dropout(keep, self.feature_dropout, True)
