@@ -358,3 +358,25 @@ def test_compiled_path_only_where_the_kernels_apply():
     dropped = NAM(6, (8,), dropout=0.2)
     assert not dropped._compiled_path(x.detach())  # random in training ...
     assert dropped.eval()._compiled_path(x.detach())  # ... not in evaluation
+
+
+def test_compiled_path_propagates_nan_as_the_tensor_path(monkeypatch):
+    # a NaN parameter must reach the loss (the divergence guard reads it), not vanish in
+    # the ReLU or in reassociated sums
+    torch.manual_seed(2)
+    module = NAM(5, (8,))
+    with torch.no_grad():
+        module.out.fill_(0.5)
+        module.first[2, 1, 3] = float("nan")
+    x = torch.randn(7, 5)
+    assert module._compiled_path(x)
+    out = module(x)
+    assert torch.isnan(out).all()
+    grads = torch.autograd.grad(out.sum(), [module.first, module.out])
+    _tensor_path(module, monkeypatch)
+    ref = module(x)
+    ref_grads = torch.autograd.grad(ref.sum(), [module.first, module.out])
+    assert torch.isnan(ref).all()
+    for g, r in zip(grads, ref_grads, strict=True):  # NaN where the tensor path has it
+        assert torch.equal(torch.isnan(g), torch.isnan(r))
+    assert torch.isnan(grads[1]).any()

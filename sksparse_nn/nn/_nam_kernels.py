@@ -12,17 +12,23 @@ outputs (multiclass logits) keep the tensor version: loops over them were slower
 The backward runs over the features' transposed inputs ``xT`` (``(p, n)``, contiguous)
 and writes the ReLU's mask as a 0/1 factor rather than a branch, so that the loop over
 the rows vectorizes; the forward accumulates in a local (a store to ``out`` in the
-inner loop was 20x slower). ``fastmath``: sums may be reassociated (rounding-level
-differences from the tensor version). numba is imported by this module only, and this
-module only when such a NAM first runs; compiled code is cached on disk.
+inner loop was 20x slower). Sums may be reassociated (rounding-level differences from
+the tensor version); NaN and infinity propagate as there. numba is imported by this
+module only, and this module only when such a NAM first runs; compiled code is cached
+on disk.
 """
 
 from __future__ import annotations
 
 import numba
 
+#: Floating-point licences: reassociation (vectorized sums) and contraction, but not
+#: "no NaN / no infinity": a NaN in the parameters must reach the loss (the divergence
+#: guard reads it) and the gradients, as it does through the tensor version.
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def forward(x, u, b, v, out):
     """``out[i] = sum_j sum_k relu(x[i, j] u[j, k] + b[j, k]) v[j, k]`` in place.
 
@@ -34,11 +40,12 @@ def forward(x, u, b, v, out):
         for j in range(p):
             xij = x[i, j]
             for k in range(h):
-                acc += max(xij * u[j, k] + b[j, k], 0.0) * v[j, k]
+                a = xij * u[j, k] + b[j, k]
+                acc += (0.0 if a <= 0.0 else a) * v[j, k]  # relu, NaN kept
         out[i] = acc
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def backward(xT, u, b, v, g, gu, gb, gv):
     """The gradients of ``sum(g * out)`` (``out`` of :func:`forward` on ``x = xT.T``,
     ``g`` (n,)) with respect to ``u``, ``b`` and ``v``, written into ``gu``, ``gb`` and
@@ -61,7 +68,7 @@ def backward(xT, u, b, v, g, gu, gb, gv):
                 gm = g[i] * (1.0 if a > 0.0 else 0.0)
                 s1 += gm * xi
                 s0 += gm
-                sa += gm * a
+                sa += g[i] * (0.0 if a <= 0.0 else a)  # relu, NaN kept
             gu[j, k] = v[j, k] * s1
             gb[j, k] = v[j, k] * s0
             gv[j, k] = sa
