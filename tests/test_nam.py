@@ -289,39 +289,42 @@ def _tensor_path(module, monkeypatch):
 
 
 @pytest.mark.numerics
+@pytest.mark.parametrize("n_outputs", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_compiled_one_layer_forward_and_gradients_are_the_tensor_versions(dtype, monkeypatch):
+def test_compiled_one_layer_forward_and_gradients_are_the_tensor_versions(
+    dtype, n_outputs, monkeypatch
+):
     # the compiled loops reassociate sums: an output or gradient entry that is a sum of
     # N terms may differ by the bound of floating-point summation, (N - 1) eps sum |term|
     torch.manual_seed(0)
-    n, p, h = 40, 12, 16
-    module = NAM(p, (h,), n_outputs=1).to(dtype)
+    n, p, h, c = 40, 12, 16, n_outputs
+    module = NAM(p, (h,), n_outputs=c).to(dtype)
     with torch.no_grad():
         module.intercept.normal_()
         module.first[3].zero_()  # a removed feature
     x = torch.randn(n, p, dtype=dtype)
-    w = torch.rand(n, dtype=dtype)  # the loss sum_i w_i out_i
+    w = torch.rand(n, c, dtype=dtype)  # the loss sum_ic w_ic out_ic
     params = [module.first, module.out, module.intercept]
     assert module._compiled_path(x)
     out = module(x)
-    grads = torch.autograd.grad((out[:, 0] * w).sum(), params)
+    grads = torch.autograd.grad((out * w).sum(), params)
     with pytest.MonkeyPatch.context() as mp:
         _tensor_path(module, mp)
         ref = module(x)
-        ref_grads = torch.autograd.grad((ref[:, 0] * w).sum(), params)
+        ref_grads = torch.autograd.grad((ref * w).sum(), params)
     eps = torch.finfo(dtype).eps
     u, b = module.first.detach()[:, 0], module.first.detach()[:, 1]
-    v = module.out.detach()[:, :, 0]
+    v = module.out.detach()  # (p, h, c)
     pre = x[:, :, None] * u + b  # (n, p, h)
     act, mask = torch.relu(pre), (pre > 0).to(dtype)
+    wv = (w[:, None, None, :] * v.abs()).sum(-1)  # (n, p, h): sum_c w_ic |v_jkc|
     bounds = [
-        p * h * eps * (act * v).abs().sum(dim=(1, 2)),  # each output
-        n * eps * torch.stack(  # d/du, d/db per unit
-            [(w[:, None, None] * mask * (x[:, :, None] * v).abs()).sum(0),
-             (w[:, None, None] * mask * v.abs()).sum(0)], dim=1),
-        n * eps * (w[:, None, None] * act).sum(0)[:, :, None],  # d/dv per unit
+        p * h * eps * (act[..., None] * v).abs().sum(dim=(1, 2)),  # each output (n, c)
+        c * n * eps * torch.stack(  # d/du, d/db per unit
+            [(mask * x[:, :, None].abs() * wv).sum(0), (mask * wv).sum(0)], dim=1),
+        n * eps * (act[..., None] * w[:, None, None, :]).sum(0),  # d/dv per unit and output
     ]  # fmt: skip
-    assert torch.all((out[:, 0] - ref[:, 0]).abs() <= bounds[0] + eps * out.abs()[:, 0])
+    assert torch.all((out - ref).abs() <= bounds[0] + eps * out.abs())
     for g, r, bound in zip(grads[:2], ref_grads[:2], bounds[1:], strict=True):
         assert torch.all((g - r).abs() <= bound + eps * r.abs())
     assert torch.equal(grads[2], ref_grads[2])
@@ -330,7 +333,7 @@ def test_compiled_one_layer_forward_and_gradients_are_the_tensor_versions(dtype,
     x3[1, 3] = 5.0
     with torch.no_grad():
         y = module(x3)
-    assert y[0] == y[1]
+    assert torch.equal(y[0], y[1])
 
 
 def test_compiled_path_trains_the_gates_as_the_tensor_path_does(monkeypatch):
@@ -349,7 +352,7 @@ def test_compiled_path_trains_the_gates_as_the_tensor_path_does(monkeypatch):
 def test_compiled_path_only_where_the_kernels_apply():
     x = torch.randn(5, 6)
     assert NAM(6, (8,))._compiled_path(x)
-    assert not NAM(6, (8,), n_outputs=3)._compiled_path(x)  # multiclass logits
+    assert NAM(6, (8,), n_outputs=3)._compiled_path(x)  # multiclass logits too
     assert not NAM(6, (8, 4))._compiled_path(x)  # two hidden layers
     assert not NAM(6, (8,), activation="tanh")._compiled_path(x)
     assert not NAM(6, (8,), terms=[[0, 1], [2], [3], [4], [5]])._compiled_path(x)

@@ -221,15 +221,14 @@ class NAM(nn.Module):
         return self.feature_outputs(x).permute(1, 0, 2)
 
     def _compiled_path(self, x, first=None):
-        """Whether :class:`_OneLayerReLU` computes the forward: one hidden ReLU layer and
-        one output, one column per term, nothing random in training, CPU tensors of one
+        """Whether :class:`_OneLayerReLU` computes the forward: one hidden ReLU layer,
+        one column per term, nothing random in training, CPU tensors of one
         float dtype and inputs that need no gradient (the kernels give none). ``first``:
         the first layer's tensor when already at hand (D-gated: a product of factors)."""
         first = self.first if first is None else first
         return (
             self._plain
             and not self.hidden
-            and self.n_outputs == 1
             and self.activation_name == "relu"
             and not (self.training and (self.dropout > 0 or self.feature_dropout > 0))
             and x.device.type == "cpu"
@@ -300,20 +299,20 @@ class NAM(nn.Module):
 
 
 class _OneLayerReLU(torch.autograd.Function):
-    """``sum_j relu(x_j u_j + b_j) @ v_j`` of a one-hidden-layer ReLU NAM with one output
-    (``first`` holds ``u`` and ``b``, ``out`` is ``v``) by the compiled loops of
-    :mod:`._nam_kernels`: forward and backward each one pass over the activations, kept
-    in registers. Gradients flow to ``first`` and ``out`` (not to ``x``)."""
+    """``sum_j relu(x_j u_j + b_j) @ v_j`` of a one-hidden-layer ReLU NAM (``first``
+    holds ``u`` and ``b``, ``out`` is ``v``) by the compiled loops of
+    :mod:`._nam_kernels`: forward and backward each one pass over the activations per
+    output, kept in registers. Gradients flow to ``first`` and ``out`` (not to ``x``)."""
 
     @staticmethod
     def forward(ctx, x, first, out):
         from . import _nam_kernels as kernels  # numba, imported on first use
 
         u, b, v = _factors(first, out)
-        y = torch.empty(x.shape[0], 1, dtype=x.dtype)
-        kernels.forward(x.detach().contiguous().numpy(), u, b, v, y[:, 0].numpy())
+        y = torch.empty(v.shape[0], x.shape[0], dtype=x.dtype)  # (outputs, rows)
+        kernels.forward(x.detach().contiguous().numpy(), u, b, v, y.numpy())
         ctx.save_for_backward(x, first, out)
-        return y
+        return y.t()
 
     @staticmethod
     def backward(ctx, grad):
@@ -322,23 +321,23 @@ class _OneLayerReLU(torch.autograd.Function):
         x, first, out = ctx.saved_tensors
         u, b, v = _factors(first, out)
         grad_first = torch.empty_like(first)
-        grad_out = torch.empty_like(out)
+        grad_v = torch.empty(v.shape, dtype=out.dtype)  # (outputs, p, h)
         gu, gb = grad_first[:, 0].numpy(), grad_first[:, 1].numpy()  # views, written
         kernels.backward(
             x.detach().t().contiguous().numpy(), u, b, v,
-            grad[:, 0].to(x.dtype).contiguous().numpy(), gu, gb, grad_out[:, :, 0].numpy(),
+            grad.detach().to(x.dtype).t().contiguous().numpy(), gu, gb, grad_v.numpy(),
         )  # fmt: skip
-        return None, grad_first, grad_out
+        return None, grad_first, grad_v.permute(1, 2, 0)
 
 
 def _factors(first, out):
-    """``u``, ``b`` (first layer's weights and biases) and ``v`` (output weights) as
-    contiguous (p, h) arrays."""
+    """``u``, ``b`` (first layer's weights and biases, (p, h)) and ``v`` (output weights,
+    (outputs, p, h)) as contiguous arrays."""
     first = first.detach()
     return (
         first[:, 0].contiguous().numpy(),
         first[:, 1].contiguous().numpy(),
-        out.detach()[:, :, 0].contiguous().numpy(),
+        out.detach().permute(2, 0, 1).contiguous().numpy(),
     )
 
 
