@@ -232,9 +232,9 @@ class GatedLeastSquares:
         gradient when it is at ``W`` (``W^T G W / 2 - rhs^T W`` is ``W^T (g - rhs) / 2``
         with ``g = G W - rhs``: on wide data a pass over the design saved)."""
         norms = self.norms(W)
-        last = self._last_gradient
-        if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
-            data = self.const + 0.5 * float((W * (last[1] - self.rhs)).sum())
+        kept = self._kept_gradient(W)
+        if kept is not None:
+            data = self.const + 0.5 * float((W * (kept - self.rhs)).sum())
         else:
             data = self.const - float((self.rhs * W).sum()) + 0.5 * float(
                 (W * self.curv.dot(W)).sum()
@@ -412,12 +412,19 @@ class GatedLeastSquares:
         """``G W - rhs``, the smooth part's gradient; the last one is kept (a fit's final
         certification and its caller ask for the gradient at the same point: on wide
         data each is a pass over the design)."""
-        last = self._last_gradient
-        if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
-            return last[1]
+        kept = self._kept_gradient(W)
+        if kept is not None:
+            return kept
         G = self.curv.dot(W) - self.rhs
         self._last_gradient = (W.copy(), G)
         return G
+
+    def _kept_gradient(self, W):
+        """The kept gradient if it is at ``W``, else None."""
+        last = self._last_gradient
+        if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
+            return last[1]
+        return None
 
     @property
     def last_gradient(self):

@@ -311,7 +311,8 @@ class _OneLayerReLU(torch.autograd.Function):
         u, b, v = _factors(first, out)
         y = torch.empty(v.shape[0], x.shape[0], dtype=x.dtype)  # (outputs, rows)
         kernels.forward(x.detach().contiguous().numpy(), u, b, v, y.numpy())
-        ctx.save_for_backward(x, first, out)
+        ctx.save_for_backward(x, first, out)  # (autograd's check of in-place changes)
+        ctx.factors = (u, b, v)  # their contiguous copies, for the backward
         return y.t()
 
     @staticmethod
@@ -319,7 +320,7 @@ class _OneLayerReLU(torch.autograd.Function):
         from . import _nam_kernels as kernels
 
         x, first, out = ctx.saved_tensors
-        u, b, v = _factors(first, out)
+        u, b, v = ctx.factors
         grad_first = torch.empty_like(first)
         grad_v = torch.empty(v.shape, dtype=out.dtype)  # (outputs, p, h)
         gu, gb = grad_first[:, 0].numpy(), grad_first[:, 1].numpy()  # views, written
