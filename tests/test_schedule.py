@@ -481,3 +481,39 @@ def test_a_warm_start_begins_at_the_rate_its_predecessor_ended_at(monkeypatch):
     est.set_params(lr=0.5 * est.lr).fit(X, y)  # a new lr is the user's: taken whole
     est.set_params(warm_start=False).fit(X, y)
     assert scales == [1.0, 1.0, 0.25, 1.0, 1.0]
+
+
+def test_the_settled_rule_reads_one_epoch_of_history_per_epoch(monkeypatch):
+    """The rule keeps the training losses itself: reading skorch's whole column every
+    epoch made it quadratic in the epochs (a default NAM path on 112 rows spent ~8% of
+    its time there). It must still see every loss, in epoch order, also after epochs of
+    an earlier call on the same net."""
+    from skorch.history import History
+
+    reads = []
+
+    class SpyHistory(History):
+        def __getitem__(self, index):
+            reads.append(index)
+            return super().__getitem__(index)
+
+    from sksparse_nn.estimators import _schedule
+
+    plan = LRPlan(100, "cosine").initialize()
+    rule = _schedule.StopWhenSettled(plan, 3, 1e-7, 4, nonconvex=True)
+    net = _FakeNet()
+    net.history = SpyHistory()
+    for loss in (5.0, 4.0):  # an earlier call's epochs
+        net.history.new_epoch()
+        net.history.record("train_loss", loss)
+    rule.on_train_begin(net)
+    monkeypatch.setattr(_schedule, "group_norms", lambda module: {"w": torch.ones(2)})
+    losses = [3.0, 2.0, 1.5, 1.4, 1.4, 1.41, 1.39, 1.4]
+    for loss in losses:
+        net.history.new_epoch()
+        net.history.record("train_loss", loss)
+        reads.clear()
+        rule.on_epoch_end(net)
+        # only the newest epoch's entry (row -1), never a slice of all rows
+        assert reads and all(isinstance(i, tuple) and i[0] == -1 for i in reads), reads
+    assert rule.losses_ == [5.0, 4.0, *losses]
