@@ -30,6 +30,7 @@ __all__ = [
     "interrupt_on",
     "interrupt_requested",
     "seeded",
+    "flush_denormals",
     "make_callbacks",
     "resolve_optimizer",
     "weighted_mean",
@@ -287,9 +288,12 @@ class PenalizedNet(NeuralNet):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        """skorch's fit loop; :class:`StopTraining` ends it normally, a Ctrl-C is kept."""
+        """skorch's fit loop, with subnormal numbers flushed to zero
+        (:func:`flush_denormals`); :class:`StopTraining` ends it normally, a Ctrl-C is
+        kept."""
         try:
-            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+            with flush_denormals():
+                return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except StopTraining:
             return self
         except KeyboardInterrupt as exc:
@@ -422,6 +426,37 @@ def check_device(device, estimator_name):
             f"(torch {torch.__version__}); use device='cpu'."
         )
     return device
+
+
+def _flushing_denormals():
+    """Whether this thread's CPU arithmetic flushes subnormal float32 numbers to zero."""
+    return float(torch.tensor([1e-39], dtype=torch.float32).mul_(1.5)) == 0.0
+
+
+@contextmanager
+def flush_denormals():
+    """Subnormal floats flushed to zero on this thread inside the block (where the CPU
+    supports it), the caller's setting restored after it.
+
+    An unused D-gated group shrinks geometrically until the fit's end removes it, so its
+    factors' product passes below float32's smallest normal number (1.2e-38) within a
+    few thousand steps of dying, and CPU arithmetic on subnormal operands is far slower:
+    a 64 x 784 by 784 x 300 product and its weight gradient took 36 ms with subnormal
+    weights against 0.5 ms (one thread); a 300-epoch deep-weight-factorization fit of
+    LeNet-300-100 that keeps 1 in 1000 weights, 232 s against 174 s flushed, with the
+    same result. Such values lie some 30 orders of magnitude below ``zero_tol``.
+    ``torch.set_flush_denormal`` sets the calling thread only: other threads of torch's
+    pool (``n_threads > 1``) keep their setting.
+    """
+    if _flushing_denormals():
+        yield
+        return
+    flushing = torch.set_flush_denormal(True)  # False: not supported here
+    try:
+        yield
+    finally:
+        if flushing:
+            torch.set_flush_denormal(False)
 
 
 @contextmanager
