@@ -517,3 +517,48 @@ def test_the_settled_rule_reads_one_epoch_of_history_per_epoch(monkeypatch):
         # only the newest epoch's entry (row -1), never a slice of all rows
         assert reads and all(isinstance(i, tuple) and i[0] == -1 for i in reads), reads
     assert rule.losses_ == [5.0, 4.0, *losses]
+
+
+def _ar1(rng, n_epochs, n_columns, rho):
+    """Stationary AR(1) noise of unit variance and lag-1 correlation ``rho``."""
+    x = np.empty((n_epochs, n_columns))
+    x[0] = rng.standard_normal(n_columns)
+    innovations = rng.standard_normal((n_epochs, n_columns)) * np.sqrt(1 - rho**2)
+    for t in range(1, n_epochs):
+        x[t] = rho * x[t - 1] + innovations[t]
+    return x
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.5, 0.8])
+def test_noise_bound_holds_for_autocorrelated_epochs(rho):
+    """Two windows of stationary noise differ by more than the bound (``NOISE`` = 2
+    standard errors) in about 4.6% of cases when the bound knows the noise's
+    autocorrelation (a normal's two-sided tail at 2; the bound's own estimate from 68
+    values adds a little: up to 10% allowed); read as independent epochs, AR(1) noise of
+    correlation 0.8 exceeds it in about half of the cases, and a settled group looked
+    shrinking."""
+    from sksparse_nn.estimators._schedule import _noise
+
+    width = 34
+    x = _ar1(np.random.default_rng(0), 2 * width, 4000, rho)
+    difference = np.abs(x[:width].mean(axis=0) - x[width:].mean(axis=0))
+    exceeded = np.mean(difference > _noise(x, width))
+    assert 0.02 < exceeded < 0.10
+
+
+def test_noise_bound_does_not_hide_a_steady_decline():
+    """A group on its way to zero falls steadily: a decline of three standard errors of
+    the window means' difference under correlated noise (rho 0.8) must stand out in most
+    cases (a normal's P(Z > 3 - 2) = 84%; >= 75% allowed), and a noise-free decline in
+    every case, however slow."""
+    from sksparse_nn.estimators._schedule import _noise
+
+    width, rho = 34, 0.8
+    n = 2 * width
+    x = _ar1(np.random.default_rng(1), n, 4000, rho)
+    sd_difference = np.sqrt(2 / width * (1 + rho) / (1 - rho))
+    falling = x - (3 * sd_difference / width) * np.arange(n)[:, None]
+    drop = falling[:width].mean(axis=0) - falling[width:].mean(axis=0)
+    assert np.mean(drop > _noise(falling, width)) >= 0.75
+    slow = -1e-6 * np.arange(n)[:, None] * np.ones((1, 3))
+    assert np.all(slow[:width].mean(axis=0) - slow[width:].mean(axis=0) > _noise(slow, width))

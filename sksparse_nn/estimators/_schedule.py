@@ -63,6 +63,10 @@ STEADY = 0.95
 #: additive model's live groups on 900 rows), which a comparison of two single epochs
 #: reads as shrinking. The same allowance applies to the objective's plateau.
 NOISE = 2.0
+#: Largest lag-1 autocorrelation of epoch-to-epoch noise that :func:`_noise` allows for
+#: (its variance of a window mean at most (1 + 0.9) / (1 - 0.9) = 19 times that of
+#: independent epochs).
+MAX_AUTOCORRELATION = 0.9
 #: An epoch's training loss this many times the median of the window before it ends a
 #: held learning rate (halved at once, then annealed to a stop): mini-batch noise moves
 #: a settled loss by ~25%, a blow-up by orders of magnitude.
@@ -105,13 +109,40 @@ def still_falling(losses, width):
 
 def _noise(values, width):
     """``NOISE`` standard errors of the difference of the means of the last two windows
-    of ``values`` (along axis 0), from the spread within each window (0 for windows of
-    one value)."""
+    of ``values`` (along axis 0; 0 for windows of one value).
+
+    Mini-batch noise is not independent from epoch to epoch: with momentum, and as a
+    group wanders about its equilibrium, consecutive epochs are alike, and the mean of
+    ``width`` epochs whose lag-1 autocorrelation is ``rho`` varies about ``(1 + rho) /
+    (1 - rho)`` times as much as that of ``width`` independent ones (an AR(1) process).
+    Read as independent, such noise made the live groups of a default MLP path on 133
+    rows look "shrinking" in most checks (one point: 354 checks over 875 epochs), and
+    stationary AR(1) noise of correlation 0.8 exceeds such a bound between two windows
+    of 34 epochs in half the cases instead of 5%. The spread and ``rho`` are measured
+    on what is left of both windows after one straight line, so that a steady trend (a
+    group on its way to zero: its log-norm falls linearly) counts as a change, not as
+    noise; ``rho`` is pooled over the columns, corrected for its estimate's bias
+    (``(1 + 3 rho) / n`` on ``n`` values) and kept in [0, ``MAX_AUTOCORRELATION``].
+    Windows of fewer than four values (too few to measure a correlation) use their
+    plain variances.
+    """
     values = np.asarray(values, dtype=np.float64)
     if width < 2:
         return np.zeros(values.shape[1:])
-    a, b = values[-2 * width : -width], values[-width:]
-    return NOISE * np.sqrt((a.var(axis=0, ddof=1) + b.var(axis=0, ddof=1)) / width)
+    if width < 4:
+        a, b = values[-2 * width : -width], values[-width:]
+        return NOISE * np.sqrt((a.var(axis=0, ddof=1) + b.var(axis=0, ddof=1)) / width)
+    n = 2 * width
+    recent = values[-n:]
+    t = (np.arange(n) - (n - 1) / 2).reshape((n,) + (1,) * (values.ndim - 1))
+    centred = recent - recent.mean(axis=0)
+    residuals = centred - t * (t * centred).sum(axis=0) / (t * t).sum()
+    squares = residuals * residuals
+    total = float(squares.sum())
+    rho = float((residuals[1:] * residuals[:-1]).sum()) / total if total > 0 else 0.0
+    rho = min(max(rho + (1 + 3 * rho) / n, 0.0), MAX_AUTOCORRELATION)
+    variance = squares.sum(axis=0) / (n - 2)
+    return NOISE * np.sqrt(2 * variance * (1 + rho) / (1 - rho) / width)
 
 
 def on_plateau(losses, width, noise=False):
