@@ -374,7 +374,7 @@ class StopWhenSettled(Callback):
         self.origin_ = 0  # the first epoch of the current attempt
         # the training objective per epoch, kept here as it comes: reading the whole
         # column from skorch's history every epoch made this callback quadratic in the
-        # epochs (a default NAM path on 112 rows: ~17% of its time)
+        # epochs (a default NAM path on 112 rows: ~8% of its time)
         self.losses_ = []
         return self
 
