@@ -443,10 +443,11 @@ def flush_denormals():
     few thousand steps of dying, and CPU arithmetic on subnormal operands is far slower:
     a 64 x 784 by 784 x 300 product and its weight gradient took 36 ms with subnormal
     weights against 0.5 ms (one thread); a 300-epoch deep-weight-factorization fit of
-    LeNet-300-100 that keeps 1 in 1000 weights, 232 s against 174 s flushed, with the
-    same result. Such values lie some 30 orders of magnitude below ``zero_tol``.
-    ``torch.set_flush_denormal`` sets the calling thread only: other threads of torch's
-    pool (``n_threads > 1``) keep their setting.
+    LeNet-300-100 that keeps 1 in 1000 weights, 232 s against 174 s flushed, and a
+    default NODERegressor on scikit-learn's diabetes (610 epochs, trees dying) 27.5 s
+    against 15.6 s, both with the same result. Such values lie some 30 orders of
+    magnitude below ``zero_tol``. ``torch.set_flush_denormal`` sets the calling thread
+    only: other threads of torch's pool (``n_threads > 1``) keep their setting.
     """
     if _flushing_denormals():
         yield
