@@ -37,7 +37,8 @@ def additive():
 def fitted(additive):
     X, y = additive
     # lam in the units of the standardized target (y has sd 2.2 here)
-    return DGatedNAMRegressor(lam=0.04, D=3, **FAST).fit(X, y)
+    # (at lam 0.04 the cos term, the weakest, is on its way out at 150 epochs)
+    return DGatedNAMRegressor(lam=0.03, D=3, **FAST).fit(X, y)
 
 
 @pytest.fixture(scope="module")

@@ -152,7 +152,15 @@ class _FakeNet:
 
 
 def _drive(
-    monkeypatch, norms_per_epoch, loss=1.0, window=3, anneal=4, cap=100, hold=0, recover=None
+    monkeypatch,
+    norms_per_epoch,
+    loss=1.0,
+    window=3,
+    anneal=4,
+    cap=100,
+    hold=0,
+    recover=None,
+    earliest=0,
 ):
     """Run StopWhenSettled over given group norms; returns (stopped epoch, callback, plan)."""
     from sksparse_nn.estimators import _schedule
@@ -160,7 +168,7 @@ def _drive(
 
     plan = LRPlan(cap, "cosine", hold=hold).initialize()
     rule = _schedule.StopWhenSettled(
-        plan, window, 1e-7, anneal, nonconvex=True, recover=recover
+        plan, window, 1e-7, anneal, nonconvex=True, recover=recover, earliest=earliest
     ).initialize()
     net, current = _FakeNet(), {}
     monkeypatch.setattr(_schedule, "group_norms", lambda module: current)
@@ -183,6 +191,31 @@ def test_settled_rule_anneals_then_stops(monkeypatch):
     stopped, rule, plan = _drive(monkeypatch, steady)
     # settled once two windows have passed (epoch 5), then a 4-epoch anneal
     assert stopped == 9 and rule.resumed_ == 0 and plan.factor(10) == 0.0
+
+
+def test_settled_rule_waits_for_its_earliest_epoch(monkeypatch):
+    # the same steady fit, but not to be judged before epoch 12 (a cold start's plateau)
+    steady = [[1.0, 0.5, 0.0]] * 30
+    stopped, rule, plan = _drive(monkeypatch, steady, earliest=12)
+    assert stopped == 11 + 4 and plan.factor(11) > 0.0
+
+
+def test_a_cold_fit_trains_its_minimum_steps_before_it_may_stop():
+    """The automatic budget's cold fits train at least _COLD_MIN_STEPS steps (a quarter
+    of the cap at most); a warm start is judged from its warm-up on."""
+    from sksparse_nn.estimators import _base
+
+    X, y = _diabetes_with_noise()
+    est = DGatedMLPRegressor(D=3, hidden_layer_sizes=(8,), batch_size=64, random_state=0)
+    est.set_params(lam=0.3 * est.lambda_max(X, y)).fit(X, y)
+    steps_per_epoch = -(-X.shape[0] // 64)
+    earliest = -(-_base._COLD_MIN_STEPS // steps_per_epoch)
+    assert earliest <= est._max_epochs(X.shape[0], 64) // 4
+    assert est.n_iter_ >= earliest
+    warm = clone(est).set_params(warm_start=True)
+    warm.fit(X, y)
+    warm.fit(X, y)  # settled at its own previous minimum: well before a cold fit's floor
+    assert warm.n_iter_ < earliest
 
 
 def test_settled_rule_resumes_when_a_group_collapses_during_the_anneal(monkeypatch):

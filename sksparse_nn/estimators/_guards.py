@@ -117,8 +117,9 @@ class PenaltyAwareClipping(Callback):
     """Clip the gradient norm at ``max_norm`` plus the norm of the penalty's own gradient.
 
     Plain norm clipping would also clip the pull of a large ``lam * penalty`` on the
-    D-Gating factors (``lam * curvature * factor``), so unused groups would shrink at the
-    clip rate instead of geometrically; only the data's share of the gradient is bounded.
+    D-Gating factors (``lam * curvature * factor``; and of the net's ``ridge`` on the
+    weights it names), so unused groups would shrink at the clip rate instead of
+    geometrically; only the data's share of the gradient is bounded.
     """
 
     def __init__(self, max_norm):
@@ -128,6 +129,8 @@ class PenaltyAwareClipping(Callback):
         factors = list(gate_factors(net.module_))
         self.factors_ = [param for _, param, _ in factors]
         self.curvatures_ = np.array([curvature for _, _, curvature in factors])
+        self.ridge_ = list(getattr(net, "ridge_", ()))
+        self.ridge_c_ = np.array([c for _, c in self.ridge_])
         # the parameters, listed once (walking the module for them every step cost as
         # much as the clipping itself)
         self.params_ = [param for _, param in net.get_all_learnable_params()]
@@ -145,6 +148,9 @@ class PenaltyAwareClipping(Callback):
             if self.factors_:
                 norms = _norms(self.factors_)
                 pull = float(np.hypot.reduce(net.lam * self.curvatures_ * norms))
+            if self.ridge_:  # and the ridge's pull on the weights it names
+                norms = _norms([param for param, _ in self.ridge_])
+                pull = float(np.hypot(pull, np.hypot.reduce(2.0 * net.lam * self.ridge_c_ * norms)))
             total = float(np.hypot.reduce(_norms(grads)))
             if not np.isfinite(total):  # float32 overflow: the same norm in float64
                 norms = [float(torch.linalg.vector_norm(g, dtype=torch.float64)) for g in grads]

@@ -200,7 +200,8 @@ class _InterruptOnFlag(Callback):
 
 
 class PenalizedNet(NeuralNet):
-    """A skorch net whose training loss is ``criterion + lam * penalty(module)``.
+    """A skorch net whose training loss is ``criterion + lam * penalty(module)``, plus
+    ``lam * c * ||p||^2`` for every parameter ``p`` that ``ridge`` (``{name: c}``) names.
 
     The penalty enters only when ``training=True``, so validation losses (and early
     stopping) measure the fit to the data alone.
@@ -224,9 +225,10 @@ class PenalizedNet(NeuralNet):
     No signal handler is installed, so fits work in any thread.
     """
 
-    def __init__(self, *args, lam=0.0, **kwargs):
+    def __init__(self, *args, lam=0.0, ridge=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.lam = lam
+        self.ridge = ridge
 
     def initialize_module(self):
         super().initialize_module()
@@ -238,7 +240,30 @@ class PenalizedNet(NeuralNet):
             for _, module, name, sparsifier in sparsified_tensors(self.module_)
             if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
         ]
+        # ``ridge``: {parameter name: c}, the term ``lam * c * ||p||^2`` of the objective
+        # per named (ungated) parameter, added like the closed-form penalties
+        params = dict(self.module_.named_parameters())
+        missing = sorted(set(self.ridge or ()) - set(params))
+        if missing:
+            raise ValueError(f"ridge names parameters the module does not have: {missing}")
+        self.ridge_ = [(params[name], float(c)) for name, c in (self.ridge or {}).items() if c]
         return self
+
+    @torch.no_grad()
+    def _add_ridge_grad(self):
+        """``lam * c * ||p||^2``'s gradient added to every ridge parameter's ``.grad``;
+        returns the term's value (a detached 0-dim tensor)."""
+        value = 0.0
+        for param, c in self.ridge_:
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+            param.grad.add_(param, alpha=2.0 * self.lam * c)
+            value = value + c * param.reshape(-1).dot(param.reshape(-1))
+        return value
+
+    def _ridge_value(self):
+        with torch.no_grad():
+            return sum(float(c * param.pow(2).sum()) for param, c in self.ridge_)
 
     def training_objective(self, dataset):
         """The training objective (mean criterion plus ``lam`` times the penalty) of the
@@ -257,7 +282,7 @@ class PenalizedNet(NeuralNet):
                     loss = self.get_loss(y_pred, yi, X=Xi, training=False)
                     total += float(loss) * len(y_pred)
                     count += len(y_pred)
-                value = float(penalty(module)) if self.lam else 0.0
+                value = float(penalty(module)) + self._ridge_value() if self.lam else 0.0
         finally:
             with torch.no_grad():
                 for buffer, copy_ in saved:
@@ -279,8 +304,10 @@ class PenalizedNet(NeuralNet):
         the gradients; the returned loss (history, L-BFGS's line search) includes their
         value, so it is the whole training objective as before."""
         step = super().train_step_single(batch, **fit_params)
-        if self.lam and self.direct_penalties_:
+        if self.lam and (self.direct_penalties_ or self.ridge_):
             value = sum(s.add_penalty_grad_(o, self.lam) for s, o in self.direct_penalties_)
+            if self.ridge_:
+                value = value + self._add_ridge_grad()
             step["loss"] = step["loss"] + self.lam * value
         return step
 

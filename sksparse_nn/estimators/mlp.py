@@ -23,6 +23,8 @@ __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 class _DGatedMLP(BaseDGated):
     """The MLP family: first-layer input-feature groups, optionally hidden neurons."""
 
+    _ridge_downstream = True
+
     _standardize_inputs = True
     _standardize_targets = True
 
@@ -185,9 +187,12 @@ _MLP_DOC = fill(
     lam : float, default=3e-2
         Penalty strength on ``sum_j ||w_j||^(2/D)`` over the first-layer weights ``w_j``
         leaving input feature ``j`` (and over hidden neurons' outgoing weights when
-        ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``,
-        measured on standardized features (and standardized targets for regression), so
-        ``lam`` means the same in any units.
+        ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``
+        plus ``lam * (0.1 / D) * ||V||^2`` on the ungated weights ``V`` after the gated
+        layer (without that small ridge the first layer could hand its scale to the
+        next one, ReLU being positively homogeneous, and the objective would have no
+        minimizer), measured on standardized features (and standardized targets for
+        regression), so ``lam`` means the same in any units.
         The default keeps a sparse, accurate model of small noisy tables (measured with
         as many permuted-noise columns as real ones on diabetes, breast cancer and wine:
         1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose

@@ -7,9 +7,14 @@ layer of each subnetwork -- its weights *and* biases, everything through which
 
 .. math::
 
-    \frac{1}{n} \sum_i \ell(y_i, f(x_i)) + \lambda \sum_j \|\theta_j\|_2^{2/D},
+    \frac{1}{n} \sum_i \ell(y_i, f(x_i)) + \lambda \sum_j \|\theta_j\|_2^{2/D}
+    + \lambda \frac{\kappa}{D} \sum_j \|V_j\|_2^2,
 
-written with D-Gating as a smooth penalty. Groups the data do not need reach exactly
+written with D-Gating as a smooth penalty; :math:`V_j` are the later weights of
+subnetwork :math:`j` and :math:`\kappa = 0.1`. That small ridge gives the objective a
+minimizer: without it a subnetwork keeps its function while its first layer shrinks and
+its later weights grow (ReLU is positively homogeneous), lowering the penalty without
+end. Groups the data do not need reach exactly
 zero, and then :math:`g_j \equiv 0` exactly (later layers have no bias and
 :math:`\sigma(0) = 0`). After training every shape function is centred to mean zero on
 the training data (the shift goes into ``intercept_``), the usual identifiability
@@ -47,6 +52,8 @@ class _DGatedNAM(BaseDGated):
     one-hot columns) sharing one subnetwork; unpenalized features (label -1) are terms of
     their own that are never gated.
     """
+
+    _ridge_downstream = True
 
     _standardize_inputs = True
     #: The automatic budget's cap. A cold fit at a path's smallest default lam needs up
