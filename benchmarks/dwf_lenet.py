@@ -57,7 +57,12 @@ from the lam 1e-3 fit at the same rate, 1,600 steps at batch 512 (8x less noise)
 below 1e-5 29 -> 31: the fit has not converged. Four times the steps (1,180 + 20
 epochs, same rate) converge far enough for a clean gap: 861 weights (1 in 309) at
 0.914, the largest removed |w| 3.1e-9, the smallest kept 1.8e-6 (580x), one kept
-weight below 1e-5; 972 s of CPU per fit, not the default here. A longer anneal only
+weight below 1e-5; 972 s of CPU per fit, not the default here. That run, with L1 and
+magnitude pruning at the same budget, is ``results/dwf_lenet_long.json`` (``--D 3
+--epochs 1200 --grid 3=1e-3,1.35e-3 --l1-lams 1e-3 2e-3 5e-3 --targets 50 100 200 500
+1000 --out ...``): both D=3 points have clean gaps (1 in 309 at 0.914, 1 in 434 at
+0.814); thresholded to fixed sizes D=3 is level with L1 at 500x (0.885 vs 0.881), behind
+at 1000x (0.66 vs 0.78). A longer anneal only
 freezes more weights in transit (calibration fits at lam 1e-3: 150 held + 150 cosine
 epochs: 83 below 1e-5; 380 held + 20: 18).
 """
