@@ -76,14 +76,29 @@ def _small_net(ridge, lam=0.2, D=3):
     return net, X, y
 
 
-def test_the_ridge_is_part_of_the_objective_and_of_its_gradient():
-    lam, c = 0.2, 0.05
+def test_an_unpenalized_nam_term_carries_no_ridge():
+    # feature 2 unpenalized (label -1): its term is the last, its later weights free
+    est = DGatedNAMRegressor(hidden_layer_sizes=(6, 5), groups=[0, 1, -1, 2])
+    module = _gated_module(est)
+    ridge = est._ridge(module)
+    assert set(ridge) == {"hidden.0", "out"}
+    for name, c in ridge.items():
+        c = torch.broadcast_to(c, dict(module.named_parameters())[name].shape)
+        assert torch.all(c[-1] == 0)
+        np.testing.assert_allclose(c[:-1].numpy(), KAPPA / est.D)
+
+
+@pytest.mark.parametrize("per_entry", [False, True], ids=["number", "tensor"])
+def test_the_ridge_is_part_of_the_objective_and_of_its_gradient(per_entry):
+    lam = 0.2
+    c = torch.tensor([[0.05, 0.0, 0.1, 0.05]], dtype=torch.float64) if per_entry else 0.05
     net, X, y = _small_net({"2.weight": c}, lam)
     module = net.module_
     V = module[2].weight
 
     def objective():
-        return nn.functional.mse_loss(module(X), y) + lam * (penalty(module) + c * V.pow(2).sum())
+        ridge = (c * V.pow(2)).sum()
+        return nn.functional.mse_loss(module(X), y) + lam * (penalty(module) + ridge)
 
     expected = objective()
     assert net.training_objective(net.get_dataset(X, y)) == pytest.approx(float(expected), 1e-12)

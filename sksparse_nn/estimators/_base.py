@@ -428,7 +428,8 @@ class BaseDGated(BaseEstimator):
         if sgd and self.lam > 0:
             curvatures = [(name, curvature) for name, _, curvature in gate_factors(module)]
             # the ridge's weights: curvature 2 c of lam * c * ||V||^2 (see _ridge)
-            curvatures += [(name, 2.0 * c) for name, c in (self._ridge(module) or {}).items()]
+            ridge = (self._ridge(module) or {}).items()
+            curvatures += [(name, 2.0 * float(torch.as_tensor(c).max())) for name, c in ridge]
             for name, curvature in curvatures:
                 cap = 0.5 / (self.lam * curvature) if curvature > 0 else np.inf
                 if cap < self.lr:
@@ -452,7 +453,8 @@ class BaseDGated(BaseEstimator):
     _ridge_scale = 0.1
 
     def _ridge(self, module):
-        """``{parameter name: c}``: the L2 term ``lam * c * ||V||^2`` on the ungated
+        """``{parameter name: c}``: the L2 term ``lam * c * ||V||^2`` (``c`` a number, or
+        a tensor of per-entry weights: ``lam * sum(c * V^2)``) on the ungated
         weights of a family with ``_ridge_downstream`` (every parameter of two or more
         dimensions that no sparsifier owns; biases are free), ``c = kappa / D``: a
         fraction ``kappa = _ridge_scale`` of the L2 that each D-Gating factor carries.

@@ -129,8 +129,7 @@ class PenaltyAwareClipping(Callback):
         factors = list(gate_factors(net.module_))
         self.factors_ = [param for _, param, _ in factors]
         self.curvatures_ = np.array([curvature for _, _, curvature in factors])
-        self.ridge_ = list(getattr(net, "ridge_", ()))
-        self.ridge_c_ = np.array([c for _, c in self.ridge_])
+        self.ridged_ = bool(getattr(net, "ridge_", ()))
         # the parameters, listed once (walking the module for them every step cost as
         # much as the clipping itself)
         self.params_ = [param for _, param in net.get_all_learnable_params()]
@@ -148,9 +147,8 @@ class PenaltyAwareClipping(Callback):
             if self.factors_:
                 norms = _norms(self.factors_)
                 pull = float(np.hypot.reduce(net.lam * self.curvatures_ * norms))
-            if self.ridge_:  # and the ridge's pull on the weights it names
-                norms = _norms([param for param, _ in self.ridge_])
-                pull = float(np.hypot(pull, np.hypot.reduce(2.0 * net.lam * self.ridge_c_ * norms)))
+            if self.ridged_:  # and the ridge's pull on the weights it names
+                pull = float(np.hypot(pull, np.hypot.reduce(_norms(net.ridge_pulls()))))
             total = float(np.hypot.reduce(_norms(grads)))
             if not np.isfinite(total):  # float32 overflow: the same norm in float64
                 norms = [float(torch.linalg.vector_norm(g, dtype=torch.float64)) for g in grads]

@@ -201,7 +201,8 @@ class _InterruptOnFlag(Callback):
 
 class PenalizedNet(NeuralNet):
     """A skorch net whose training loss is ``criterion + lam * penalty(module)``, plus
-    ``lam * c * ||p||^2`` for every parameter ``p`` that ``ridge`` (``{name: c}``) names.
+    ``lam * sum(c * p^2)`` for every parameter ``p`` that ``ridge`` (``{name: c}``, ``c`` a
+    number or a tensor of per-entry weights broadcastable to ``p``) names.
 
     The penalty enters only when ``training=True``, so validation losses (and early
     stopping) measure the fit to the data alone.
@@ -240,14 +241,27 @@ class PenalizedNet(NeuralNet):
             for _, module, name, sparsifier in sparsified_tensors(self.module_)
             if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
         ]
-        # ``ridge``: {parameter name: c}, the term ``lam * c * ||p||^2`` of the objective
-        # per named (ungated) parameter, added like the closed-form penalties
+        # ``ridge``: {parameter name: c}, the term ``lam * sum(c * p^2)`` of the objective
+        # per named (ungated) parameter, added like the closed-form penalties; ``c`` as a
+        # tensor on the parameter's device and dtype (per-entry weights) or a float
         params = dict(self.module_.named_parameters())
         missing = sorted(set(self.ridge or ()) - set(params))
         if missing:
             raise ValueError(f"ridge names parameters the module does not have: {missing}")
-        self.ridge_ = [(params[name], float(c)) for name, c in (self.ridge or {}).items() if c]
+        self.ridge_ = []
+        for name, c in (self.ridge or {}).items():
+            param = params[name]
+            if torch.is_tensor(c):
+                c = torch.broadcast_to(c.to(param), param.shape)
+            elif not c:
+                continue
+            self.ridge_.append((param, c if torch.is_tensor(c) else float(c)))
         return self
+
+    @torch.no_grad()
+    def ridge_pulls(self):
+        """The ridge's gradient ``2 lam c p`` per parameter it names (a list of tensors)."""
+        return [2.0 * self.lam * c * param for param, c in self.ridge_]
 
     @torch.no_grad()
     def _add_ridge_grad(self):
@@ -257,13 +271,15 @@ class PenalizedNet(NeuralNet):
         for param, c in self.ridge_:
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
-            param.grad.add_(param, alpha=2.0 * self.lam * c)
-            value = value + c * param.reshape(-1).dot(param.reshape(-1))
+            pull = param * c if torch.is_tensor(c) else param
+            param.grad.add_(pull, alpha=2.0 * self.lam * (1.0 if torch.is_tensor(c) else c))
+            weight = 1.0 if torch.is_tensor(c) else c
+            value = value + weight * param.reshape(-1).dot(pull.reshape(-1))
         return value
 
     def _ridge_value(self):
         with torch.no_grad():
-            return sum(float(c * param.pow(2).sum()) for param, c in self.ridge_)
+            return sum(float((c * param.pow(2)).sum()) for param, c in self.ridge_)
 
     def training_objective(self, dataset):
         """The training objective (mean criterion plus ``lam`` times the penalty) of the

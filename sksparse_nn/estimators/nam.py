@@ -190,6 +190,18 @@ class _DGatedNAM(BaseDGated):
                 else:
                     module.intercept.copy_(torch.log(freq).to(module.intercept.dtype))
 
+    def _ridge(self, module):
+        """The base class's ridge on every term's later weights, but not an unpenalized
+        feature's: its first layer is free, so a ridge after it would only push the
+        term's scale into that layer (the drift the ridge ends for gated terms)."""
+        ridge = super()._ridge(module)
+        _, labels = self._terms(module.n_features)
+        gated = np.asarray(labels) >= 0
+        if not ridge or gated.all():
+            return ridge
+        mask = torch.as_tensor(gated, dtype=module.out.dtype)
+        return {name: c * mask.view(-1, 1, 1) for name, c in ridge.items()}
+
     def _gate_module(self, module, init):
         # A warm start hands over a fitted (centred) module: fold the centres back into
         # the intercept so that a group at zero again means a contribution of exactly 0.
