@@ -383,13 +383,9 @@ class BaseDGated(BaseEstimator):
             plan.scale = scale if lr == self.lr else 1.0
         if self.max_epochs is None and plan.max_epochs > 0:
             window = _epochs_for(_SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
-            if plan.schedule == "cosine":
+            if warm and plan.schedule == "cosine":
                 # the full rate until the settled rule anneals; a cosine over the cap's
-                # last quarter when it never does. Cold fits too: under a cosine over the
-                # whole cap a group that starts to leave late dies ever slower (a default
-                # NAM path's first point on wine: from epoch ~1300 of 2667, still 1e-4 at
-                # the cap; held: settled at 1669) and a plateau is left later (y = x0 +
-                # sin(2 x1): mean test R^2 0.941 -> 0.964 over 10 fits)
+                # last quarter when it never does
                 plan.hold = plan.max_epochs - max(window, plan.max_epochs // 4)
             zero_tol = self.zero_tol * self._weight_scale(X, y)
             nonconvex = self._sparsifier_name() == "dgating" and self.D > 2
@@ -492,9 +488,9 @@ class BaseDGated(BaseEstimator):
 
         Unused groups shrink geometrically at a rate proportional to ``lam * lr`` per
         step, so exact zeros need a number of steps rather than of epochs: small data
-        sets get more epochs. With the automatic budget a fit holds its rate until it
-        has settled (see ``_schedule``), and over the cap's last quarter if it never
-        does.
+        sets get more epochs. With the automatic budget the learning rate decays over
+        this cap (see ``_schedule``), so the cap also sets how long a cold fit keeps a
+        high rate.
         """
         if self.max_epochs is not None:
             return self.max_epochs

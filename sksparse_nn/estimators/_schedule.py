@@ -494,10 +494,10 @@ class StopWhenSettled(Callback):
     def _spike(self, losses):
         """Whether, while the plan holds its rate, the last epoch's training loss is over
         ``SPIKE`` times the median of the ``window`` epochs before it (the held rate at
-        the edge of stability). A cold fit's epochs before ``earliest`` are not checked:
-        the losses of a fresh start may jump while it finds its way."""
+        the edge of stability). Cold fits (a cosine from the start) are not checked: their
+        early losses may jump while the rate is still large and falling."""
         epoch = len(losses) - 1
-        first = max(self.origin_ + self._warmup(), self.earliest)
+        first = self.origin_ + self._warmup()
         if epoch >= self.plan.hold or len(losses) < first + self.window + 1:
             return False
         recent = np.asarray(losses[-self.window - 1 : -1], dtype=np.float64)
