@@ -265,16 +265,16 @@ class PenalizedNet(NeuralNet):
 
     @torch.no_grad()
     def _add_ridge_grad(self):
-        """``lam * c * ||p||^2``'s gradient added to every ridge parameter's ``.grad``;
-        returns the term's value (a detached 0-dim tensor)."""
+        """``lam * sum(c * p^2)``'s gradient added to every ridge parameter's ``.grad``;
+        returns ``sum(c * p^2)`` (a detached 0-dim tensor)."""
         value = 0.0
         for param, c in self.ridge_:
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
-            pull = param * c if torch.is_tensor(c) else param
-            param.grad.add_(pull, alpha=2.0 * self.lam * (1.0 if torch.is_tensor(c) else c))
-            weight = 1.0 if torch.is_tensor(c) else c
-            value = value + weight * param.reshape(-1).dot(pull.reshape(-1))
+            # a number scales the kernel's alpha; per-entry weights cost one product
+            pull, coef = (param * c, 1.0) if torch.is_tensor(c) else (param, c)
+            param.grad.add_(pull, alpha=2.0 * self.lam * coef)
+            value = value + coef * param.reshape(-1).dot(pull.reshape(-1))
         return value
 
     def _ridge_value(self):
