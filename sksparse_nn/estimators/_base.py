@@ -334,6 +334,7 @@ class BaseDGated(BaseEstimator):
         batch_size = len(dataset) if self.batch_size is None else min(self.batch_size, len(dataset))
         max_epochs = self._max_epochs(len(dataset), batch_size)
         plan = LRPlan(max_epochs, self.lr_schedule)
+        ridge = self._ridge(module)
         callbacks = make_callbacks(lr_plan=plan, tol=self.tol, verbose=self.verbose)
         train_split = None
         if self.early_stopping:
@@ -349,7 +350,7 @@ class BaseDGated(BaseEstimator):
             module,
             criterion=self._criterion(),
             lam=self.lam,
-            ridge=self._ridge(module),
+            ridge=ridge,
             optimizer=optimizer,
             lr=self.lr,
             max_epochs=max_epochs,
@@ -365,7 +366,7 @@ class BaseDGated(BaseEstimator):
             device=self.device,
             verbose=0,
             **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},
-            **self._factor_step_sizes(module, optimizer),
+            **self._factor_step_sizes(module, optimizer, ridge),
         )
 
     def _plan_stopping(self, net, n_samples, warm, X, y):
@@ -410,10 +411,10 @@ class BaseDGated(BaseEstimator):
             )
             net.callbacks.append(("settled", settled))
 
-    def _factor_step_sizes(self, module, optimizer):
+    def _factor_step_sizes(self, module, optimizer, ridge=None):
         """Optimizer parameter groups: SGD step sizes of the D-Gating factors (and of the
-        weights under :meth:`_ridge`), bounded by the penalty's curvature, and (families
-        with ``weight_decay``) L2 on ungated weights.
+        weights under ``ridge``, :meth:`_ridge`'s), bounded by the penalty's curvature,
+        and (families with ``weight_decay``) L2 on ungated weights.
 
         ``lam * penalty`` is quadratic in each factor with curvature ``lam * c``
         (:func:`~sksparse_nn.gating.gate_factors`); an SGD step of size ``lr`` with
@@ -428,8 +429,9 @@ class BaseDGated(BaseEstimator):
         if sgd and self.lam > 0:
             curvatures = [(name, curvature) for name, _, curvature in gate_factors(module)]
             # the ridge's weights: curvature 2 c of lam * c * ||V||^2 (see _ridge)
-            ridge = (self._ridge(module) or {}).items()
-            curvatures += [(name, 2.0 * float(torch.as_tensor(c).max())) for name, c in ridge]
+            curvatures += [
+                (name, 2.0 * float(torch.as_tensor(c).max())) for name, c in (ridge or {}).items()
+            ]
             for name, curvature in curvatures:
                 cap = 0.5 / (self.lam * curvature) if curvature > 0 else np.inf
                 if cap < self.lr:

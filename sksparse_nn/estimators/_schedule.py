@@ -436,9 +436,8 @@ class StopWhenSettled(Callback):
             self.plan.resume(epoch + 1, self.anneal)
         self.norms_.append(norms)
         first = self.origin_ + self._warmup()
-        if epoch + 1 < max(first + 2 * self.window, self.earliest):
-            return
-        if len(self.norms_) < 2 * self.window:
+        too_early = epoch + 1 < max(first + 2 * self.window, self.earliest)
+        if too_early or len(self.norms_) < 2 * self.window:
             return
         if self._settled(losses):
             if self.plan.schedule == "constant":

@@ -252,10 +252,9 @@ class PenalizedNet(NeuralNet):
         for name, c in (self.ridge or {}).items():
             param = params[name]
             if torch.is_tensor(c):
-                c = torch.broadcast_to(c.to(param), param.shape)
-            elif not c:
-                continue
-            self.ridge_.append((param, c if torch.is_tensor(c) else float(c)))
+                self.ridge_.append((param, torch.broadcast_to(c.to(param), param.shape)))
+            elif c:
+                self.ridge_.append((param, float(c)))
         return self
 
     @torch.no_grad()
