@@ -172,7 +172,7 @@ def _path_order(est):
 
 def _carried(empty, lam):
     """The record of the empty model ``empty`` at a larger ``lam`` (no fit)."""
-    point = {**empty, "lam": lam, "not_converged": False}
+    point = {**empty, "lam": lam, "not_converged": None}
     if "estimator" in empty:
         point["estimator"] = copy.deepcopy(empty["estimator"]).set_params(lam=lam)
     return point
@@ -192,10 +192,10 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
         else:
             est.fit(X, y)
             caught = []
-    not_converged = False
+    not_converged = None  # the first ConvergenceWarning's message
     for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
         if issubclass(w.category, ConvergenceWarning):
-            not_converged = True
+            not_converged = not_converged or str(w.message)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     point = {
@@ -236,7 +236,7 @@ def failed_point(lam, has_val):
     point = {
         "lam": lam,
         "failed": True,
-        "not_converged": False,
+        "not_converged": None,
         "selected": np.zeros(0, dtype=int),
         "norms": None,  # NaN of the other points' width (see _assemble)
         "importances": None,
@@ -288,5 +288,5 @@ def fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_war
         "completed": rec["completed"],
         "interrupted": rec["interrupted"],
         "diverged": rec["diverged"],
-        "not_converged": [p["lam"] for p in points if p["not_converged"]],
+        "not_converged": [(p["lam"], p["not_converged"]) for p in points if p["not_converged"]],
     }

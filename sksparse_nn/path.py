@@ -408,22 +408,21 @@ def _check_lams(lams):
 
 
 def _warn_not_converged(full, folds, estimator):
-    """One ConvergenceWarning for all path points that hit max_epochs."""
-    lams = {p["lam"] for p in full["points"] if p["not_converged"]}
-    lams = sorted(lams.union(*(f["not_converged"] for f in folds)))
-    if not lams:
+    """One ConvergenceWarning for all path points whose fit warned that it had not
+    converged, quoting the first such fit's own message (what moved, and the advice)."""
+    found = [(p["lam"], p["not_converged"]) for p in full["points"] if p["not_converged"]]
+    for fold in folds:
+        found.extend(fold["not_converged"])
+    if not found:
         return
+    lams = sorted({lam for lam, _ in found})
     n_fits = len(full["points"]) + sum(len(f["scores"]) for f in folds)
     shown = ", ".join(f"{lam:.3g}" for lam in lams[:5]) + (", ..." if len(lams) > 5 else "")
-    if getattr(estimator, "max_epochs", None) is None:  # the automatic budget's cap
-        cause = "the automatic budget's cap"
-        advice = "Set max_epochs above that cap, or raise lr if training is slow."
-    else:
-        cause = "max_epochs"
-        advice = "Raise max_epochs, or set max_epochs=None for the automatic budget."
+    lam, first = found[0]
     warnings.warn(
         f"{type(estimator).__name__}: at {len(lams)} of the path's lams (of {n_fits} fits) "
-        f"{cause} ended training before it converged (lam={shown}). {advice}",
+        f"training ended before it converged (lam={shown}). The fit at lam={lam:.3g} "
+        f"said: {first}",
         ConvergenceWarning,
         stacklevel=4,
     )

@@ -413,6 +413,53 @@ def test_early_stopping_waits_while_trees_are_still_dying(monkeypatch):
     assert stopped_at <= dead_since + 2 * patience
 
 
+@pytest.mark.parametrize("ends_clean", [True, False])
+def test_a_sparser_clean_model_is_not_traded_for_an_early_dense_epoch(monkeypatch, ends_clean):
+    """The validation loss is often best early, before the penalty has removed trees. If
+    training ends with a clean gap, the restored model is the best epoch with the final
+    (fewer) live trees, however much better the early dense epochs validated: restoring
+    those made a fit at lam 0.006 on 800 rows of white wine return all 128 trees (an
+    undertrained epoch 6 model), and a warm-started path point return its warm start, so
+    a path kept one tree up to 1,000 times lam_max. Only when training ends with trees in
+    transit are the clean epochs out of date and the best epoch overall restored."""
+    from skorch.history import History
+
+    from sksparse_nn.estimators._training import StopTraining
+
+    patience, zero_tol = 3, 1e-7
+    stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
+    net = type("Net", (), {})()
+    net.module_, net.history = torch.nn.Linear(1, 1, bias=False), History()
+    dead = 1e-3 * zero_tol  # below dust
+    # epochs 0-4: both trees live, the best validation losses (to 0.46); 5-7: tree 1 in
+    # transit; from 8: tree 1 dead (clean) at a validation loss 0.8 (or still in
+    # transit, never clean again)
+    norms = {"k": 0}
+
+    def tree_norms(module):
+        k = norms["k"]
+        second = 1.0 if k < 5 else 1e-5 if (k < 8 or not ends_clean) else dead
+        return {"trees": torch.tensor([1.0, second]).double()}
+
+    monkeypatch.setattr(node_module, "group_norms", tree_norms)
+    for k in range(200):
+        norms["k"] = k
+        with torch.no_grad():
+            net.module_.weight.fill_(k)  # the epoch, to see which one is restored
+        net.history.new_epoch()
+        net.history.record("valid_loss", 0.5 - 0.01 * k if k < 5 else 0.8 + 1e-3 * k)
+        try:
+            stopper.on_epoch_end(net)
+        except StopTraining:
+            break
+    stopper.on_train_end(net)
+    restored = int(stopper.best_state_["weight"].item())
+    if ends_clean:
+        assert restored == 8  # the first epoch with tree 1 dead: the best of that support
+    else:
+        assert restored == 4  # trees in transit at the end: the best epoch overall
+
+
 @pytest.mark.parametrize("smallest, warns", [(1e-5, True), (0.1, False)])
 def test_a_restored_model_with_trees_in_transit_warns(smallest, warns):
     """Early stopping may have to restore an epoch whose smallest kept tree is still on

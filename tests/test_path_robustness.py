@@ -280,6 +280,33 @@ def test_convergence_warnings_of_a_path_come_as_one(data):
     assert "Raise max_epochs" in str(convergence[0].message)
 
 
+def test_a_path_reports_why_its_fits_did_not_converge(data, monkeypatch):
+    # the path's one warning quotes what the fits said, not a cause of its own: a point
+    # whose fit warned for another reason than the cap is not reported as "the cap"
+    X, y = data
+    reason = "early stopping ended training while groups were still shrinking"
+    after_fit = DGatedMLPRegressor._after_fit
+
+    def warning_after_fit(self, *args, **kwargs):
+        after_fit(self, *args, **kwargs)
+        if self.lam > 0.05:
+            warnings.warn(reason, ConvergenceWarning, stacklevel=2)
+
+    from sksparse_nn.estimators import _base
+
+    monkeypatch.setattr(DGatedMLPRegressor, "_after_fit", warning_after_fit)
+    monkeypatch.setattr(_base, "warn_not_converged", lambda *args: None)  # no cap warnings
+    est = DGatedMLPRegressor(hidden_layer_sizes=(8,), max_epochs=3, lr=1e-3, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.regularization_path(X, y, lams=LAMS)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(messages) == 1
+    assert "at 2 of the path's lams" in messages[0]
+    assert f"The fit at lam=0.1 said: {reason}" in messages[0]
+    assert "max_epochs" not in messages[0]
+
+
 def test_a_path_that_ran_out_of_the_automatic_budget_does_not_advise_it(data, monkeypatch):
     # with max_epochs=None the advice is to go above the automatic cap, not to set
     # max_epochs=None (it already is)
@@ -294,7 +321,8 @@ def test_a_path_that_ran_out_of_the_automatic_budget_does_not_advise_it(data, mo
     messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     path_message = [m for m in messages if "of the path's lams" in m]
     assert len(path_message) == 1
-    assert "automatic budget's cap" in path_message[0]
+    assert "reached max_epochs=2" in path_message[0]  # the fit's own reason, quoted
+    assert "above the automatic budget" in path_message[0]
     assert "set max_epochs=None" not in path_message[0]
 
 

@@ -158,6 +158,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         self.support_ = None
         self.any_ = EarlyStopping(np.inf).initialize()  # the best epoch, clean or not
         self.norms_ = deque(maxlen=2 * self.patience)  # tree norms of the last epochs
+        self.ends_clean_ = False  # whether the last epoch had a clean gap
         return super().initialize()
 
     def _shrinking(self):
@@ -187,6 +188,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         if self.any_.misses_ >= _STALL_FACTOR * self.patience and not self._shrinking():
             raise StopTraining  # nothing improves any more, and no tree is dying
         support = self._support(layer_norms)
+        self.ends_clean_ = support is not None
         if support is None:
             return
         if self.support_ is None or not torch.equal(support, self.support_):
@@ -195,7 +197,10 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         super().on_epoch_end(net, **kwargs)
 
     def on_train_end(self, net, **kwargs):
-        stale = self.best_loss_ > self.any_.best_loss_ + _CLEAN_SLACK * abs(self.any_.best_loss_)
+        # the clean epochs are out of date only when training ended with trees in transit
+        stale = not self.ends_clean_ and (
+            self.best_loss_ > self.any_.best_loss_ + _CLEAN_SLACK * abs(self.any_.best_loss_)
+        )
         if self.best_state_ is None or stale:  # no (good) clean epoch: the best of all
             self.best_state_, self.best_epoch_ = self.any_.best_state_, self.any_.best_epoch_
         super().on_train_end(net, **kwargs)
