@@ -371,40 +371,61 @@ def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
     assert valid.min() < 0.5 * valid[:3].min()
 
 
+def _drive_stopper(monkeypatch, stopper, norms_at, loss_at, epochs, max_epochs=None):
+    """Run ``stopper`` (a _CleanEarlyStopping) over ``epochs`` epochs of a stand-in net
+    whose tree norms at epoch ``k`` are ``norms_at(k)`` and validation loss
+    ``loss_at(k)``; the module's one weight holds the epoch number, so that a restored
+    state tells its epoch. Returns the epoch at which it stopped training (or None) and
+    the net."""
+    from skorch.history import History
+
+    from sksparse_nn.estimators._training import StopTraining
+
+    net = type("Net", (), {"max_epochs": max_epochs})()
+    net.module_, net.history = torch.nn.Linear(1, 1, bias=False), History()
+    epoch = {"k": 0}
+    monkeypatch.setattr(
+        node_module,
+        "group_norms",
+        lambda module: {"trees": torch.as_tensor(norms_at(epoch["k"]), dtype=torch.float64)},
+    )
+    for k in range(epochs):
+        epoch["k"] = k
+        with torch.no_grad():
+            net.module_.weight.fill_(k)
+        net.history.new_epoch()
+        net.history.record("valid_loss", loss_at(k))
+        try:
+            stopper.on_epoch_end(net)
+        except StopTraining:
+            return k, net
+    return None, net
+
+
+def _restored_epoch(stopper):
+    return int(stopper.best_state_["weight"].item())
+
+
+def _stalls_after_epoch_0(k):
+    """Validation loss: epoch 0 the best, every later one a little worse (within the
+    slack of the clean-epoch rule)."""
+    return 0.51 if k else 0.5
+
+
 def test_early_stopping_waits_while_trees_are_still_dying(monkeypatch):
     """The stall rule (no epoch improved the validation loss for a while) must not end a
     sparse fit while unused trees are still shrinking: the loss stops improving while
     they die, and stopping then restored trees half-way to zero (seen on red wine at the
     default lam: 126 trees kept, smallest 2e-7, largest removed 1e-7). Once the dying
     tree is dust, the stall ends training."""
-    from skorch.history import History
-
-    from sksparse_nn.estimators._training import StopTraining
-
     patience, zero_tol = 5, 1e-7
     stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
-    net = type("Net", (), {})()
-    net.module_, net.history = torch.nn.Linear(2, 1), History()
-    epoch = {"k": 0}
     # tree 0 stays at 1; tree 1 starts in transit (below TINY of the largest, above
     # dust: no epoch is clean) and loses 20% an epoch
     start = 0.5 * node_module.TINY
-    monkeypatch.setattr(
-        node_module,
-        "group_norms",
-        lambda module: {"trees": torch.tensor([1.0, start * 0.8 ** epoch["k"]]).double()},
+    stopped_at, _ = _drive_stopper(
+        monkeypatch, stopper, lambda k: [1.0, start * 0.8**k], _stalls_after_epoch_0, 400
     )
-    stopped_at = None
-    for k in range(400):
-        epoch["k"] = k
-        net.history.new_epoch()
-        # never improves after epoch 0, but stays within the slack of it
-        net.history.record("valid_loss", 0.51 if k else 0.5)
-        try:
-            stopper.on_epoch_end(net)
-        except StopTraining:
-            stopped_at = k
-            break
     assert stopped_at is not None, "a stalled fit with nothing left dying must stop"
     dust = node_module._DUST * zero_tol
     # not while tree 1 was visibly shrinking (old rule: after 3 * patience = 15 epochs)
@@ -425,31 +446,17 @@ def test_early_stopping_does_not_wait_for_a_gap_that_cannot_be_clean_in_time(
     nothing) and need far more epochs than the budget has, and waiting for them made
     the dense end of a default NODE path on 800 rows train ~490 epochs per point while
     its validation loss rose from 0.42 to 0.70, for a model still in transit."""
-    from skorch.history import History
-
-    from sksparse_nn.estimators._training import StopTraining
-
     patience, zero_tol = 5, 1e-7
     stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
-    net = type("Net", (), {"max_epochs": max_epochs})()
-    net.module_, net.history = torch.nn.Linear(2, 1), History()
-    epoch = {"k": 0}
     start = 0.5 * node_module.TINY  # at 3% an epoch: dust after ~450 epochs
-    monkeypatch.setattr(
-        node_module,
-        "group_norms",
-        lambda module: {"trees": torch.tensor([1.0, start * pace ** epoch["k"]]).double()},
+    stopped_at, _ = _drive_stopper(
+        monkeypatch,
+        stopper,
+        lambda k: [1.0, start * pace**k],
+        _stalls_after_epoch_0,
+        max_epochs,
+        max_epochs,
     )
-    stopped_at = None
-    for k in range(max_epochs):
-        epoch["k"] = k
-        net.history.new_epoch()
-        net.history.record("valid_loss", 0.51 if k else 0.5)  # epoch 0 is the best
-        try:
-            stopper.on_epoch_end(net)
-        except StopTraining:
-            stopped_at = k
-            break
     assert stopped_at is not None
     if waits:
         dust_at = int(np.ceil(np.log(node_module._DUST * zero_tol / start) / np.log(pace)))
@@ -465,37 +472,22 @@ def test_early_stopping_waits_while_many_trees_arrive_at_zero(monkeypatch, arriv
     wine, 119 trees in transit at the stall, one tree left clean 20 epochs later) and
     not when none does (the dense end of a path: the same trees in transit for
     hundreds of epochs)."""
-    from skorch.history import History
-
-    from sksparse_nn.estimators._training import StopTraining
-
     patience, zero_tol, n = 5, 1e-7, 40
     stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
-    net = type("Net", (), {"max_epochs": 10_000})()
-    net.module_, net.history = torch.nn.Linear(2, 1), History()
     rng = np.random.default_rng(0)
     dust = node_module._DUST * zero_tol
-    epoch = {"k": 0}
 
-    def tree_norms(module):
+    def norms_at(k):
         # tree 0 live; trees 1..n in transit, noisy; with `arriving`, one more below
         # dust every epoch from epoch 5
         noisy = 1e-5 * np.exp(rng.normal(0, 1.0, n))
         if arriving:
-            noisy[: max(0, epoch["k"] - 5)] = 0.1 * dust
-        return {"trees": torch.tensor(np.r_[1.0, noisy]).double()}
+            noisy[: max(0, k - 5)] = 0.1 * dust
+        return np.r_[1.0, noisy]
 
-    monkeypatch.setattr(node_module, "group_norms", tree_norms)
-    stopped_at = None
-    for k in range(1000):
-        epoch["k"] = k
-        net.history.new_epoch()
-        net.history.record("valid_loss", 0.51 if k else 0.5)  # epoch 0 is the best
-        try:
-            stopper.on_epoch_end(net)
-        except StopTraining:
-            stopped_at = k
-            break
+    stopped_at, _ = _drive_stopper(
+        monkeypatch, stopper, norms_at, _stalls_after_epoch_0, 1000, 10_000
+    )
     assert stopped_at is not None
     if arriving:  # waits until the last one is dust and the gap clean, then stalls
         assert stopped_at >= 5 + n
@@ -508,34 +500,16 @@ def test_a_stalled_fit_keeps_its_first_clean_epoch(monkeypatch):
     rule ends training there, that epoch is restored (seen: lam 0.01 on white wine
     stopped at its first clean epoch, one tree, and restored an epoch with 119 trees in
     transit because the stop came before the epoch was counted as clean)."""
-    from skorch.history import History
-
-    from sksparse_nn.estimators._training import StopTraining
-
     patience, zero_tol = 5, 1e-7
     stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
-    net = type("Net", (), {"max_epochs": 1000})()
-    net.module_, net.history = torch.nn.Linear(1, 1, bias=False), History()
-    start, epoch = 0.5 * node_module.TINY, {"k": 0}
-    monkeypatch.setattr(
-        node_module,
-        "group_norms",
-        lambda module: {"trees": torch.tensor([1.0, start * 0.5 ** epoch["k"]]).double()},
+    start = 0.5 * node_module.TINY
+    stopped_at, net = _drive_stopper(
+        monkeypatch, stopper, lambda k: [1.0, start * 0.5**k], _stalls_after_epoch_0, 1000, 1000
     )
-    for k in range(1000):
-        epoch["k"] = k
-        with torch.no_grad():
-            net.module_.weight.fill_(k)
-        net.history.new_epoch()
-        net.history.record("valid_loss", 0.51 if k else 0.5)  # epoch 0 is the best
-        try:
-            stopper.on_epoch_end(net)
-        except StopTraining:
-            break
     stopper.on_train_end(net)
     first_clean = int(np.ceil(np.log(node_module._DUST * zero_tol / start) / np.log(0.5)))
-    assert k == first_clean > node_module._STALL_FACTOR * patience  # stopped at the stall
-    assert int(stopper.best_state_["weight"].item()) == first_clean
+    assert stopped_at == first_clean > node_module._STALL_FACTOR * patience  # at the stall
+    assert _restored_epoch(stopper) == first_clean
 
 
 @pytest.mark.parametrize("ends_clean", [True, False])
@@ -547,42 +521,25 @@ def test_a_sparser_clean_model_is_not_traded_for_an_early_dense_epoch(monkeypatc
     undertrained epoch 6 model), and a warm-started path point return its warm start, so
     a path kept one tree up to 1,000 times lam_max. Only when training ends with trees in
     transit are the clean epochs out of date and the best epoch overall restored."""
-    from skorch.history import History
-
-    from sksparse_nn.estimators._training import StopTraining
-
     patience, zero_tol = 3, 1e-7
     stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
-    net = type("Net", (), {})()
-    net.module_, net.history = torch.nn.Linear(1, 1, bias=False), History()
     dead = 1e-3 * zero_tol  # below dust
-    # epochs 0-4: both trees live, the best validation losses (to 0.46); 5-7: tree 1 in
-    # transit; from 8: tree 1 dead (clean) at a validation loss 0.8 (or still in
-    # transit, never clean again)
-    norms = {"k": 0}
 
-    def tree_norms(module):
-        k = norms["k"]
+    def norms_at(k):
+        # epochs 0-4: both trees live, the best validation losses (to 0.46); 5-7: tree 1
+        # in transit; from 8: tree 1 dead (clean) at a validation loss 0.8 (or still in
+        # transit, never clean again)
         second = 1.0 if k < 5 else 1e-5 if (k < 8 or not ends_clean) else dead
-        return {"trees": torch.tensor([1.0, second]).double()}
+        return [1.0, second]
 
-    monkeypatch.setattr(node_module, "group_norms", tree_norms)
-    for k in range(200):
-        norms["k"] = k
-        with torch.no_grad():
-            net.module_.weight.fill_(k)  # the epoch, to see which one is restored
-        net.history.new_epoch()
-        net.history.record("valid_loss", 0.5 - 0.01 * k if k < 5 else 0.8 + 1e-3 * k)
-        try:
-            stopper.on_epoch_end(net)
-        except StopTraining:
-            break
+    _, net = _drive_stopper(
+        monkeypatch, stopper, norms_at, lambda k: 0.5 - 0.01 * k if k < 5 else 0.8 + 1e-3 * k, 200
+    )
     stopper.on_train_end(net)
-    restored = int(stopper.best_state_["weight"].item())
-    if ends_clean:
-        assert restored == 8  # the first epoch with tree 1 dead: the best of that support
-    else:
-        assert restored == 4  # trees in transit at the end: the best epoch overall
+    if ends_clean:  # the first epoch with tree 1 dead: the best of that support
+        assert _restored_epoch(stopper) == 8
+    else:  # trees in transit at the end: the best epoch overall
+        assert _restored_epoch(stopper) == 4
 
 
 @pytest.mark.parametrize("smallest, warns", [(1e-5, True), (0.1, False)])
