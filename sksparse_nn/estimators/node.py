@@ -567,9 +567,14 @@ _NODE_DOC = fill(
         epochs with a clean sparsity gap count (every tree below ``zero_tol / 100`` or
         above 1e-3 times the largest tree), only those with the final set of live
         trees are averaged, and the search restarts whenever that set changes, so the
-        restored model has exact zeros and the fewest trees training reached. On by
-        default because without it NODE overfits small data (diabetes, max_epochs=None:
-        test R^2 -0.57) and the automatic budget ran 158 s on 331 rows.
+        restored model has exact zeros and the fewest trees training reached. Once
+        the validation loss has stalled, training goes on for trees on their way to zero
+        only while a clean gap is in reach before ``max_epochs``; otherwise the best
+        epoch is restored with its trees in transit, and a ``ConvergenceWarning`` says
+        so (at lams far below ``lambda_max``, where unused trees shrink by a few
+        percent an epoch). On by default because without it NODE overfits small data
+        (diabetes, max_epochs=None: test R^2 -0.57) and the automatic budget ran 158 s
+        on 331 rows.
     $validation_fraction
     $n_iter_no_change
     $warm_start
