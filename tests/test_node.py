@@ -185,6 +185,23 @@ def test_early_stopping_that_restores_the_first_epoch_warns():
     assert int(np.argmin(est.history_[:, "valid_loss"])) == 0  # what the warning says
 
 
+def test_a_warm_start_that_keeps_its_first_epoch_does_not_warn(monkeypatch):
+    # a warm start's first epoch is the previous fit's trained model one epoch on (a path
+    # point whose larger lam the validation loss did not want), not a barely trained one
+    from sklearn.datasets import make_regression
+
+    from sksparse_nn.estimators import _base
+
+    X, y = make_regression(200, 5, n_informative=3, noise=1.0, random_state=0)
+    calls = []
+    monkeypatch.setattr(_base, "warn_first_epoch_restored", lambda *args: calls.append(args))
+    est = NODERegressor(lam=1e-3, num_trees=8, depth=3, max_epochs=3, early_stopping=True)
+    est.fit(X, y)
+    assert len(calls) == 1  # a cold fit is checked
+    est.set_params(warm_start=True, lam=1e-2).fit(X, y)
+    assert len(calls) == 1  # a warm start is not
+
+
 def test_active_trees_are_the_nonzero_ones(sparse_fit, regression_problem):
     X, y = regression_problem
     est = sparse_fit

@@ -252,6 +252,8 @@ class BaseDGated(BaseEstimator):
                         f"{message} ({exc})", lam=self.lam, epoch=epoch
                     ) from exc
             self._finish_fit(net, X, y, scaling, sample_weight)
+        if warm_module is None:  # a warm start's first epoch is the previous fit's model
+            warn_first_epoch_restored(self, dict(net.callbacks_).get("early_stopping"))
         return self
 
     def _finish_fit(self, net, X, y, scaling, sample_weight=None):
@@ -290,7 +292,6 @@ class BaseDGated(BaseEstimator):
         if monitor is not None and self.n_iter_ >= monitor.max_epochs:
             losses = net.history[:, "train_loss"]
             warn_not_converged(self, monitor.diagnose(losses, raw, zero_tol), monitor.max_epochs)
-        warn_first_epoch_restored(self, dict(net.callbacks_).get("early_stopping"))
         return self
 
     # ------------------------------------------------------- fit helpers

@@ -235,7 +235,9 @@ def warn_not_converged(estimator, messages, max_epochs):
 def warn_first_epoch_restored(estimator, stopper):
     """A ConvergenceWarning when validation early stopping restored the first epoch of a
     penalized fit that trained longer: the penalty shrank the model while the validation
-    loss only rose, and the fitted model is the barely trained one."""
+    loss only rose, and the fitted model is the barely trained one. Not for warm starts
+    (the caller's choice): their first epoch is the previous fit's model, one epoch on
+    (a path point whose larger lam the validation loss did not want)."""
     if getattr(stopper, "restored_epoch_", None) != 1 or estimator.n_iter_ <= 1:
         return
     if not estimator.lam > 0:
