@@ -529,34 +529,33 @@ def test_a_stalled_fit_keeps_its_first_clean_epoch(monkeypatch):
     assert _restored_epoch(stopper) == first_clean
 
 
-@pytest.mark.parametrize("ends_clean", [True, False])
-def test_a_sparser_clean_model_is_not_traded_for_an_early_dense_epoch(monkeypatch, ends_clean):
-    """The validation loss is often best early, before the penalty has removed trees. If
-    training ends with a clean gap, the restored model is the best epoch with the final
-    (fewer) live trees, however much better the early dense epochs validated: restoring
-    those made a fit at lam 0.006 on 800 rows of white wine return all 128 trees (an
-    undertrained epoch 6 model), and a warm-started path point return its warm start, so
-    a path kept one tree up to 1,000 times lam_max. Only when training ends with trees in
-    transit are the clean epochs out of date and the best epoch overall restored."""
+@pytest.mark.parametrize("clean_loss, restored", [(0.47, 8), (0.8, 4)])
+def test_the_validation_loss_decides_between_a_clean_sparser_model_and_an_earlier_epoch(
+    monkeypatch, clean_loss, restored
+):
+    """The validation loss is often best early, before the penalty has removed trees.
+    The best clean epoch with the final (fewer) live trees is restored when it validates
+    within the slack of the best epoch overall; when it validates clearly worse, the best
+    epoch is (the sparser model is a worse one: seen on standardized wine data with
+    noise columns, 24 trees at test RMSE 0.98 sd against 0.86 for the best epoch)."""
     patience, zero_tol = 3, 1e-7
     stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
     dead = 1e-3 * zero_tol  # below dust
 
     def norms_at(k):
         # epochs 0-4: both trees live, the best validation losses (to 0.46); 5-7: tree 1
-        # in transit; from 8: tree 1 dead (clean) at a validation loss 0.8 (or still in
-        # transit, never clean again)
-        second = 1.0 if k < 5 else 1e-5 if (k < 8 or not ends_clean) else dead
-        return [1.0, second]
+        # in transit; from 8: tree 1 dead (clean) at a validation loss clean_loss
+        return [1.0, 1.0 if k < 5 else 1e-5 if k < 8 else dead]
 
     _, net = _drive_stopper(
-        monkeypatch, stopper, norms_at, lambda k: 0.5 - 0.01 * k if k < 5 else 0.8 + 1e-3 * k, 200
+        monkeypatch,
+        stopper,
+        norms_at,
+        lambda k: 0.5 - 0.01 * k if k < 5 else clean_loss + 1e-3 * k,
+        200,
     )
     stopper.on_train_end(net)
-    if ends_clean:  # the first epoch with tree 1 dead: the best of that support
-        assert _restored_epoch(stopper) == 8
-    else:  # trees in transit at the end: the best epoch overall
-        assert _restored_epoch(stopper) == 4
+    assert _restored_epoch(stopper) == restored
 
 
 @pytest.mark.parametrize("smallest, warns", [(1e-5, True), (0.1, False)])

@@ -135,15 +135,16 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
     the same live trees just before it (see the base class): a dead tree is below
     ``DUST * zero_tol`` in every averaged epoch, so also in the average.
 
-    If no epoch was clean (trees kept dying until ``max_epochs``), or training ended
-    with trees in transit and the best clean epoch validates more than
-    ``_CLEAN_SLACK`` worse than the best epoch overall (a small ``lam`` shrinks unused
-    trees so slowly that the only clean epochs are the first, nearly untrained ones),
-    the epoch with the best validation loss is restored, not averaged (its trees in
-    transit show in the sparsity gap). A fit that ends clean keeps its sparser model
-    even when earlier, denser epochs validated better: the penalty asked for it (seen:
-    restoring those epochs returned all 128 trees, barely trained, at lam 0.006 on 800
-    rows of white wine, and a path point's own warm start). For the same reason
+    If no epoch was clean (trees kept dying until ``max_epochs``), or the best clean
+    epoch validates more than ``_CLEAN_SLACK`` worse than the best epoch overall (a
+    small ``lam`` shrinks unused trees so slowly that the only clean epochs are the
+    first, nearly untrained ones; or the sparser model the penalty reached validates
+    worse than an earlier, denser epoch), the epoch with the best validation loss is
+    restored, not averaged (its trees in transit show in the sparsity gap). The
+    validation loss decides, as early stopping does: keeping the clean sparser model
+    whatever it validated made default fits on 1,500 standardized rows of white / red
+    wine with noise columns keep 24 / 25 trees at test RMSE 0.98 / 0.91 (in units of
+    y's sd) where the best epoch's model (128 trees) had 0.86 / 0.74. For the same reason
     training also stops once no epoch, clean or not, has improved the validation loss
     for ``_STALL_FACTOR * patience`` epochs, unless trees are in transit and every one
     of them, at its pace over the last ``2 * patience`` epochs (the fall of its mean
@@ -218,10 +219,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
                 raise StopTraining  # nothing improves any more, nor will the gap in time
 
     def on_train_end(self, net, **kwargs):
-        # the clean epochs are out of date only when training ended with trees in transit
-        stale = not self.ends_clean_ and (
-            self.best_loss_ > self.any_.best_loss_ + _CLEAN_SLACK * abs(self.any_.best_loss_)
-        )
+        stale = self.best_loss_ > self.any_.best_loss_ + _CLEAN_SLACK * abs(self.any_.best_loss_)
         if self.best_state_ is None or stale:  # no (good) clean epoch: the best of all
             self.best_state_, self.best_epoch_ = self.any_.best_state_, self.any_.best_epoch_
         super().on_train_end(net, **kwargs)
