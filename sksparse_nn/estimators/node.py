@@ -213,9 +213,11 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
                 self.support_, self.best_loss_, self.misses_ = support, float("inf"), 0
                 self.recent_ = []  # average only epochs with this support
             super().on_epoch_end(net, **kwargs)
-        if self.any_.misses_ >= _STALL_FACTOR * self.patience:
+        if self.any_.misses_ >= _STALL_FACTOR * self.patience and not self.ends_clean_:
+            # (a clean epoch's support ends training by its own patience, above: a
+            # support just reached gets as many epochs to validate as the others had)
             epochs_left = (getattr(net, "max_epochs", None) or np.inf) - len(net.history)
-            if self.ends_clean_ or not self._clean_in_time(transit, epochs_left):
+            if not self._clean_in_time(transit, epochs_left):
                 raise StopTraining  # nothing improves any more, nor will the gap in time
 
     def on_train_end(self, net, **kwargs):
