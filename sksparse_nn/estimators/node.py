@@ -510,13 +510,14 @@ _NODE_DOC = fill(
         number of trees: the penalty is on each tree's contribution to the output). The
         loss is the mean over samples plus ``lam * penalty``. D=2 needs a larger
         ``lam`` than D=3 for the same number of trees and removes them more slowly
-        (benchmarks/node_wine.py measures both). The default keeps 4.0 / 6.3 of
+        (benchmarks/node_wine.py measures both). The default keeps 4.0 / 6.0 of
         the 128 trees on average on white / red wine quality with clean gaps, at a test
-        RMSE 3.7% / 0.9% above the dense model's (benchmarks/node_defaults.py, 3
-        splits), and 8.7 trees on Friedman #1 (800 rows). On diabetes (353 rows) it
-        keeps 47 on average: on one split the validation loss stalled before any tree
-        had started to die, and early stopping kept all 128; ``lam=1e-2`` keeps 3
-        there. ``lam=0`` trains a plain NODE.
+        RMSE 3.7% above / 0.8% below the dense model's (benchmarks/node_defaults.py, 3
+        splits). On small data (diabetes, 353 rows; Friedman #1, 800) early stopping
+        often ends before the unused trees have died (88 / 35 trees kept on average)
+        and says so with a ``ConvergenceWarning``; a larger ``lam`` gives a clean sparse
+        model there (``lam=1e-2``: 5 trees on Friedman #1). ``lam=0`` trains a plain
+        NODE.
     $D
     num_trees : int or None, default=None
         Trees per layer; ``None``: 64 for regression, 128 for classification.
