@@ -144,11 +144,12 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
     validation loss decides, as early stopping does: keeping the clean sparser model
     whatever it validated made default fits on 1,500 standardized rows of white / red
     wine with noise columns keep 24 / 25 trees at test RMSE 0.98 / 0.91 (in units of
-    y's sd) where the best epoch's model (128 trees) had 0.86 / 0.74. For the same reason
-    training also stops once no epoch, clean or not, has improved the validation loss
-    for ``_STALL_FACTOR * patience`` epochs, unless trees are in transit and every one
-    of them, at its pace over the last ``2 * patience`` epochs (the fall of its mean
-    log-norm), gets below dust before ``max_epochs``: the validation loss stops
+    y's sd) where the best epoch's model (128 trees) had 0.86 / 0.74. Training also
+    stops once no epoch, clean or not, has improved the validation loss for
+    ``_STALL_FACTOR * patience`` epochs, unless trees are in transit and a clean gap is
+    in reach (:meth:`_clean_in_time`: trees keep arriving below dust, or every one in
+    transit gets there before ``max_epochs`` at its pace), or the last epoch is clean
+    (its support then ends training by its own patience): the validation loss stops
     improving while unused trees die, and stopping then restored a model with trees in
     transit (red wine, default lam: 126 / 46 / 8 trees kept on three splits, the first
     two with no gap, largest removed 1e-7 next to smallest kept 2e-7); but a gap that
@@ -166,7 +167,6 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         self.support_ = None
         self.any_ = EarlyStopping(np.inf).initialize()  # the best epoch, clean or not
         self.norms_ = deque(maxlen=2 * self.patience)  # tree norms of the last epochs
-        self.dust_ = deque(maxlen=2 * self.patience)  # trees below dust per epoch
         self.ends_clean_ = False  # whether the last epoch had a clean gap
         return super().initialize()
 
@@ -186,13 +186,12 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         ``transit``) gets below dust within ``epochs_left`` epochs at its pace over those
         epochs (the fall of its mean log-norm from the first half of them to the
         second: one tree on its way out)."""
-        dusty, norms = self.dust_, self.norms_
-        if len(norms) < norms.maxlen:
+        if len(self.norms_) < self.norms_.maxlen:
             return True  # too few epochs to tell
-        if dusty[-1] > dusty[0]:
+        norms, dust = np.stack(self.norms_), _DUST * self.zero_tol
+        if (norms[-1] < dust).sum() > (norms[0] < dust).sum():
             return True
-        dust = _DUST * self.zero_tol
-        logs = np.log(np.maximum(np.stack(norms)[:, transit], dust))
+        logs = np.log(np.maximum(norms[:, transit], dust))
         fall = logs[: self.patience].mean(axis=0) - logs[self.patience :].mean(axis=0)
         fall /= self.patience  # per epoch
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -204,7 +203,6 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         with torch.no_grad():
             layer_norms = [n.double() for n in group_norms(net.module_).values()]
         self.norms_.append(torch.cat(layer_norms).numpy())
-        self.dust_.append(int((self.norms_[-1] < _DUST * self.zero_tol).sum()))
         transit = self._in_transit(layer_norms)
         self.ends_clean_ = not transit.any()
         if self.ends_clean_:  # a candidate (and the patience count of its support)
