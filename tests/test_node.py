@@ -170,19 +170,18 @@ def test_large_lam_switches_every_tree_off_exactly(regression_problem):
     assert est.compact().num_trees == (0, 0)  # both (default) layers empty
 
 
-def test_early_stopping_that_restores_the_first_epoch_warns():
-    # a lam whose penalty shrinks every tree alike while the validation loss rises: the
-    # best validation epoch is the first, nearly untrained one (every tree kept, R^2
-    # near 0), which must not pass silently
+def test_a_lam_too_large_for_the_data_gives_the_empty_model():
+    # the penalty shrinks every tree alike while the validation loss rises: early
+    # stopping on the validation loss restored the first, untrained epoch (every tree
+    # kept, R^2 near 0); on the validation objective training goes on until every tree
+    # is dead, the model a lam above lam_max should give (as Lasso's all-zero one)
     from sklearn.datasets import make_regression
-    from sklearn.exceptions import ConvergenceWarning
 
     X, y = make_regression(200, 5, n_informative=3, noise=1.0, random_state=0)
-    est = NODERegressor(lam=0.3, early_stopping=True, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="restored the model of the first epoch"):
-        est.fit(X, y)
-    assert est.n_iter_ > 1
-    assert int(np.argmin(est.history_[:, "valid_loss"])) == 0  # what the warning says
+    est = NODERegressor(lam=0.3, early_stopping=True, random_state=0).fit(X, y)
+    assert est.n_active_trees_ == 0 and not est.tree_norms_.any()
+    assert est.selected_features_.size == 0
+    np.testing.assert_allclose(est.predict(X), est.predict(X[:1]).item(), rtol=1e-6)
 
 
 def test_a_warm_start_that_keeps_its_first_epoch_does_not_warn(monkeypatch):
@@ -388,23 +387,30 @@ def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
     assert valid.min() < 0.5 * valid[:3].min()
 
 
-def _drive_stopper(monkeypatch, stopper, norms_at, loss_at, epochs, max_epochs=None):
+def _drive_stopper(
+    monkeypatch, stopper, norms_at, loss_at, epochs, max_epochs=None, lam=0.0, penalty_at=None
+):
     """Run ``stopper`` (a _CleanEarlyStopping) over ``epochs`` epochs of a stand-in net
-    whose tree norms at epoch ``k`` are ``norms_at(k)`` and validation loss
-    ``loss_at(k)``; the module's one weight holds the epoch number, so that a restored
-    state tells its epoch. Returns the epoch at which it stopped training (or None) and
-    the net."""
+    whose tree norms at epoch ``k`` are ``norms_at(k)``, validation loss ``loss_at(k)``
+    and penalty ``penalty_at(k)`` (0 if None; the net's ``lam`` is ``lam``); the module's
+    one weight holds the epoch number, so that a restored state tells its epoch. Returns
+    the epoch at which it stopped training (or None) and the net."""
     from skorch.history import History
 
     from sksparse_nn.estimators._training import StopTraining
 
-    net = type("Net", (), {"max_epochs": max_epochs})()
+    net = type("Net", (), {"max_epochs": max_epochs, "lam": lam})()
     net.module_, net.history = torch.nn.Linear(1, 1, bias=False), History()
     epoch = {"k": 0}
     monkeypatch.setattr(
         node_module,
         "group_norms",
         lambda module: {"trees": torch.as_tensor(norms_at(epoch["k"]), dtype=torch.float64)},
+    )
+    monkeypatch.setattr(
+        node_module,
+        "induced_penalty",
+        lambda module: torch.tensor(0.0 if penalty_at is None else penalty_at(epoch["k"])),
     )
     for k in range(epochs):
         epoch["k"] = k
@@ -560,6 +566,82 @@ def test_the_validation_loss_decides_between_a_clean_sparser_model_and_an_earlie
     )
     stopper.on_train_end(net)
     assert _restored_epoch(stopper) == restored
+
+
+@pytest.mark.parametrize("lam, restored", [(0.0, 0), (0.1, 20)])
+def test_a_sparse_fit_stops_on_its_validation_objective(monkeypatch, lam, restored):
+    """With ``lam > 0`` early stopping watches the validation objective (the validation
+    loss plus ``lam`` times the penalty), not the loss alone: a warm-started path point
+    whose validation loss is best at its first epoch (the previous point's model, still
+    overfitting) restored that epoch at every lam, so the path kept the same 83-116
+    trees from 0.1 to 385 times lam_max on 800 rows of white wine. Here the loss creeps
+    up by 1e-3 an epoch while the penalty falls by 2e-2: with lam 0.1 the objective
+    improves until epoch 20, where the penalty stops falling."""
+    patience, zero_tol = 5, 1e-7
+    stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
+    _, net = _drive_stopper(
+        monkeypatch,
+        stopper,
+        lambda k: [1.0, 0.5],  # both trees live: every epoch clean
+        lambda k: 0.5 + 1e-3 * k,
+        200,
+        lam=lam,
+        penalty_at=lambda k: 1.0 - 2e-2 * min(k, 20),
+    )
+    stopper.on_train_end(net)
+    assert _restored_epoch(stopper) == restored
+    objective = net.history[:, "valid_objective"]
+    np.testing.assert_allclose(
+        objective, [0.5 + 1e-3 * k + lam * (1.0 - 2e-2 * min(k, 20)) for k in range(len(objective))]
+    )
+
+
+def test_a_stalled_fit_does_not_wait_for_a_clean_epoch_it_would_not_restore(monkeypatch):
+    """Trees still arriving at zero keep a stalled fit going only while a clean epoch
+    could be restored: once the last ``patience`` epochs all validate beyond the slack
+    of the best one, the best epoch is restored whatever comes, so training stops (the
+    wait cost a default NODE path on 800 rows of white wine half its epochs)."""
+    patience, zero_tol, n = 5, 1e-7, 40
+    stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
+    dust = node_module._DUST * zero_tol
+
+    def norms_at(k):  # tree 0 live, one more of the others below dust every epoch
+        noisy = np.full(n, 1e-5)
+        noisy[: max(0, k - 5)] = 0.1 * dust
+        return np.r_[1.0, noisy]
+
+    def overfitting(k):  # best at epoch 0, then 2% worse every epoch
+        return 0.5 * (1.0 + 0.02 * k)
+
+    stopped_at, _ = _drive_stopper(monkeypatch, stopper, norms_at, overfitting, 1000, 10_000)
+    # trees keep arriving until epoch 5 + n, but from epoch 3 + patience every recent
+    # epoch is beyond the 5% slack: the stall (3 * patience) ends it
+    assert stopped_at == node_module._STALL_FACTOR * patience
+
+
+def test_a_restored_model_whose_trees_all_shrank_together_warns():
+    """Every kept tree far below the largest tree of training (all shrinking alike at a
+    lam too large, stopped before they died) is a nearly constant model: said, with
+    what to change, not passed silently as "3 trees kept"."""
+    import warnings
+
+    from skorch.history import History
+
+    from sksparse_nn.exceptions import ConvergenceWarning
+
+    est = NODERegressor(lam=0.5)
+    est.tree_norms_ = np.array([3e-6, 2e-6, 1e-6, 0.0])
+    est.n_active_trees_, est.sparsity_gap_ = 3, (1e-12, 1e-6)
+    est.history_ = History()
+    for largest in (4.0, 0.5, 3e-6):
+        est.history_.new_epoch()
+        est.history_.record("largest_tree", largest)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est._warn_trees_in_transit()
+    (said,) = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert "shrank towards zero together" in str(said.message)
+    assert "lam=0.5" in str(said.message) and "Lower lam" in str(said.message)
 
 
 @pytest.mark.parametrize("smallest, warns", [(1e-5, True), (0.1, False)])

@@ -204,8 +204,9 @@ class PenalizedNet(NeuralNet):
     ``lam * sum(c * p^2)`` for every parameter ``p`` that ``ridge`` (``{name: c}``, ``c`` a
     number or a tensor of per-entry weights broadcastable to ``p``) names.
 
-    The penalty enters only when ``training=True``, so validation losses (and early
-    stopping) measure the fit to the data alone.
+    The penalty enters only when ``training=True``, so validation losses measure the fit
+    to the data alone (an early stopping that watches the validation objective adds
+    ``lam`` times the penalty itself, as NODE's does).
 
     Stopping and Ctrl-C. skorch ends training when anything raises ``KeyboardInterrupt``
     and swallows it in ``partial_fit`` (its own ``EarlyStopping`` uses it as a signal), so
@@ -368,10 +369,14 @@ class _StopWhenConverged(Callback):
 
 class EarlyStopping(Callback):
     """Stop when the validation loss has not improved for ``patience`` epochs, then
-    restore the weights of the best epoch."""
+    restore the weights of the best epoch.
 
-    def __init__(self, patience):
+    ``monitor`` names the history entry watched (``"valid_loss"``; a subclass may record
+    another, e.g. the validation objective, before this reads it)."""
+
+    def __init__(self, patience, monitor="valid_loss"):
         self.patience = patience
+        self.monitor = monitor
 
     def initialize(self):
         self.best_loss_, self.best_state_, self.misses_ = float("inf"), None, 0
@@ -379,7 +384,7 @@ class EarlyStopping(Callback):
         return self
 
     def on_epoch_end(self, net, **kwargs):
-        loss = net.history[-1, "valid_loss"]
+        loss = net.history[-1, self.monitor]
         if loss < self.best_loss_:
             self.best_loss_, self.misses_ = loss, 0
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
