@@ -30,7 +30,9 @@ connections, as in the paper); with dense connections every layer's trees feed t
 without them only the last layer's.
 
 Everything is vectorized over trees: the only Python loops run over the depth and the
-layers.
+layers. Internally the layers compute with the samples on the last (contiguous) axis,
+``(features, n)`` in and ``(trees, tree_dim, n)`` out, so that the many small
+elementwise products of the soft splits and leaves run over rows of ``n`` values.
 """
 
 from __future__ import annotations
@@ -40,8 +42,26 @@ from numbers import Integral
 import torch
 from entmax import entmax15  # the maintained 1.5-entmax (re-exported)
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 __all__ = ["NODE", "ObliviousTreeLayer", "compact_node", "entmax15", "entmoid15"]
+
+
+class _Entmoid15(torch.autograd.Function):
+    """:func:`entmoid15` with its derivative in closed form (one fused backward)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x = x.clamp(-2.0, 2.0)
+        root = torch.sqrt(8.0 - x * x)
+        ctx.save_for_backward(x, root)
+        return (x + root).square_().div_(16.0)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        x, root = ctx.saved_tensors
+        return grad * (4.0 - x * x) / (4.0 * root)
 
 
 def entmoid15(x):
@@ -49,11 +69,11 @@ def entmoid15(x):
 
     Closed form :math:`(x + \sqrt{8 - x^2})^2 / 16` for :math:`|x| < 2`, exactly 0 below
     ``-2`` and exactly 1 above ``2``; ``entmoid15(-x) = 1 - entmoid15(x)``. Its derivative
-    :math:`(4 - x^2) / (4 \sqrt{8 - x^2})` is continuous and vanishes at :math:`\pm 2`, so
-    plain autograd through the clamp is exact.
+    :math:`(4 - x^2) / (4 \sqrt{8 - x^2})` is continuous and vanishes at :math:`\pm 2`
+    (and is 0 beyond), and is computed in that closed form rather than through the
+    forward's five operations (first derivatives only).
     """
-    x = x.clamp(-2.0, 2.0)
-    return (x + torch.sqrt(8.0 - x * x)).pow(2) / 16.0
+    return _Entmoid15.apply(x)
 
 
 def _gather_quantiles(values, levels):
@@ -73,36 +93,39 @@ def _gather_quantiles(values, levels):
 
 
 def _leaf_products(right):
-    """Leaf weights of the questions along the last axis: (..., k) -> (..., 2**k).
+    """Leaf weights of the questions along axis 1, samples last: (T, k, n) -> (T, 2**k, n).
 
-    The first question is the most significant bit of the leaf index (1 = "right").
+    The first question is the most significant bit of the leaf index (1 = "right"). The
+    samples are the contiguous axis, so every product runs over rows of ``n`` values.
     """
-    leaves = right.new_ones(*right.shape[:-1], 1)
-    questions = right.movedim(-1, 0).unsqueeze(-1).contiguous()  # each answer contiguous
-    for b in questions:
-        leaves = torch.stack((leaves * (1.0 - b), leaves * b), dim=-1).flatten(start_dim=-2)
+    trees, k, n = right.shape
+    leaves = right.new_ones(trees, 1, n)
+    for j in range(k):
+        b = right[:, j : j + 1]
+        pairs = torch.stack((leaves * (1.0 - b), leaves * b), dim=2)
+        leaves = pairs.reshape(trees, 2 ** (j + 1), n)
     return leaves
 
 
 def _evaluate_trees(right, response):
-    """Tree outputs ``sum_l leaf_weight_l * response_l`` without the (n, T, 2**d) leaves.
+    """Tree outputs ``sum_l leaf_weight_l * response_l`` without the (T, 2**d, n) leaves.
 
-    ``right`` (n, T, d) are the soft answers, ``response`` (T, C, 2**d). The leaf weight
-    factorizes over the two halves of the questions, ``w_{ab} = u_a v_b`` (``a`` indexes
-    the answers to the first ``d1`` questions, ``b`` to the rest), so the sum is
-    ``sum_a u_a sum_b R_{ab} v_b``: a batched matrix product over trees plus a small
-    weighted sum. For depth 6 that touches ``2 * 8`` instead of ``64`` leaf weights per
-    sample and tree, which is several times faster than materializing all leaves.
+    ``right`` (T, d, n) are the soft answers (samples last), ``response`` (T, C, 2**d);
+    returns (T, C, n). The leaf weight factorizes over the two halves of the questions,
+    ``w_{ab} = u_a v_b`` (``a`` indexes the answers to the first ``d1`` questions, ``b``
+    to the rest), so the sum is ``sum_a u_a sum_b R_{ab} v_b``: a batched matrix product
+    over trees plus a small weighted sum. For depth 6 that touches ``2 * 8`` instead of
+    ``64`` leaf weights per sample and tree, several times faster than materializing all
+    leaves.
     """
-    n, trees, depth = right.shape
+    trees, depth, n = right.shape
     c = response.shape[1]
     d1 = depth // 2
-    by_tree = right.transpose(0, 1)  # (T, n, d)
-    u = _leaf_products(by_tree[..., :d1])  # (T, n, 2**d1)
-    v = _leaf_products(by_tree[..., d1:])  # (T, n, 2**(d - d1))
+    u = _leaf_products(right[:, :d1])  # (T, 2**d1, n)
+    v = _leaf_products(right[:, d1:])  # (T, 2**(d - d1), n)
     blocks = response.reshape(trees, c * 2**d1, 2 ** (depth - d1))
-    partial = torch.bmm(v, blocks.transpose(1, 2)).reshape(trees, n, c, 2**d1)
-    return (partial * u.unsqueeze(2)).sum(dim=-1).transpose(0, 1)
+    partial = torch.bmm(blocks, v).reshape(trees, c, 2**d1, n)
+    return (partial * u.unsqueeze(1)).sum(dim=2)
 
 
 class ObliviousTreeLayer(nn.Module):
@@ -173,6 +196,14 @@ class ObliviousTreeLayer(nn.Module):
             )
         return entmax15(self.choice_logits, dim=-1)
 
+    def _answers(self, xt):
+        """Soft answers with the samples last: ``xt`` (in_features, n) -> (T, depth, n)."""
+        weights = self.choice_weights()
+        values = weights.reshape(self.num_trees * self.depth, self.in_features) @ xt
+        values = values.reshape(self.num_trees, self.depth, xt.shape[1])
+        scale = torch.exp(-self.log_temperatures)
+        return entmoid15((values - self.thresholds[..., None]) * scale[..., None])
+
     def split_values(self, x):
         """Tested values ``v_{tk}(x)``, shape ``(n, num_trees, depth)``."""
         weights = self.choice_weights()
@@ -181,8 +212,7 @@ class ObliviousTreeLayer(nn.Module):
 
     def split_probabilities(self, x):
         """Soft answer ``b_{tk}(x)`` of every question ("go right"), shape ``(n, T, depth)``."""
-        logits = (self.split_values(x) - self.thresholds) * torch.exp(-self.log_temperatures)
-        return entmoid15(logits)
+        return self._answers(x.T).permute(2, 0, 1)
 
     def leaf_weights(self, x):
         """Weight of each leaf, shape ``(n, num_trees, 2**depth)``; sums to 1 per tree.
@@ -190,11 +220,19 @@ class ObliviousTreeLayer(nn.Module):
         Level ``k`` is bit ``depth - 1 - k`` of the leaf index (1 = "right"). For
         inspection only: :meth:`forward` never materializes the leaf weights.
         """
-        return _leaf_products(self.split_probabilities(x))
+        return _leaf_products(self._answers(x.T)).permute(2, 0, 1)
+
+    def forward_t(self, xt):
+        """:meth:`forward` with the samples last: ``xt`` (in_features, n) -> (T, tree_dim, n).
+
+        The layout the computation runs in (every elementwise product over contiguous
+        rows of samples); :class:`NODE` chains its layers in it.
+        """
+        return _evaluate_trees(self._answers(xt), self.response)
 
     def forward(self, x):
         """Tree outputs ``sum_l leaf_weights[..., l] * response[..., l]``: ``(n, T, tree_dim)``."""
-        return _evaluate_trees(self.split_probabilities(x), self.response)
+        return self.forward_t(x.T).permute(2, 0, 1)
 
     @torch.no_grad()
     def data_init(self, x, temperature_quantile=1.0):
@@ -326,20 +364,21 @@ class NODE(nn.Module):
         return tuple(layer.num_trees for layer in self.layers)
 
     def _layer_outputs(self, x, init=False, temperature_quantile=1.0):
-        outputs, inputs = [], x
+        """Each layer's tree outputs, samples last: a list of (T, tree_dim, n)."""
+        outputs, inputs = [], x.T  # (features, n): see ObliviousTreeLayer.forward_t
         for layer in self.layers:
             if init:
-                layer.data_init(inputs, temperature_quantile)
-            out = layer(inputs)
+                layer.data_init(inputs.T, temperature_quantile)
+            out = layer.forward_t(inputs)
             outputs.append(out)
-            flat = out.flatten(start_dim=1)
-            inputs = torch.cat((inputs, flat), dim=1) if self.dense else flat
+            flat = out.reshape(-1, x.shape[0])  # tree-major rows of tree_dim
+            inputs = torch.cat((inputs, flat), dim=0) if self.dense else flat
         return outputs
 
     def forward(self, x):
         outputs = self._layer_outputs(x)
         used = outputs if self.dense else outputs[-1:]
-        total = sum(out[:, :, : self.n_outputs].sum(dim=1) for out in used)
+        total = sum(out[:, : self.n_outputs].sum(dim=0) for out in used).T
         return self.target_mean + self.target_scale * (self.bias + self.output_scale * total)
 
     @torch.no_grad()
