@@ -281,7 +281,8 @@ class _NODEFamily(BaseDGated):
     #: rows of white wine, the same 116-128 trees at every one of them); CV scores along
     #: the grid are flat there. SparsePathCV with defaults on 1,000 rows of white wine:
     #: 366 / 321 s -> 226 / 220 s CPU (two row samples), 1-SE models 7 / 5 -> 4 / 6
-    #: trees with clean gaps at test RMSE 0.732 / 0.734 -> 0.718 / 0.770.
+    #: trees with clean gaps at test RMSE 0.732 / 0.734 -> 0.718 / 0.770 (with the
+    #: samples-last forward: 143 / 139 s, 3 / 5 clean trees, 0.737 / 0.763).
     _default_grid = {"n_lams": 10, "lam_min_ratio": 0.1}
     #: (trees per layer, layers) of ``num_trees=None`` / ``num_layers=None``
     _default_trees = (128, 1)
@@ -568,14 +569,17 @@ _NODE_DOC = fill(
         number of trees: the penalty is on each tree's contribution to the output). The
         loss is the mean over samples plus ``lam * penalty``. D=2 needs a larger
         ``lam`` than D=3 for the same number of trees and removes them more slowly
-        (benchmarks/node_wine.py measures both). The default keeps 4.0 / 6.0 of
-        the 128 trees on average on white / red wine quality with clean gaps, at a test
-        RMSE 3.7% above / 0.8% below the dense model's (benchmarks/node_defaults.py, 3
-        splits). On small data (diabetes, 353 rows; Friedman #1, 800) early stopping
-        often ends before the unused trees have died (88 / 35 trees kept on average)
-        and says so with a ``ConvergenceWarning``; a larger ``lam`` gives a clean sparse
-        model there (``lam=1e-2``: 5 trees on Friedman #1). ``lam=0`` trains a plain
-        NODE.
+        (benchmarks/node_wine.py measures both). The default keeps 4.0 of the 128
+        trees on average on white wine quality with clean gaps, at a test RMSE 3.8%
+        above the dense model's (benchmarks/node_defaults.py, 3 splits); on red wine
+        the validation objective's best epoch sometimes comes while unused trees are
+        still on their way to zero (15 / 46 / 8 trees on the 3 splits, the first two
+        with trees in transit; 4 of 10 splits), at a test RMSE 0.3% above the dense
+        model's. On small data (diabetes, 353 rows; Friedman #1, 800) early stopping
+        often ends before the unused trees have died (94 / 27 trees kept on average);
+        every such model says so with a ``ConvergenceWarning``, and a larger ``lam``
+        gives a clean sparse model there (``lam=1e-2``: 5.3 trees on Friedman #1).
+        ``lam=0`` trains a plain NODE.
     $D
     num_trees : int or None, default=None
         Trees per layer; ``None``: 64 for regression, 128 for classification.
