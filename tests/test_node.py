@@ -132,6 +132,16 @@ def test_forward_and_gradients_match_the_leaf_by_leaf_definition(depth):
         np.testing.assert_allclose(g, r, atol=1e-10)  # sums of ~100 float64 products
 
 
+@pytest.mark.parametrize("dense", [True, False])
+def test_forward_takes_any_row_count_and_layout(dense):
+    torch.manual_seed(0)
+    node = NODE(5, 2, num_trees=[4, 3], depth=3, dense=dense)
+    x = torch.randn(6, 5)
+    assert node(torch.zeros(0, 5)).shape == (0, 2)
+    # a column-major view of the same rows gives the same outputs
+    np.testing.assert_array_equal(node(x.T.contiguous().T).detach(), node(x).detach())
+
+
 def test_entmoid15_has_first_derivatives_only():
     x = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
     (g,) = torch.autograd.grad(entmoid15(x).sum(), x, create_graph=True)

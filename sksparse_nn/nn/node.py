@@ -371,7 +371,7 @@ class NODE(nn.Module):
                 layer.data_init(inputs.T, temperature_quantile)
             out = layer.forward_t(inputs)
             outputs.append(out)
-            flat = out.reshape(-1, x.shape[0])  # tree-major rows of tree_dim
+            flat = out.reshape(layer.num_trees * layer.tree_dim, x.shape[0])  # tree-major
             inputs = torch.cat((inputs, flat), dim=0) if self.dense else flat
         return outputs
 
