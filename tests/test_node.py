@@ -403,7 +403,10 @@ def test_early_stopping_restores_the_average_of_the_best_epochs(
     # the restored weights are the mean of the epochs ending at a best one (the best of
     # all for lam=0; with lam > 0 the best of the last support, whose window may be
     # shorter): float32 averages of float32 weights, a few eps32 relative
-    ends = [int(np.argmin(losses))] if lam == 0 else range(len(losses))
+    # lam=0 judges each epoch by the mean validation loss of the window ending there
+    losses = np.asarray(losses)
+    smoothed = [losses[max(0, e - window + 1) : e + 1].mean() for e in range(len(losses))]
+    ends = [int(np.argmin(smoothed))] if lam == 0 else range(len(losses))
     matches = [
         (end, k)
         for end in ends
@@ -415,7 +418,8 @@ def test_early_stopping_restores_the_average_of_the_best_epochs(
     ]
     assert matches, "the restored thresholds are no average of consecutive epochs"
     end, k = matches[0]
-    assert losses[end] == min(losses[end:])  # no later epoch was better
+    judged = smoothed if lam == 0 else losses
+    assert judged[end] == min(judged[end:])  # no later epoch was better
     if lam == 0:
         assert k == window  # a full window: the best epoch is not among the first ones
         assert est.n_iter_ - 1 - end == patience  # stopped patience epochs after it
@@ -424,6 +428,19 @@ def test_early_stopping_restores_the_average_of_the_best_epochs(
         assert 0 < est.n_active_trees_ < 32
         assert dead < 1e-2 * est.zero_tol
         assert live > 1e-3 * est.tree_norms_.max() and live > 1e3 * est.zero_tol
+
+
+@pytest.mark.parametrize("smooth, restored, stopped", [(True, 5.0, 10), (False, 1.0, 6)])
+def test_dense_early_stopping_judges_the_window_it_would_restore(
+    monkeypatch, smooth, restored, stopped
+):
+    """One lucky epoch (2) against a steady better window (4-6): judged by the mean of
+    the window it averages, the stopper restores the steady one."""
+    losses = [1.2, 1.2, 0.6, 1.2, 0.8, 0.8, 0.8] + [1.0] * 10
+    stopper = node_module._AveragingEarlyStopping(4, window=3, smooth=smooth).initialize()
+    stop, _ = _drive_stopper(monkeypatch, stopper, lambda k: [1.0], losses.__getitem__, 17)
+    assert stop == stopped
+    assert stopper.best_state_["weight"].item() == pytest.approx(restored)  # epochs' mean
 
 
 def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
