@@ -407,6 +407,7 @@ def test_early_stopping_restores_the_average_of_the_best_epochs(
     losses = np.asarray(losses)
     smoothed = [losses[max(0, e - window + 1) : e + 1].mean() for e in range(len(losses))]
     ends = [int(np.argmin(smoothed))] if lam == 0 else range(len(losses))
+    objective = np.asarray(est.history_[:, "valid_objective"]) if lam > 0 else None
     matches = [
         (end, k)
         for end in ends
@@ -418,8 +419,12 @@ def test_early_stopping_restores_the_average_of_the_best_epochs(
     ]
     assert matches, "the restored thresholds are no average of consecutive epochs"
     end, k = matches[0]
-    judged = smoothed if lam == 0 else losses
-    assert judged[end] == min(judged[end:])  # no later epoch was better
+    if lam == 0:
+        assert smoothed[end] == min(smoothed[end:])  # no later window was better
+    else:  # the restored window's mean objective is within the slack of the best window's
+        windows = [objective[max(0, e - window + 1) : e + 1].mean() for e in range(len(objective))]
+        restored_mean = objective[end - k + 1 : end + 1].mean()
+        assert restored_mean <= node_module._within_slack(min(windows))
     if lam == 0:
         assert k == window  # a full window: the best epoch is not among the first ones
         assert est.n_iter_ - 1 - end == patience  # stopped patience epochs after it
@@ -688,11 +693,17 @@ def test_a_stalled_fit_does_not_wait_for_a_clean_epoch_it_would_not_restore(monk
 
     stopped_at, _ = _drive_stopper(monkeypatch, stopper, norms_at, overfitting, 1000, 10_000)
     # trees keep arriving until epoch 5 + n, but once every epoch of the stall window
-    # (the last 3 * patience) is beyond the slack, training stops: the first epoch k
-    # whose window starts at an epoch 2% x (k - window + 1) worse than the best > 5%
-    window = node_module._STALL_FACTOR * patience
-    beyond = int(np.floor(node_module._CLEAN_SLACK / 0.02)) + 1  # first epoch past it
-    assert stopped_at == window - 1 + beyond < 5 + n
+    # (the last 3 * patience) is judged beyond the slack of the best (epoch 0), training
+    # stops; an epoch is judged by the mean over the window of epochs it would average
+    average = node_module._AVERAGE_EPOCHS
+    judged = [
+        np.mean([overfitting(i) for i in range(max(0, k - average + 1), k + 1)])
+        for k in range(5 + n)
+    ]
+    stall = node_module._STALL_FACTOR * patience
+    limit = node_module._within_slack(judged[0])
+    expected = next(k for k in range(stall, 5 + n) if min(judged[k - stall + 1 : k + 1]) > limit)
+    assert stopped_at == expected < 5 + n
 
 
 def test_a_restored_model_whose_trees_all_shrank_together_warns():
