@@ -308,7 +308,8 @@ class _NODEFamily(BaseDGated):
     #: the grid are flat there. SparsePathCV with defaults on 1,000 rows of white wine:
     #: 366 / 321 s -> 226 / 220 s CPU (two row samples), 1-SE models 7 / 5 -> 4 / 6
     #: trees with clean gaps at test RMSE 0.732 / 0.734 -> 0.718 / 0.770 (with the
-    #: samples-last forward: 143 / 139 s, 3 / 5 clean trees, 0.737 / 0.763).
+    #: samples-last forward and windows judged by their mean: 126 / 119 s, 5 / 5 clean
+    #: trees, 0.720 / 0.763).
     _default_grid = {"n_lams": 10, "lam_min_ratio": 0.1}
     #: (trees per layer, layers) of ``num_trees=None`` / ``num_layers=None``
     _default_trees = (128, 1)
@@ -596,15 +597,15 @@ _NODE_DOC = fill(
         loss is the mean over samples plus ``lam * penalty``. D=2 needs a larger
         ``lam`` than D=3 for the same number of trees and removes them more slowly
         (benchmarks/node_wine.py measures both). The default keeps 4.0 of the 128
-        trees on average on white wine quality with clean gaps, at a test RMSE 3.8%
+        trees on average on white wine quality with clean gaps, at a test RMSE 4.1%
         above the dense model's (benchmarks/node_defaults.py, 3 splits); on red wine
-        the validation objective's best epoch sometimes comes while unused trees are
-        still on their way to zero (15 / 46 / 8 trees on the 3 splits, the first two
-        with trees in transit; 4 of 10 splits), at a test RMSE 0.3% above the dense
-        model's. On small data (diabetes, 353 rows; Friedman #1, 800) early stopping
-        often ends before the unused trees have died (94 / 27 trees kept on average);
-        every such model says so with a ``ConvergenceWarning``, and a larger ``lam``
-        gives a clean sparse model there (``lam=1e-2``: 5.3 trees on Friedman #1).
+        the validation objective's best epochs sometimes come while unused trees are
+        still on their way to zero (14 / 15 / 8 trees on the 3 splits, the first two
+        with trees in transit), at a test RMSE 0.4% above the dense model's. On small
+        data (diabetes, 353 rows; Friedman #1, 800) early stopping often ends before the
+        unused trees have died (86 / 18 trees kept on average); every such model says
+        so with a ``ConvergenceWarning``, and a larger ``lam`` gives a clean sparse
+        model there (``lam=1e-2``: 5.3 trees on Friedman #1).
         ``lam=0`` trains a plain NODE.
     $D
     num_trees : int or None, default=None
