@@ -448,6 +448,22 @@ def test_dense_early_stopping_judges_the_window_it_would_restore(
     assert stopper.best_state_["weight"].item() == pytest.approx(restored)  # epochs' mean
 
 
+def test_a_clean_window_is_judged_by_its_own_epochs_only(monkeypatch):
+    """An epoch with a tree in transit is neither averaged nor judged: its (lucky)
+    validation loss does not count towards the clean epochs' window around it."""
+    zero_tol = 1e-7
+
+    def norms_at(k):  # tree 1 dead, except in transit at epoch 10
+        return [1.0, 1e-5 if k == 10 else 0.0]
+
+    def loss_at(k):
+        return 0.1 if k == 10 else 1.0
+
+    stopper = node_module._CleanEarlyStopping(20, zero_tol).initialize()
+    _drive_stopper(monkeypatch, stopper, norms_at, loss_at, 20)
+    assert _restored_epoch(stopper) == 0  # every clean window judged 1.0: the first
+
+
 def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
     """At a small lam unused trees shrink so slowly that the only epochs with a clean
     sparsity gap are the first, nearly untrained ones. The restored model must then be

@@ -117,23 +117,29 @@ class _AveragingEarlyStopping(EarlyStopping):
         self.smooth = smooth
 
     def initialize(self):
-        self.recent_ = []
+        self.forget()
         return super().initialize()
 
-    def _judged(self, net):
-        """The value this epoch is compared by: the last epoch's, or with ``smooth`` the
-        mean over the epochs the restore point would average."""
-        if self.smooth:
-            return float(np.mean(net.history[-len(self.recent_) :, self.monitor]))
-        return net.history[-1, self.monitor]
+    def forget(self):
+        """Start the window of remembered epochs anew."""
+        self.recent_, self.recent_values_ = [], []
+
+    def judged(self):
+        """The value the last remembered epoch is compared by: its own, or with
+        ``smooth`` the mean over the remembered epochs (those the restore point would
+        average)."""
+        return float(np.mean(self.recent_values_)) if self.smooth else self.recent_values_[-1]
 
     def _remember(self, net):
         state = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
-        self.recent_ = [*self.recent_[-(self.window - 1) :], state] if self.window > 1 else [state]
+        keep = self.window - 1
+        self.recent_ = [*self.recent_[-keep:], state] if keep else [state]
+        value = net.history[-1, self.monitor]
+        self.recent_values_ = [*self.recent_values_[-keep:], value] if keep else [value]
 
     def on_epoch_end(self, net, **kwargs):
         self._remember(net)
-        loss = self._judged(net)
+        loss = self.judged()
         if loss < self.best_loss_:
             self.best_loss_, self.misses_ = loss, 0
             self.best_state_ = _average_states(self.recent_)
@@ -261,7 +267,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
             penalty = float(induced_penalty(net.module_))
         net.history.record(self.monitor, net.history[-1, "valid_loss"] + net.lam * penalty)
         self.any_.on_epoch_end(net, **kwargs)
-        self.judged_.append(self.any_._judged(net))
+        self.judged_.append(self.any_.judged())
         with torch.no_grad():
             layer_norms = [n.double() for n in group_norms(net.module_).values()]
         self.norms_.append(torch.cat(layer_norms).numpy())
@@ -272,7 +278,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
             support = torch.cat([n >= self.zero_tol for n in layer_norms])
             if self.support_ is None or not torch.equal(support, self.support_):
                 self.support_, self.best_loss_, self.misses_ = support, float("inf"), 0
-                self.recent_ = []  # average only epochs with this support
+                self.forget()  # average (and judge) only epochs with this support
             super().on_epoch_end(net, **kwargs)
         if self.any_.misses_ >= _STALL_FACTOR * self.patience and not self.ends_clean_:
             # (a clean epoch's support ends training by its own patience, above: a
