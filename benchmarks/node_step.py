@@ -1,10 +1,11 @@
 """Cost of one NODE training step: the package's layout against the sample-first one.
 
 NODE's trees run many small elementwise products (soft splits, leaf products). The package
-computes them with the samples on the last, contiguous axis (``(trees, depth, n)``) and
-takes the soft split's derivative in closed form. This script keeps a benchmark-local
-copy of the earlier formulation (samples first, ``(n, trees, depth)``, plain autograd
-through the soft split) and times both on the same parameters:
+computes them with the samples on the last, contiguous axis (``(trees, depth, n)``), takes
+the soft split's derivative in closed form, and sorts the choice logits for 1.5-entmax
+with numpy. This script keeps a benchmark-local copy of the earlier formulation (samples
+first, ``(n, trees, depth)``, plain autograd through the soft split, torch's sort) and
+times both on the same parameters:
 
 1. forward and forward + backward of the estimators' default modules (regressor: two
    dense layers of 64 depth-6 trees; classifier: one layer of 128), batch 256, and the
@@ -31,7 +32,7 @@ from _common import add_out_argument, machine, single_thread, write_json
 from sklearn.datasets import make_friedman1
 
 from sksparse_nn import NODERegressor
-from sksparse_nn.nn.node import NODE, entmax15
+from sksparse_nn.nn.node import NODE
 
 BATCH = 256
 MODULES = {  # the estimators' default modules
@@ -41,6 +42,30 @@ MODULES = {  # the estimators' default modules
 
 
 # ------------------------------------------------- the earlier formulation (reference)
+class _Entmax15TorchSort(torch.autograd.Function):
+    """1.5-entmax along the last axis with torch's sort (the ``entmax`` package's way)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        z = (x - x.amax(dim=-1, keepdim=True)) / 2
+        ordered = torch.sort(z, dim=-1, descending=True).values
+        k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype)
+        mean = ordered.cumsum(dim=-1) / k
+        spread = (ordered * ordered).cumsum(dim=-1) / k - mean * mean
+        tau = mean - ((1.0 - k * spread) / k).clamp_min(0.0).sqrt()
+        support = (tau <= ordered).sum(dim=-1, keepdim=True)
+        p = (z - tau.gather(-1, support - 1)).clamp_min(0.0).square()
+        ctx.save_for_backward(p)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad):
+        (p,) = ctx.saved_tensors
+        root = p.sqrt()
+        scaled = grad * root
+        return scaled - root * (scaled.sum(dim=-1, keepdim=True) / root.sum(dim=-1, keepdim=True))
+
+
 def _entmoid_autograd(x):
     x = x.clamp(-2.0, 2.0)
     return (x + torch.sqrt(8.0 - x * x)).pow(2) / 16.0
@@ -55,7 +80,7 @@ def _leaves_sample_first(right):  # (n, T, k) -> (n, T, 2**k)
 
 def _layer_sample_first(layer, x):  # (n, F) -> (n, T, C)
     trees, depth, c = layer.num_trees, layer.depth, layer.tree_dim
-    weights = entmax15(layer.choice_logits, dim=-1).reshape(trees * depth, -1)
+    weights = _Entmax15TorchSort.apply(layer.choice_logits).reshape(trees * depth, -1)
     values = (x @ weights.T).reshape(x.shape[0], trees, depth)
     right = _entmoid_autograd((values - layer.thresholds) * torch.exp(-layer.log_temperatures))
     d1 = depth // 2

@@ -77,6 +77,23 @@ def test_entmoid15_is_two_class_entmax15_and_entmax_has_exact_zeros():
 
 
 @pytest.mark.numerics
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+def test_entmax15_gradient_is_the_references(dim):
+    torch.manual_seed(0)
+    logits = (3 * torch.randn(7, 9, 5, dtype=torch.float64)).requires_grad_()
+    weights = torch.randn(7, 9, 5, dtype=torch.float64)
+    p = entmax15(logits, dim=dim)
+    reference = _entmax15_exact(logits, dim=dim)
+    assert (p == 0).any() and (p.sum(dim=dim) - 1).abs().max() < 1e-12  # sparse, sums to 1
+    np.testing.assert_allclose(p.detach(), reference.detach(), atol=1e-12)
+    (grad,) = torch.autograd.grad((p * weights).sum(), logits)
+    (expected,) = torch.autograd.grad((reference * weights).sum(), logits)
+    # float64 closed form against autograd through the same solution: a few eps64
+    np.testing.assert_allclose(grad, expected, atol=1e-12)
+    assert torch.equal(entmax15(torch.randn(3, 1)), torch.ones(3, 1))  # a single choice
+
+
+@pytest.mark.numerics
 def test_forward_matches_the_leaf_weight_definition():
     torch.manual_seed(0)
     node = NODE(4, 2, num_trees=5, depth=5, tree_dim=3).double()

@@ -39,12 +39,62 @@ from __future__ import annotations
 
 from numbers import Integral
 
+import numpy as np
 import torch
-from entmax import entmax15  # the maintained 1.5-entmax (re-exported)
 from torch import nn
 from torch.autograd.function import once_differentiable
 
 __all__ = ["NODE", "ObliviousTreeLayer", "compact_node", "entmax15", "entmoid15"]
+
+
+def _sorted_descending(z):
+    """``z`` sorted along its last axis, largest first (values only, no gradient).
+
+    CPU tensors are sorted by numpy: torch's CPU sort of many short rows is an order of
+    magnitude slower (384 rows of 75 values, one thread: ~45 us against ~600 us), and
+    NODE sorts its choice logits at every step.
+    """
+    if z.device.type == "cpu":
+        return torch.from_numpy(-np.sort(-z.detach().numpy(), axis=-1))  # a new array
+    return torch.sort(z.detach(), dim=-1, descending=True).values
+
+
+class _Entmax15(torch.autograd.Function):
+    """1.5-entmax along the last axis (see :func:`entmax15`)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        z = (x - x.amax(dim=-1, keepdim=True)) / 2
+        ordered = _sorted_descending(z)
+        # tau for each candidate support of the k largest entries (sum of p = 1 on it);
+        # the support is the largest k whose tau lies below its k-th entry
+        k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype, device=z.device)
+        mean = ordered.cumsum(dim=-1) / k
+        spread = (ordered * ordered).cumsum(dim=-1) / k - mean * mean
+        tau = mean - ((1.0 - k * spread) / k).clamp_min(0.0).sqrt()
+        support = (tau <= ordered).sum(dim=-1, keepdim=True)
+        p = (z - tau.gather(-1, support - 1)).clamp_min(0.0).square()
+        ctx.save_for_backward(p)
+        return p
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        (p,) = ctx.saved_tensors
+        root = p.sqrt()  # the Jacobian is diag(root) - root root^T / sum(root)
+        scaled = grad * root
+        return scaled - root * (scaled.sum(dim=-1, keepdim=True) / root.sum(dim=-1, keepdim=True))
+
+
+def entmax15(x, dim=-1):
+    r"""1.5-entmax along ``dim``: a sparse softmax.
+
+    ``p_i = [x_i / 2 - \tau]_+^2`` with the threshold ``tau`` that makes ``p`` sum to 1
+    (Peters, Niculae and Martins, "Sparse Sequence-to-Sequence Models", 2019): entries
+    far below the largest get exactly 0. The threshold is found exactly by sorting; the
+    derivative is the closed form (first derivatives only).
+    """
+    return _Entmax15.apply(x.movedim(dim, -1)).movedim(-1, dim)
 
 
 class _Entmoid15(torch.autograd.Function):
