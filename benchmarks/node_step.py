@@ -31,6 +31,7 @@ import torch
 from _common import add_out_argument, machine, single_thread, write_json
 from sklearn.datasets import make_friedman1
 
+import sksparse_nn.nn.node as node_module
 from sksparse_nn import NODERegressor
 from sksparse_nn.nn.node import NODE
 
@@ -42,28 +43,19 @@ MODULES = {  # the estimators' default modules
 
 
 # ------------------------------------------------- the earlier formulation (reference)
-class _Entmax15TorchSort(torch.autograd.Function):
-    """1.5-entmax along the last axis with torch's sort (the ``entmax`` package's way)."""
+def _torch_sort(z):
+    return torch.sort(z.detach(), dim=-1, descending=True).values
 
-    @staticmethod
-    def forward(ctx, x):
-        z = (x - x.amax(dim=-1, keepdim=True)) / 2
-        ordered = torch.sort(z, dim=-1, descending=True).values
-        k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype)
-        mean = ordered.cumsum(dim=-1) / k
-        spread = (ordered * ordered).cumsum(dim=-1) / k - mean * mean
-        tau = mean - ((1.0 - k * spread) / k).clamp_min(0.0).sqrt()
-        support = (tau <= ordered).sum(dim=-1, keepdim=True)
-        p = (z - tau.gather(-1, support - 1)).clamp_min(0.0).square()
-        ctx.save_for_backward(p)
-        return p
 
-    @staticmethod
-    def backward(ctx, grad):
-        (p,) = ctx.saved_tensors
-        root = p.sqrt()
-        scaled = grad * root
-        return scaled - root * (scaled.sum(dim=-1, keepdim=True) / root.sum(dim=-1, keepdim=True))
+@contextlib.contextmanager
+def _torch_sorting():
+    """1.5-entmax sorts with torch (as the ``entmax`` package did) inside this block."""
+    package = node_module._sorted_descending
+    node_module._sorted_descending = _torch_sort
+    try:
+        yield
+    finally:
+        node_module._sorted_descending = package
 
 
 def _entmoid_autograd(x):
@@ -80,7 +72,7 @@ def _leaves_sample_first(right):  # (n, T, k) -> (n, T, 2**k)
 
 def _layer_sample_first(layer, x):  # (n, F) -> (n, T, C)
     trees, depth, c = layer.num_trees, layer.depth, layer.tree_dim
-    weights = _Entmax15TorchSort.apply(layer.choice_logits).reshape(trees * depth, -1)
+    weights = node_module.entmax15(layer.choice_logits).reshape(trees * depth, -1)
     values = (x @ weights.T).reshape(x.shape[0], trees, depth)
     right = _entmoid_autograd((values - layer.thresholds) * torch.exp(-layer.log_temperatures))
     d1 = depth // 2
@@ -95,7 +87,8 @@ def reference_forward(node, x):
     """``NODE.forward`` in the sample-first formulation (same parameters, same math)."""
     outputs, inputs = [], x
     for layer in node.layers:
-        out = _layer_sample_first(layer, inputs)
+        with _torch_sorting():
+            out = _layer_sample_first(layer, inputs)
         outputs.append(out)
         flat = out.flatten(start_dim=1)
         inputs = torch.cat((inputs, flat), dim=1) if node.dense else flat
