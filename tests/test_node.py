@@ -159,10 +159,12 @@ def test_forward_takes_any_row_count_and_layout(dense):
     np.testing.assert_array_equal(node(x.T.contiguous().T).detach(), node(x).detach())
 
 
-def test_entmoid15_has_first_derivatives_only():
-    x = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
-    (g,) = torch.autograd.grad(entmoid15(x).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError):  # never a silently wrong second derivative
+@pytest.mark.parametrize("function", [entmoid15, entmax15])
+def test_entmoid15_and_entmax15_have_first_derivatives_only(function):
+    x = torch.tensor([0.5, 0.1, -0.3], dtype=torch.float64, requires_grad=True)
+    weights = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    (g,) = torch.autograd.grad((function(x) * weights).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError):  # no second derivative through them
         g.sum().backward()
 
 
