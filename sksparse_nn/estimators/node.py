@@ -212,12 +212,14 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         # slack compares like with like)
         self.any_ = _AveragingEarlyStopping(np.inf, self.window, self.monitor, self.smooth)
         self.any_.initialize()
-        self.judged_ = []  # every epoch's value as any_ judged it
+        # the stall window's values as any_ judged them; the largest tree of any epoch
+        self.judged_ = deque(maxlen=_STALL_FACTOR * self.patience)
+        self.largest_ = 0.0
         self.norms_ = deque(maxlen=2 * self.patience)  # tree norms of the last epochs
         self.ends_clean_ = False  # whether the last epoch had a clean gap
         return super().initialize()
 
-    def _in_transit(self, layer_norms, net):
+    def _in_transit(self, layer_norms):
         """Mask of the trees on their way to zero (``layer_norms``: their norms, one
         tensor per layer; layers concatenated): above dust and below ``TINY`` times the
         largest tree of the model in any epoch of this fit (every layer's trees feed the
@@ -226,8 +228,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         alike, so the largest one now is no reference). An epoch is clean when there is
         none."""
         norms = torch.cat(layer_norms)
-        largest = max(net.history[:, "largest_tree"])
-        return ((norms >= _DUST * self.zero_tol) & (norms < TINY * largest)).numpy()
+        return ((norms >= _DUST * self.zero_tol) & (norms < TINY * self.largest_)).numpy()
 
     def _clean_in_time(self, transit, epochs_left):
         """Whether waiting is likely to give a clean model: trees have been arriving at
@@ -259,7 +260,7 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
         epoch to epoch, and a window of ``patience`` epochs read that noise as
         overfitting (one default fit kept 46 trees in transit instead of reaching 8
         clean ones)."""
-        recent = min(self.judged_[-_STALL_FACTOR * self.patience :])
+        recent = min(self.judged_)
         return recent <= _within_slack(self.any_.best_loss_)
 
     def on_epoch_end(self, net, **kwargs):
@@ -272,7 +273,8 @@ class _CleanEarlyStopping(_AveragingEarlyStopping):
             layer_norms = [n.double() for n in group_norms(net.module_).values()]
         self.norms_.append(torch.cat(layer_norms).numpy())
         net.history.record("largest_tree", float(self.norms_[-1].max()))
-        transit = self._in_transit(layer_norms, net)
+        self.largest_ = max(self.largest_, net.history[-1, "largest_tree"])
+        transit = self._in_transit(layer_norms)
         self.ends_clean_ = not transit.any()
         if self.ends_clean_:  # a candidate (and the patience count of its support)
             support = torch.cat([n >= self.zero_tol for n in layer_norms])
