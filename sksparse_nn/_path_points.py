@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import warnings
 from contextlib import contextmanager
+from numbers import Real
 
 import numpy as np
 from sklearn import config_context
@@ -99,6 +100,11 @@ def run_path(
     ``warnings.catch_warnings`` swaps process-wide state, so threads that run concurrently
     with others (thread-based joblib backends) must not use it.
 
+    An estimator whose ``path_start()`` (optional, path protocol) returns a lam first
+    fits there, unrecorded, and warm-starts the first point of an ascending path from
+    that model (its ConvergenceWarnings are dropped: it is not a result; should it
+    diverge, the first point is a cold fit and speaks for itself).
+
     Once a point selects nothing, every larger lam gives that same empty model (the
     intercept alone: zero groups get no gradient along a warm-started path, and the
     penalty of an empty model is zero), so those points are recorded without a fit.
@@ -117,6 +123,9 @@ def run_path(
     progress = _progress(len(lams), desc) if verbose else None
     try:
         with torch_threads(threads):
+            start = None if descending else _path_start(est)
+            if start is not None:
+                warm = _fit_start(est, start, X, y, collect_warnings)
             for lam in grid:
                 if interrupt_requested():
                     raise InterruptRequested
@@ -168,6 +177,36 @@ def _path_order(est):
             f"got {order!r}."
         )
     return order
+
+
+def _path_start(est):
+    """The estimator's ``path_start()`` (optional in the path protocol: None)."""
+    start = est.path_start() if hasattr(est, "path_start") else None
+    if start is None:
+        return None
+    if isinstance(start, bool) or not isinstance(start, Real) or not 0 <= start < np.inf:
+        raise ValueError(
+            f"{type(est).__name__}.path_start() must return None or a finite lam >= 0, "
+            f"got {start!r}."
+        )
+    return float(start)
+
+
+def _fit_start(est, lam, X, y, collect_warnings):
+    """Fit the path's start model at ``lam`` (not a point); whether the first point can
+    warm-start from it."""
+    est.set_params(lam=lam, warm_start=False)
+    with config_context(skip_parameter_validation=True):
+        try:
+            if collect_warnings:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    est.fit(X, y)
+            else:
+                est.fit(X, y)
+        except TrainingDivergedError:
+            return False
+    return True
 
 
 def _carried(empty, lam):

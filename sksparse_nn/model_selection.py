@@ -56,7 +56,9 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     cv : int, CV splitter or iterable, default=5
     rule : {"1se", "best"}, default="1se"
         ``"1se"``: the sparsest lam whose mean CV score is within one standard error of
-        the best (robust, sparser); ``"best"``: the best mean CV score.
+        the best (robust, sparser); ``"best"``: the best mean CV score. Within one
+        standard error of the best, both prefer lams whose full-data fit converged
+        (a clean sparsity gap; ``cv_path_.converged``): the chosen model is that fit.
     scoring : str or callable, default=None
         ``None`` uses the estimator's ``score``.
     n_jobs : int, default=None

@@ -85,11 +85,12 @@ class RegularizationPath:
         Mean over the finished folds and its standard error ``std / sqrt(n_folds)``.
     best_lam_ : float or None
         The lam with the best mean CV score, among lams whose full-data fit exists and
-        that no fold failed at. ``None`` when the computation was interrupted or no lam
-        qualifies.
+        that no fold failed at; where that fit did not converge (see ``converged``),
+        the best converged lam within one standard error of it instead, if any.
+        ``None`` when the computation was interrupted or no lam qualifies.
     lam_1se_ : float or None
         The largest (sparsest) such lam whose mean CV score is within one standard error
-        of the best.
+        of the best (the largest converged one, if any is, at or above the best).
     completed : bool
         False when the computation was interrupted (Ctrl-C): the points finished so far
         are kept (never a partial one), CV scores come from the folds that finished, and
@@ -99,6 +100,12 @@ class RegularizationPath:
         Points whose training diverged (:class:`~sksparse_nn.TrainingDivergedError`):
         NaN scores and norms, nothing selected (``n_selected`` 0). A path stops at its
         first failed point (a default grid stops growing).
+    converged : ndarray of bool of shape (n_lams,)
+        Points whose full-data fit raised no ConvergenceWarning: for the networks and
+        NODE, training ended with a clean sparsity gap (no group half-way to zero).
+        ``best_lam_`` and ``lam_1se_`` prefer these within one standard error of the
+        best mean CV score, so the chosen model has exact zeros and a clear gap
+        whenever one as good exists.
     selection_unit : str
         What ``selected`` counts: ``"features"``, ``"components"`` (the autoencoder) or
         ``"variables"`` (a :class:`~sksparse_nn.compose.VariableModel`); plots label
@@ -125,6 +132,7 @@ class RegularizationPath:
     lam_1se_: float | None = None
     completed: bool = True
     failed: np.ndarray | None = None
+    converged: np.ndarray | None = None
     importances: np.ndarray | None = None
     selection_unit: str = "features"
 
@@ -207,15 +215,32 @@ class RegularizationPath:
         return plot_path(self, ax=ax, kind=kind)
 
 
-def _one_se_rule(lams, mean, se):
-    """(best_lam, lam_1se): largest lam whose mean is within one SE of the best mean."""
+def _one_se_rule(lams, mean, se, converged=None):
+    """(best_lam, lam_1se) from the mean CV scores (NaN: not eligible).
+
+    ``lam_1se`` is the largest lam at or above the best one whose mean is within one
+    standard error of the best. With ``converged`` (the lams whose full-data fit
+    converged, i.e. has a clean gap) both prefer those within that band: ``lam_1se``
+    the largest converged lam in it, ``best_lam`` the best converged lam in it; a band
+    without one keeps the plain choices.
+    """
     ok = np.isfinite(mean)
     if not ok.any():
         return None, None
     best = int(np.nanargmax(np.where(ok, mean, -np.inf)))
     within = ok & (mean >= mean[best] - se[best])
     within[:best] = False  # only sparser (larger) lams than the best
-    return float(lams[best]), float(lams[np.flatnonzero(within).max()])
+    one_se = int(np.flatnonzero(within).max())
+    if converged is not None:
+        band = ok & (mean >= mean[best] - se[best])
+        clean = band & converged
+        if clean.any():
+            best = int(np.nanargmax(np.where(clean, mean, -np.inf)))
+            if (within & converged).any():
+                one_se = int(np.flatnonzero(within & converged).max())
+            else:  # the band's converged lams are denser than the best one
+                one_se = best
+    return float(lams[best]), float(lams[one_se])
 
 
 def regularization_path(
@@ -236,6 +261,10 @@ def regularization_path(
 ):
     """Fit ``estimator`` along a lam grid with warm starts from dense to sparse (or, for
     an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
+
+    An estimator whose ``path_start()`` returns a lam first fits there, a start model
+    that is not a point, and warm-starts the first point from it (NODE starts from its
+    dense ensemble).
 
     Parameters
     ----------
@@ -463,6 +492,9 @@ def _assemble(full, folds, splits, estimator, completed):
         estimators=[p["estimator"] for p in points if "estimator" in p],
         completed=completed,
         failed=failed,
+        converged=np.array(
+            [not p["failed"] and p["not_converged"] is None for p in points], dtype=bool
+        ),
         selection_unit=full.get("selection_unit", "features"),
     )
     if splits and folds:
@@ -477,9 +509,11 @@ def _assemble(full, folds, splits, estimator, completed):
             else np.zeros(scores.shape[1])
         )
         if completed:
-            # only lams whose full-data fit exists and that no fold failed at (NaN mean)
+            # only lams whose full-data fit exists and that no fold failed at (NaN mean);
+            # within one SE of the best, converged ones first: the chosen model is that
+            # fit, and one with groups half-way to zero has no clean gap
             mean = np.where(failed, np.nan, path.cv_mean)
-            path.best_lam_, path.lam_1se_ = _one_se_rule(lams, mean, path.cv_se)
+            path.best_lam_, path.lam_1se_ = _one_se_rule(lams, mean, path.cv_se, path.converged)
     return path
 
 

@@ -784,3 +784,25 @@ def test_a_restored_model_with_trees_in_transit_warns(smallest, warns):
     assert bool(said) == warns
     if warns:
         assert "3 trees are kept" in str(said[0].message) and "raise lam" in str(said[0].message)
+
+
+@pytest.mark.parametrize("Estimator", [NODERegressor, NODEClassifier])
+def test_node_paths_start_from_the_dense_ensemble(regression_problem, monkeypatch, Estimator):
+    # path_start() is 0: a path first fits the dense model (lam=0, not a point) and warm-
+    # starts its first point from it, on all the data and on every fold
+    from sksparse_nn import regularization_path
+
+    X, y = regression_problem
+    y = y if Estimator is NODERegressor else (y > np.median(y)).astype(int)
+    seen = []
+    fit = Estimator.fit
+
+    def spy(self, X, y):
+        seen.append((self.lam, self.warm_start))
+        return fit(self, X, y)
+
+    monkeypatch.setattr(Estimator, "fit", spy)
+    params = {**SMALL, "num_trees": 4, "max_epochs": 2}
+    path = regularization_path(Estimator(**params), X[:100], y[:100], lams=[1e-3, 1e-2], cv=2)
+    assert seen == 3 * [(0.0, False), (1e-3, True), (1e-2, True)]
+    np.testing.assert_array_equal(path.lams, [1e-3, 1e-2])

@@ -365,6 +365,129 @@ def test_a_bad_path_order_is_named(data):
         regularization_path(Sideways(D=2), X, y, lams=LAMS)
 
 
+class _StartsAt(_Ascending, SparseLinearRegressor):
+    """A linear model whose paths start from a fit at ``start`` (``path_start()``); it
+    records every fit as ``(lam, warm_start)``, warns at the start's lam and "diverges"
+    there with ``diverge_at_start``."""
+
+    fits = []
+
+    def __init__(self, lam=1.0, *, start=None, diverge_at_start=False, D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
+        self.start = start
+        self.diverge_at_start = diverge_at_start
+
+    def path_start(self):
+        return self.start
+
+    def fit(self, X, y, sample_weight=None):
+        type(self).fits.append((self.lam, self.warm_start))
+        if self.start is not None and self.lam == self.start:
+            if self.diverge_at_start:
+                raise TrainingDivergedError("diverged at the start", lam=self.lam)
+            warnings.warn("the start did not converge", ConvergenceWarning, stacklevel=2)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def test_a_path_warm_starts_its_first_point_from_the_estimators_start_model(data):
+    # path_start() (optional, path protocol): one unrecorded fit at that lam, then the
+    # grid from it; its ConvergenceWarning is not the path's. D = 2 is convex: the points
+    # are those of a path without a start, to the certification tolerance (see above)
+    X, y = data
+    _StartsAt.fits = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        path = regularization_path(_StartsAt(start=0.001), X, y, lams=LAMS)
+    assert _StartsAt.fits == [(0.001, False)] + [(lam, True) for lam in LAMS]
+    np.testing.assert_array_equal(path.lams, LAMS)  # the start is not a point
+    plain = regularization_path(_StartsAt(), X, y, lams=LAMS)
+    np.testing.assert_allclose(path.coefs, plain.coefs, rtol=0, atol=1e-6)
+    # every CV fold starts from its own start model (5 fits on each of 1 + 3 data sets)
+    _StartsAt.fits = []
+    regularization_path(_StartsAt(start=0.001), X, y, lams=LAMS, cv=3)
+    assert len(_StartsAt.fits) == 4 * 5 and _StartsAt.fits.count((0.001, False)) == 4
+
+
+def test_a_diverged_start_leaves_the_first_point_cold(data):
+    X, y = data
+    _StartsAt.fits = []
+    path = regularization_path(_StartsAt(start=0.001, diverge_at_start=True), X, y, lams=LAMS)
+    assert _StartsAt.fits[:2] == [(0.001, False), (LAMS[0], False)]
+    assert not path.failed.any() and len(path) == len(LAMS)
+
+
+@pytest.mark.parametrize("start", [-1.0, np.inf, np.nan, "0", True])
+def test_a_bad_path_start_is_named(data, start):
+    X, y = data
+    _StartsAt.fits = []
+    with pytest.raises(ValueError, match="path_start\\(\\) must return None or a finite lam"):
+        regularization_path(_StartsAt(start=start), X, y, lams=LAMS)
+    assert _StartsAt.fits == []  # before any fit
+
+
+class _WarnsAt(_Ascending, SparseLinearRegressor):
+    """A linear model whose fits at the lams in ``warn_at`` raise a ConvergenceWarning
+    (a fit that ended with groups half-way to zero, say)."""
+
+    def __init__(self, lam=1.0, *, warn_at=(), D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
+        self.warn_at = warn_at
+
+    def fit(self, X, y, sample_weight=None):
+        if any(np.isclose(self.lam, lam, rtol=1e-12) for lam in self.warn_at):
+            warnings.warn("groups still shrinking", ConvergenceWarning, stacklevel=2)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def _clean_choice(mean, se, converged, rule):
+    """The choice rule written out: the band within one SE of the best mean; in it,
+    converged lams first (1-SE: the largest at or above the best; best: the best)."""
+    best = int(np.argmax(mean))
+    band = mean >= mean[best] - se[best]
+    clean = np.flatnonzero(band & converged)
+    if rule == "best":
+        return clean[np.argmax(mean[clean])] if clean.size else best
+    above = clean[clean >= best]
+    if above.size:
+        return above.max()
+    if clean.size:
+        return clean[np.argmax(mean[clean])]
+    return np.flatnonzero(band & (np.arange(len(mean)) >= best)).max()
+
+
+@pytest.mark.parametrize("rule", ["1se", "best"])
+def test_cv_prefers_converged_fits_within_one_standard_error(data, rule):
+    # the chosen model is the full-data fit at that lam: one that did not converge (no
+    # clean gap) gives way to a converged lam as good (within one SE of the best mean)
+    X, y = data
+    lams = np.geomspace(1e-3, 0.3, 8)
+    plain = SparsePathCV(_WarnsAt(), lams=lams, cv=3, rule=rule).fit(X, y)
+    path = plain.cv_path_
+    assert path.converged.all()
+    mean, se = path.cv_mean, path.cv_se
+    k = path.index_of(plain.lam_)
+    band = mean >= mean.max() - se[np.argmax(mean)]
+    assert band.sum() >= 2  # a converged alternative exists in the band
+    with pytest.warns(ConvergenceWarning):
+        search = SparsePathCV(_WarnsAt(warn_at=[plain.lam_]), lams=lams, cv=3, rule=rule)
+        search.fit(X, y)
+    converged = search.cv_path_.converged
+    assert not converged[k] and converged[np.arange(len(lams)) != k].all()
+    np.testing.assert_allclose(search.cv_path_.cv_mean, mean)  # the same folds
+    assert search.lam_ == lams[_clean_choice(mean, se, converged, rule)] != plain.lam_
+    # a converged lam outside the band is not chosen: the plain choice stands
+    worst = int(np.argmin(mean))
+    assert not band[worst]
+    with pytest.warns(ConvergenceWarning):
+        others = np.delete(lams, worst)
+        search = SparsePathCV(_WarnsAt(warn_at=others), lams=lams, cv=3, rule=rule).fit(X, y)
+    assert search.cv_path_.converged.sum() == 1 and search.lam_ == plain.lam_
+    # and with no converged lam at all the choice is the plain one
+    with pytest.warns(ConvergenceWarning):
+        every = SparsePathCV(_WarnsAt(warn_at=lams), lams=lams, cv=3, rule=rule).fit(X, y)
+    assert not every.cv_path_.converged.any() and every.lam_ == plain.lam_
+
+
 def test_a_default_grid_that_cannot_reach_the_empty_model_says_so(monkeypatch):
     # a non-convex (D = 3) path keeps live groups beyond lam_max, and the default grid
     # grows upward by a bounded number of points: when those run out, a warning says the

@@ -610,6 +610,21 @@ class BaseDGated(BaseEstimator):
         """
         return "ascending"
 
+    def path_start(self):
+        """The lam of the model an ascending path starts from, or None.
+
+        Part of the path protocol (optional). ``None`` (the default): the path's first
+        point is a cold fit. A number: the path first fits at that lam, a start model
+        it does not record, and warm-starts its first point from it; a family whose
+        cold fits at a small lam are slow to remove what they do not need can start
+        from its dense fit instead (see :class:`~sksparse_nn.NODERegressor`).
+
+        Returns
+        -------
+        lam : float >= 0 or None
+        """
+        return None
+
     # ---------------------------------------------------------- sparsifier
     def _sparsifier_name(self):
         """The registered name of the estimator's sparsifier ("dgating" for families
