@@ -102,8 +102,9 @@ def run_path(
 
     An estimator whose ``path_start()`` (optional, path protocol) returns a lam first
     fits there, unrecorded, and warm-starts the first point of an ascending path from
-    that model (its ConvergenceWarnings are dropped: it is not a result; should it
-    diverge, the first point is a cold fit and speaks for itself).
+    that model (it is not a result: with ``collect_warnings`` its ConvergenceWarnings
+    are dropped; should it diverge, the first point is a cold fit and speaks for
+    itself).
 
     Once a point selects nothing, every larger lam gives that same empty model (the
     intercept alone: zero groups get no gradient along a warm-started path, and the
