@@ -170,7 +170,8 @@ class RegularizationPath:
         return self.feature_names[chosen] if self.feature_names is not None else chosen
 
     def to_frame(self):
-        """One row per lam: lam, n_selected, objective and scores (pandas DataFrame)."""
+        """One row per lam: lam, n_selected, objective, scores and whether the fit
+        converged (pandas DataFrame)."""
         import pandas as pd
 
         frame = pd.DataFrame(
@@ -185,6 +186,8 @@ class RegularizationPath:
             frame["val_score"] = self.val_score
         if self.cv_mean is not None:
             frame["cv_mean"], frame["cv_se"] = self.cv_mean, self.cv_se
+        if self.converged is not None:
+            frame["converged"] = self.converged
         names = self.feature_names
         frame["selected"] = [
             list(names[s]) if names is not None else s.tolist() for s in self.selected

@@ -473,6 +473,7 @@ def test_cv_prefers_converged_fits_within_one_standard_error(data, rule):
         search.fit(X, y)
     converged = search.cv_path_.converged
     assert not converged[k] and converged[np.arange(len(lams)) != k].all()
+    assert search.cv_path_.to_frame()["converged"].tolist() == converged.tolist()
     np.testing.assert_allclose(search.cv_path_.cv_mean, mean)  # the same folds
     assert search.lam_ == lams[_clean_choice(mean, se, converged, rule)] != plain.lam_
     # a converged lam outside the band is not chosen: the plain choice stands

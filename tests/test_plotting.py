@@ -183,6 +183,19 @@ def test_cv_mean_band_and_chosen_lams():
     np.testing.assert_array_equal(steps.get_ydata(), path.n_selected[:3])
 
 
+def test_cv_path_marks_the_lams_whose_fit_did_not_converge():
+    # only the plotted lams (three of four have CV scores): the second did not converge
+    path = fake_path(converged=np.array([True, False, True, False]))
+    ax = plot_cv_path(path)
+    *_, marked = ax.get_lines()
+    np.testing.assert_array_equal(marked.get_xdata(), [LAMS[1]])
+    np.testing.assert_array_equal(marked.get_ydata(), [path.cv_mean[1]])
+    assert legend_texts(ax)[-1] == "full-data fit not converged"
+    # every fit converged: nothing marked
+    ax = plot_cv_path(fake_path(converged=np.ones(4, dtype=bool)))
+    assert len(ax.get_lines()) == 3 and "full-data fit not converged" not in legend_texts(ax)
+
+
 def test_cv_path_needs_cv_scores():
     with pytest.raises(ValueError, match="no CV scores: compute it with cv"):
         plot_cv_path(fake_path(cv_mean=None))

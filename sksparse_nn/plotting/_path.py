@@ -74,7 +74,9 @@ def plot_cv_path(path, ax=None):
     """Mean CV score with its standard-error band against lam.
 
     The number of selected features (full-data path) is drawn on a second axis, with
-    vertical lines at ``best_lam_`` and ``lam_1se_``.
+    vertical lines at ``best_lam_`` and ``lam_1se_``; hollow markers show lams whose
+    full-data fit did not converge (``path.converged``), which the choice passes over
+    when a converged lam within one standard error of the best exists.
 
     Parameters
     ----------
@@ -106,6 +108,19 @@ def plot_cv_path(path, ax=None):
     )
     ax.axvline(path.best_lam_, color="C2", ls="--", label=f"best lam = {path.best_lam_:.3g}")
     ax.axvline(path.lam_1se_, color="C3", ls=":", label=f"1-SE lam = {path.lam_1se_:.3g}")
+    converged = getattr(path, "converged", None)
+    if converged is not None and not np.all(converged[: len(lams)]):
+        # the choice passes over these where a converged lam is as good (path.converged)
+        bad = ~np.asarray(converged[: len(lams)], dtype=bool)
+        ax.plot(
+            lams[bad],
+            np.asarray(path.cv_mean)[bad],
+            ls="none",
+            marker="o",
+            mfc="white",
+            color="C1",
+            label="full-data fit not converged",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("lam")
     ax.set_ylabel("CV score")
