@@ -266,8 +266,8 @@ def regularization_path(
     an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
 
     An estimator whose ``path_start()`` returns a lam first fits there, a start model
-    that is not a point, and warm-starts the first point from it (NODE starts from its
-    dense ensemble).
+    that is not a point, and warm-starts the first point from it (NODERegressor starts
+    from its dense ensemble).
 
     Parameters
     ----------

@@ -787,9 +787,12 @@ def test_a_restored_model_with_trees_in_transit_warns(smallest, warns):
 
 
 @pytest.mark.parametrize("Estimator", [NODERegressor, NODEClassifier])
-def test_node_paths_start_from_the_dense_ensemble(regression_problem, monkeypatch, Estimator):
-    # path_start() is 0: a path first fits the dense model (lam=0, not a point) and warm-
-    # starts its first point from it, on all the data and on every fold
+def test_node_regressor_paths_start_from_the_dense_ensemble(
+    regression_problem, monkeypatch, Estimator
+):
+    # NODERegressor.path_start() is 0: a path first fits the dense model (lam=0, not a
+    # point) and warm-starts its first point from it, on all the data and on every
+    # fold; the classifier's first point is a cold fit (the base protocol's None)
     from sksparse_nn import regularization_path
 
     X, y = regression_problem
@@ -804,5 +807,6 @@ def test_node_paths_start_from_the_dense_ensemble(regression_problem, monkeypatc
     monkeypatch.setattr(Estimator, "fit", spy)
     params = {**SMALL, "num_trees": 4, "max_epochs": 2}
     path = regularization_path(Estimator(**params), X[:100], y[:100], lams=[1e-3, 1e-2], cv=2)
-    assert seen == 3 * [(0.0, False), (1e-3, True), (1e-2, True)]
+    start = [(0.0, False), (1e-3, True)] if Estimator is NODERegressor else [(1e-3, False)]
+    assert seen == 3 * [*start, (1e-2, True)]
     np.testing.assert_array_equal(path.lams, [1e-3, 1e-2])
