@@ -76,9 +76,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     lam_ : float
         The chosen lam.
     best_lam_ : float
-        lam with the best mean CV score.
+        lam with the best mean CV score (or the best among the lams within one standard
+        error of it whose full-data fit converged, if it did not; ``cv_path_.converged``).
     lam_1se_ : float
-        The largest lam within one standard error of the best.
+        The largest lam within one standard error of the best (the largest converged
+        one, if any in that band converged).
     cv_path_ : RegularizationPath
         The path with per-fold scores (``cv_scores``, ``cv_mean``, ``cv_se``).
     selected_features_, feature_importances_, classes_, coef_, intercept_

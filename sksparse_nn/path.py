@@ -90,7 +90,7 @@ class RegularizationPath:
         ``None`` when the computation was interrupted or no lam qualifies.
     lam_1se_ : float or None
         The largest (sparsest) such lam whose mean CV score is within one standard error
-        of the best (the largest converged one, if any is, at or above the best).
+        of the best (the largest converged lam of that band, if any converged).
     completed : bool
         False when the computation was interrupted (Ctrl-C): the points finished so far
         are kept (never a partial one), CV scores come from the folds that finished, and
@@ -237,12 +237,9 @@ def _one_se_rule(lams, mean, se, converged=None):
     if converged is not None:
         band = ok & (mean >= mean[best] - se[best])
         clean = band & converged
-        if clean.any():
+        if clean.any():  # (the largest clean lam is at or above the best clean one)
             best = int(np.nanargmax(np.where(clean, mean, -np.inf)))
-            if (within & converged).any():
-                one_se = int(np.flatnonzero(within & converged).max())
-            else:  # the band's converged lams are denser than the best one
-                one_se = best
+            one_se = int(np.flatnonzero(clean).max())
     return float(lams[best]), float(lams[one_se])
 
 

@@ -60,6 +60,39 @@ def test_one_se_rule_picks_the_largest_lam_within_one_standard_error():
     assert _one_se_rule(lams, mean, se) == (0.2, 0.4)  # 0.79 < 0.9 - 0.1
 
 
+@pytest.mark.parametrize(
+    "converged, expected",
+    [
+        # every fit converged: the plain rule
+        ([True] * 5, (0.2, 0.4)),
+        # the plain 1-SE lam did not converge: the largest converged one in the band
+        ([True, True, False, True, True], (0.2, 0.2)),
+        # the best did not converge: the best converged one in the band, and the
+        # largest converged one in it
+        ([True, False, True, True, True], (0.4, 0.4)),
+        # converged lams only below the best and outside the band: the plain rule
+        ([True, False, False, False, True], (0.2, 0.4)),
+        # none converged: the plain rule
+        ([False] * 5, (0.2, 0.4)),
+    ],
+)
+def test_one_se_rule_prefers_converged_fits_within_the_band(converged, expected):
+    lams = np.array([0.1, 0.2, 0.4, 0.8, 1.6])
+    mean = np.array([0.5, 0.9, 0.85, 0.79, 0.2])  # band: 0.2 and 0.4 (>= 0.8)
+    se = np.full(5, 0.1)
+    assert _one_se_rule(lams, mean, se, np.array(converged)) == expected
+
+
+def test_one_se_rule_takes_the_largest_converged_lam_even_below_the_best():
+    # the band's converged lams are all denser than the best one: 1-SE takes the
+    # largest of them (not the best-scoring), never a lam below best_lam
+    lams = np.arange(1.0, 6.0)
+    mean = np.array([0.82, 0.85, 0.81, 0.90, 0.50])  # band: the first four (>= 0.8)
+    se = np.full(5, 0.1)
+    converged = np.array([False, True, True, False, False])
+    assert _one_se_rule(lams, mean, se, converged) == (2.0, 3.0)
+
+
 def test_meta_estimator_recovers_the_informative_groups(known_support):
     X, y, groups, informative = known_support
     search = SparsePathCV(

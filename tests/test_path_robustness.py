@@ -441,17 +441,14 @@ class _WarnsAt(_Ascending, SparseLinearRegressor):
 
 def _clean_choice(mean, se, converged, rule):
     """The choice rule written out: the band within one SE of the best mean; in it,
-    converged lams first (1-SE: the largest at or above the best; best: the best)."""
+    converged lams first (1-SE: the largest; best: the best)."""
     best = int(np.argmax(mean))
     band = mean >= mean[best] - se[best]
     clean = np.flatnonzero(band & converged)
     if rule == "best":
         return clean[np.argmax(mean[clean])] if clean.size else best
-    above = clean[clean >= best]
-    if above.size:
-        return above.max()
     if clean.size:
-        return clean[np.argmax(mean[clean])]
+        return clean.max()
     return np.flatnonzero(band & (np.arange(len(mean)) >= best)).max()
 
 

@@ -191,6 +191,11 @@ def test_cv_path_marks_the_lams_whose_fit_did_not_converge():
     np.testing.assert_array_equal(marked.get_xdata(), [LAMS[1]])
     np.testing.assert_array_equal(marked.get_ydata(), [path.cv_mean[1]])
     assert legend_texts(ax)[-1] == "full-data fit not converged"
+    # a diverged point is failed, not "not converged": not marked
+    path = fake_path(converged=np.array([True, False, False, True]),
+                     failed=np.array([False, False, True, False]))  # fmt: skip
+    *_, marked = plot_cv_path(path).get_lines()
+    np.testing.assert_array_equal(marked.get_xdata(), [LAMS[1]])
     # every fit converged: nothing marked
     ax = plot_cv_path(fake_path(converged=np.ones(4, dtype=bool)))
     assert len(ax.get_lines()) == 3 and "full-data fit not converged" not in legend_texts(ax)

@@ -109,18 +109,22 @@ def plot_cv_path(path, ax=None):
     ax.axvline(path.best_lam_, color="C2", ls="--", label=f"best lam = {path.best_lam_:.3g}")
     ax.axvline(path.lam_1se_, color="C3", ls=":", label=f"1-SE lam = {path.lam_1se_:.3g}")
     converged = getattr(path, "converged", None)
-    if converged is not None and not np.all(converged[: len(lams)]):
+    if converged is not None:
         # the choice passes over these where a converged lam is as good (path.converged)
         bad = ~np.asarray(converged[: len(lams)], dtype=bool)
-        ax.plot(
-            lams[bad],
-            np.asarray(path.cv_mean)[bad],
-            ls="none",
-            marker="o",
-            mfc="white",
-            color="C1",
-            label="full-data fit not converged",
-        )
+        failed = getattr(path, "failed", None)
+        if failed is not None:  # a diverged point is failed, not "not converged"
+            bad &= ~np.asarray(failed[: len(lams)], dtype=bool)
+        if bad.any():
+            ax.plot(
+                lams[bad],
+                np.asarray(path.cv_mean)[bad],
+                ls="none",
+                marker="o",
+                mfc="white",
+                color="C1",
+                label="full-data fit not converged",
+            )
     ax.set_xscale("log")
     ax.set_xlabel("lam")
     ax.set_ylabel("CV score")
