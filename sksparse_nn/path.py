@@ -231,11 +231,9 @@ def _one_se_rule(lams, mean, se, converged=None):
     if not ok.any():
         return None, None
     best = int(np.nanargmax(np.where(ok, mean, -np.inf)))
-    within = ok & (mean >= mean[best] - se[best])
-    within[:best] = False  # only sparser (larger) lams than the best
-    one_se = int(np.flatnonzero(within).max())
+    band = ok & (mean >= mean[best] - se[best])
+    one_se = int(np.flatnonzero(band[best:]).max()) + best  # sparser (larger) lams only
     if converged is not None:
-        band = ok & (mean >= mean[best] - se[best])
         clean = band & converged
         if clean.any():  # (the largest clean lam is at or above the best clean one)
             best = int(np.nanargmax(np.where(clean, mean, -np.inf)))
