@@ -273,14 +273,16 @@ def test_plan_holds_the_rate_then_decays_over_the_rest_of_the_cap():
     assert LRPlan(100, "cosine").initialize().factor(50) == pytest.approx(0.5)
 
 
-def test_a_warm_start_with_the_automatic_budget_holds_its_rate():
+@pytest.mark.parametrize("family", [DGatedMLPRegressor, DGatedNAMRegressor])
+def test_with_the_automatic_budget_warm_starts_hold_their_rate(family):
     # a warm path point keeps the full rate until the settled rule anneals (groups on
     # their way to zero shrink at a rate proportional to it); a cold fit decays over
-    # the cap; an explicit max_epochs keeps the plain cosine
+    # the cap, unless its family holds it too (the NAM); an explicit max_epochs keeps
+    # the plain cosine
     X, y = _diabetes_with_noise()
     holds = []
     for params in ({}, {"max_epochs": 30}):
-        est = DGatedMLPRegressor(D=3, hidden_layer_sizes=(8,), random_state=0, **params)
+        est = family(D=3, hidden_layer_sizes=(8,), random_state=0, **params)
         original = est._plan_stopping
 
         def spy(net, *args, original=original):
@@ -291,18 +293,25 @@ def test_a_warm_start_with_the_automatic_budget_holds_its_rate():
         est.set_params(lam=0.3 * est.lambda_max(X, y)).fit(X, y)
         est.set_params(warm_start=True).fit(X, y)
     cold, warm, cold_fixed, warm_fixed = holds
-    assert cold == 0 and cold_fixed == 0 and warm_fixed == 0
-    cap = DGatedMLPRegressor()._max_epochs(X.shape[0], est.batch_size)
+    assert cold_fixed == 0 and warm_fixed == 0
+    cap = family()._max_epochs(X.shape[0], est.batch_size)
     assert 0 < warm < cap
+    assert cold == (warm if family._hold_cold_rate else 0)
+    assert family._hold_cold_rate == (family is DGatedNAMRegressor)
 
 
-@pytest.mark.parametrize("spike, hold", [(False, 50), (True, 50), (True, 0)])
-def test_a_loss_spike_halves_the_held_rate_and_anneals_to_a_stop(monkeypatch, spike, hold):
+@pytest.mark.parametrize(
+    "spike, hold, earliest", [(False, 50, 0), (True, 50, 0), (True, 0, 0), (True, 50, 32)]
+)
+def test_a_loss_spike_halves_the_held_rate_and_anneals_to_a_stop(
+    monkeypatch, spike, hold, earliest
+):
     """A held rate at the edge of stability shows as a jump of the training loss far
     above its recent level (a warm path point went 0.085 -> 0.14 -> 0.75 -> 11 -> 1e22
     at lr 0.1); while the plan holds its rate the rule then halves it at once and
-    anneals. Mini-batch noise of +-25% around a level must not look like a spike, and
-    cold fits (a cosine from the start, hold 0) are left alone."""
+    anneals. Mini-batch noise of +-25% around a level must not look like a spike; a
+    plain cosine (hold 0) is left alone, and so is a cold fit before ``earliest`` (from
+    a random init its early losses may jump)."""
     rng = np.random.default_rng(0)
     losses = 0.07 * np.exp(0.25 * rng.uniform(-1, 1, size=60))
     if spike:
@@ -310,9 +319,9 @@ def test_a_loss_spike_halves_the_held_rate_and_anneals_to_a_stop(monkeypatch, sp
     # norms that never settle (every live group falls 10% an epoch): only a spike stops
     norms = [[np.exp(-0.1 * k), 0.0] for k in range(60)]
     stopped, rule, plan = _drive(
-        monkeypatch, norms, loss=losses.tolist(), window=8, cap=60, hold=hold
+        monkeypatch, norms, loss=losses.tolist(), window=8, cap=60, hold=hold, earliest=earliest
     )
-    if not (spike and hold):
+    if not (spike and hold) or earliest:
         assert stopped is None and not rule.spiked_
         return
     assert rule.spiked_

@@ -43,6 +43,14 @@ sparsifier : {"dgating", "dam", "ds", "l21"}, default="dgating"
 sparsifier_params : dict or None, default=None
     Options of the sparsifier (e.g. ``{"norm": "l0.5"}`` for ``"ds"``, ``{"k": 5.0}``
     for ``"dam"``); see its class in :mod:`sksparse_nn.sparsifiers`.""",
+    "lr_schedule": """\
+lr_schedule : {"cosine", "constant"}, default="cosine"
+    How the learning rate moves during a fit. ``"cosine"``: with an integer
+    ``max_epochs`` it decays to zero over them; with ``None`` it decays over the
+    automatic budget's cap in a fit from scratch, while a warm start (a path point)
+    holds the full rate until it has settled and then anneals it (a unit on its way
+    to zero shrinks at a pace proportional to the rate), over the cap's last quarter
+    should it never settle. ``"constant"``: the full rate throughout.""",
     "tol": """\
 tol : float or None, default=None
     Stop early when an epoch lowers the training loss by less than ``tol`` (relative).""",

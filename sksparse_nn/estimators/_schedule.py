@@ -6,8 +6,9 @@ start, and stops earlier once it is done:
 - :class:`LRPlan` sets every optimizer parameter group's learning rate to its base rate
   times a factor per epoch: a linear warm-up (for warm starts: a path point starts at a
   sharp minimum of the previous lam, where the full rate can be unstable), then cosine
-  decay over ``max_epochs`` (the cap, with the automatic budget; warm starts hold the
-  full rate for its first three quarters), or constant; :meth:`LRPlan.anneal` switches
+  decay over ``max_epochs`` (the cap, with the automatic budget; warm starts, and
+  cold fits of families that ask for it, hold the full rate for its first three
+  quarters), or constant; :meth:`LRPlan.anneal` switches
   to a short cosine from the current factor down to zero.
 - :class:`StopWhenSettled` watches the training objective and the group norms once per
   epoch; when, over a window of epochs, the support (groups above ``zero_tol``) has not
@@ -219,7 +220,8 @@ class LRPlan(Callback):
         a group on its way to zero shrinks geometrically at a rate proportional to the
         learning rate, and under a cosine over the whole cap it stalled just above
         ``zero_tol`` (seen: an additive model's path points ending at the cap with a
-        group at 3e-6 of the largest, the rate at 2% of its base).
+        group at 3e-6 of the largest, the rate at 2% of its base). Cold fits hold it
+        where their family sets ``_hold_cold_rate`` (the NAM).
     """
 
     def __init__(self, max_epochs, schedule="cosine", warmup=0, hold=0, scale=1.0):
@@ -345,7 +347,8 @@ class StopWhenSettled(Callback):
         broke: a 500-step ramp needed a second restart in 10 of 24 such CNN fits, the
         1-epoch warm-up in 19).
     earliest : int, default=0
-        Epochs before which the fit never counts as settled. For a cold start: training
+        Epochs before which the fit never counts as settled (nor is checked for loss
+        spikes). For a cold start: training
         from a random init can rest on a plateau for hundreds of steps before it finds
         the rest of the signal (seen: an MLP with a linear skip on y = x0 + sin(2 x1),
         400 rows, flat at the linear fit's loss from step ~80 to ~590, R^2 0.76 when the
@@ -493,10 +496,10 @@ class StopWhenSettled(Callback):
     def _spike(self, losses):
         """Whether, while the plan holds its rate, the last epoch's training loss is over
         ``SPIKE`` times the median of the ``window`` epochs before it (the held rate at
-        the edge of stability). Cold fits (a cosine from the start) are not checked: their
-        early losses may jump while the rate is still large and falling."""
+        the edge of stability). A cold fit is not checked before ``earliest``: from a
+        random init its early losses may jump while it finds its way."""
         epoch = len(losses) - 1
-        first = self.origin_ + self._warmup()
+        first = max(self.origin_ + self._warmup(), self.earliest)
         if epoch >= self.plan.hold or len(losses) < first + self.window + 1:
             return False
         recent = np.asarray(losses[-self.window - 1 : -1], dtype=np.float64)

@@ -238,7 +238,7 @@ _MLP_DOC = fill(
         steps, not epochs: small data sets get more epochs.
         $max_epochs_warning
     batch_size : int or None, default=64
-    lr_schedule : {"cosine", "constant"}, default="cosine"
+    $lr_schedule
     $tol
     zero_tol : float, default=float32 eps
         Groups whose norm ends below it are set to exactly 0 (numerical dust only).

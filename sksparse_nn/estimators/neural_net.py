@@ -419,7 +419,7 @@ _GATES_DOC = fill(
         ``None``: at most the larger of 100 epochs and 4000 optimizer steps.
         $max_epochs_warning
     batch_size : int or None, default=64
-    lr_schedule : {"cosine", "constant"}, default="cosine"
+    $lr_schedule
     $tol
     zero_tol : float, default=float32 eps
     $common_parameters

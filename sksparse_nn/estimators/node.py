@@ -643,8 +643,8 @@ _NODE_DOC = fill(
         early stopping (on by default) or the "settled" rule ends a fit before it.
         $max_epochs_warning
     batch_size : int or None, default=256
-    lr_schedule : {"cosine", "constant"}, default="cosine"
-        Applied to both learning rates.
+    $lr_schedule
+        NODE applies it to both learning rates.
     $tol
     zero_tol : float, default=float32 eps
         Trees whose response norm ends below it are set to exactly 0.
