@@ -8,6 +8,7 @@ attributes; see :func:`sksparse_nn.regularization_path`).
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
 from contextlib import contextmanager
 from numbers import Real
@@ -97,8 +98,9 @@ def run_path(
     start from a broken warm start (``diverged`` holds its lam and message). Nothing is
     warned here (workers' warnings are lost): the caller reports. ConvergenceWarnings are
     collected per point (reported once by the caller) only with ``collect_warnings``:
-    ``warnings.catch_warnings`` swaps process-wide state, so threads that run concurrently
-    with others (thread-based joblib backends) must not use it.
+    the filters that collection sets are process-wide, so of threads that run
+    concurrently (thread-based joblib backends) only one may collect (the full-data
+    path's), and it records its own thread's warnings only.
 
     An estimator whose ``path_start()`` (optional, path protocol) returns a lam first
     fits there, unrecorded, and warm-starts the first point of an ascending path from
@@ -194,20 +196,59 @@ def _path_start(est):
 
 
 def _fit_start(est, lam, X, y, collect_warnings):
-    """Fit the path's start model at ``lam`` (not a point); whether the first point can
-    warm-start from it."""
+    """Fit the path's start model at ``lam`` (not a point; its ConvergenceWarning is
+    dropped); whether the first point can warm-start from it."""
     est.set_params(lam=lam, warm_start=False)
-    with config_context(skip_parameter_validation=True):
-        try:
-            if collect_warnings:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    est.fit(X, y)
-            else:
-                est.fit(X, y)
-        except TrainingDivergedError:
-            return False
+    try:
+        _fit(est, X, y, collect_warnings)
+    except TrainingDivergedError:
+        return False
     return True
+
+
+@contextmanager
+def _this_threads_warnings():
+    """Record the warnings this thread raises (as ``catch_warnings(record=True)``,
+    ConvergenceWarnings always); those of other threads go where they went before.
+
+    ``catch_warnings`` swaps process-wide state: with a thread-based joblib backend,
+    the CV folds' threads run beside the full-data path, and a plain record there took
+    a fold's ConvergenceWarning for one of the path's points (marking it unconverged,
+    which moves the CV choice) or, while the start model was fitted, dropped it.
+    """
+    me, caught = threading.get_ident(), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ConvergenceWarning)
+        forward = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if threading.get_ident() == me:
+                caught.append(warnings.WarningMessage(message, category, filename, lineno))
+            else:
+                forward(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield caught
+
+
+def _fit(est, X, y, collect_warnings):
+    """``est.fit(X, y)`` without re-validating parameters; with ``collect_warnings`` the
+    first ConvergenceWarning's message it raised (others are re-emitted), else None."""
+    # the path checked the estimator's parameters before any work (scikit-learn's
+    # nested-validation skip; lam comes from a checked grid)
+    with config_context(skip_parameter_validation=True):
+        if not collect_warnings:
+            est.fit(X, y)
+            return None
+        with _this_threads_warnings() as caught:
+            est.fit(X, y)
+    not_converged = None
+    for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
+        if issubclass(w.category, ConvergenceWarning):
+            not_converged = not_converged or str(w.message)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return not_converged
 
 
 def _carried(empty, lam):
@@ -222,22 +263,7 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
     """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
     record, read from the path protocol's public attributes."""
     est.set_params(lam=lam, warm_start=warm)
-    # the path checked the estimator's parameters before any work (scikit-learn's
-    # nested-validation skip; lam comes from a checked grid)
-    with config_context(skip_parameter_validation=True):
-        if collect_warnings:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", ConvergenceWarning)
-                est.fit(X, y)
-        else:
-            est.fit(X, y)
-            caught = []
-    not_converged = None  # the first ConvergenceWarning's message
-    for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
-        if issubclass(w.category, ConvergenceWarning):
-            not_converged = not_converged or str(w.message)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    not_converged = _fit(est, X, y, collect_warnings)  # the first ConvergenceWarning's
     point = {
         "lam": lam,
         "failed": False,

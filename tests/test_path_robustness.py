@@ -1,5 +1,6 @@
 """The path engine under failure: diverged points, bad arguments, empty paths, warnings."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -437,6 +438,44 @@ class _WarnsAt(_Ascending, SparseLinearRegressor):
         if any(np.isclose(self.lam, lam, rtol=1e-12) for lam in self.warn_at):
             warnings.warn("groups still shrinking", ConvergenceWarning, stacklevel=2)
         return super().fit(X, y, sample_weight=sample_weight)
+
+
+class _FoldThreadWarns(_Ascending, SparseLinearRegressor):
+    """A linear model during each of whose fits another thread raises a ConvergenceWarning
+    (a CV fold of a thread-based joblib backend, running beside the full-data path); its
+    paths may start from a fit at ``start``."""
+
+    def __init__(self, lam=1.0, *, start=None, D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
+        self.start = start
+
+    def path_start(self):
+        return self.start
+
+    def fit(self, X, y, sample_weight=None):
+        fold = threading.Thread(
+            target=warnings.warn, args=("a fold's fit did not converge", ConvergenceWarning)
+        )
+        fold.start()
+        fold.join()
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+@pytest.mark.parametrize("start", [None, 0.0])
+def test_another_threads_convergence_warning_is_not_a_points(data, start):
+    # the path records its own thread's ConvergenceWarnings per point; one raised by
+    # another thread meanwhile is not this path's (its points converged), and it is
+    # not lost either: it goes where it would have gone (here: the outer record), also
+    # while the unrecorded start model is fitted
+    X, y = data
+    lams = LAMS[:3]
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        path = regularization_path(_FoldThreadWarns(start=start), X, y, lams=lams)
+    assert path.converged.all()
+    messages = [str(w.message) for w in outer if issubclass(w.category, ConvergenceWarning)]
+    fits = len(lams) + (start is not None)
+    assert messages == ["a fold's fit did not converge"] * fits
 
 
 def _clean_choice(mean, se, converged, rule):
