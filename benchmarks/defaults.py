@@ -172,12 +172,26 @@ def selection_stats(selected, p_real):
     }
 
 
-def path_stats(selections, p_real):
-    """Per-point (selected, noise) counts and summaries of a path's selections."""
+def path_stats(selections, p_real, test_scores=None):
+    """Per-point (selected, noise) counts and summaries of a path's selections; with
+    ``test_scores`` (one dict of :func:`score` per point) also the points' test scores
+    and the best of them among the sparse points."""
     points = [selection_stats(s, p_real) for s in selections]
     small = [p["n_noise"] for p in points if 0 < p["n_selected"] <= SMALL]
     clean = [p["n_selected"] for p in points if p["n_noise"] == 0]
+    extra = {}
+    if test_scores is not None:
+        key = "accuracy" if "accuracy" in test_scores[0] else "rmse"
+        values = [t[key] for t in test_scores]
+        sparse = [v for v, p in zip(values, points, strict=True) if 0 < p["n_selected"] <= SMALL]
+        best = max if key == "accuracy" else min
+        extra = {
+            "test_path": values,
+            # the best test score among the points with 1..SMALL features
+            f"best_{key}_le_small": best(sparse) if sparse else None,
+        }
     return {
+        **extra,
         "n_points": len(points),
         "n_selected_path": [p["n_selected"] for p in points],
         "n_noise_path": [p["n_noise"] for p in points],
@@ -231,7 +245,8 @@ def job_fit(method, d, seed):
 def job_path(method, d, seed):
     est = _our_estimator(method, d["task"], seed)
     start = time.perf_counter()
-    path = est.regularization_path(d["X_train"], d["y_train"])
+    # every point is scored on the test rows (a prediction per point: milliseconds)
+    path = est.regularization_path(d["X_train"], d["y_train"], X_val=d["X_test"], y_val=d["y_test"])
     seconds = time.perf_counter() - start
     failed = path.failed if path.failed is not None else np.zeros(len(path), dtype=bool)
     out = {
@@ -240,11 +255,21 @@ def job_path(method, d, seed):
         "lams": [float(v) for v in path.lams],
         "failed_points": int(failed.sum()),
         "completed": bool(path.completed),
-        **path_stats(path.selected, d["p_real"]),
+        **path_stats(path.selected, d["p_real"], _scores_from(d, path.val_score)),
     }
     if np.any(~np.isfinite(path.train_score[~failed])):
         out["nonfinite_train_score"] = True
     return out
+
+
+def _scores_from(d, val_score):
+    """:func:`score` dicts from estimator scores on the test rows (accuracy, or R^2,
+    whose RMSE follows from the test targets' spread)."""
+    if d["task"] == "clf":
+        return [{"accuracy": float(v)} for v in val_score]
+    y = np.asarray(d["y_test"], dtype=float)
+    spread = float(np.mean((y - y.mean()) ** 2))
+    return [{"rmse": float(np.sqrt(max(1.0 - v, 0.0) * spread))} for v in val_score]
 
 
 def job_cv(method, d, seed):
@@ -284,8 +309,12 @@ def job_lassonet(d, seed):
     selections = [np.flatnonzero(item.selected.cpu().numpy()) for item in hist]
     val = np.array([item.val_loss for item in hist], dtype=float)
     best = int(np.nanargmin(val)) if np.isfinite(val).any() else len(hist) - 1
-    model.model.load_state_dict(hist[best].state_dict)
+    test_scores = []  # every point's test score (after the timing)
     with torch.no_grad():
+        for item in hist:
+            model.model.load_state_dict(item.state_dict)
+            test_scores.append(score(d["task"], d["y_test"], model.predict(d["X_test"]).ravel()))
+        model.model.load_state_dict(hist[best].state_dict)
         pred = np.asarray(model.predict(d["X_test"]))
     return {
         "estimator": f"{cls.__name__}(hidden_dims=(100,)).path",
@@ -296,7 +325,7 @@ def job_lassonet(d, seed):
             **selection_stats(selections[best], d["p_real"]),
         },
         **score(d["task"], d["y_test"], pred.ravel()),
-        **path_stats(selections, d["p_real"]),
+        **path_stats(selections, d["p_real"], test_scores),
     }
 
 
@@ -581,6 +610,9 @@ def summarize(results):
                     else None
                 ),
                 max_clean_selected=_mean([e.get("max_clean_selected") for e in ok]),
+                best_le_small=_mean(
+                    [e.get("best_accuracy_le_small", e.get("best_rmse_le_small")) for e in ok]
+                ),
                 chosen_selected=_mean([e["chosen"]["n_selected"] for e in ok if "chosen" in e]),
                 chosen_noise=_mean([e["chosen"]["n_noise"] for e in ok if "chosen" in e]),
                 accuracy=_mean([e.get("accuracy") for e in ok]),
@@ -609,7 +641,8 @@ def report(results, out):
     )
     head = (
         f"{'data set':<14}{'method':<14}{'mode':<5}{'status':>12}{'time s':>9}{'pts':>5}"
-        f"{'noise@<=10':>11}{'clean':>6}{'chosen':>7}{'noise':>6}{'score':>7}{'warn':>5}"
+        f"{'noise@<=10':>11}{'best@<=10':>10}{'clean':>6}{'chosen':>7}{'noise':>6}{'score':>7}"
+        f"{'warn':>5}"
     )
     print(head)
     print("-" * len(head))
@@ -620,13 +653,15 @@ def report(results, out):
             f"{r['dataset']:<14}{LABELS[r['method']]:<14}{r['mode']:<5}{status:>12}"
             f"{_fmt(r.get('seconds'), '.1f'):>9}{_fmt(r.get('n_points'), '.0f'):>5}"
             f"{_fmt(r.get('max_noise_le_small'), 'd'):>11}"
+            f"{_fmt(r.get('best_le_small'), '.3f'):>10}"
             f"{_fmt(r.get('max_clean_selected'), '.1f'):>6}"
             f"{_fmt(r.get('chosen_selected'), '.1f'):>7}{_fmt(r.get('chosen_noise'), '.1f'):>6}"
             f"{_fmt(score_value, '.3f'):>7}{_fmt(r.get('n_warnings'), 'd'):>5}"
         )
     print(
         "\nnoise@<=10: most noise columns kept at any path point with 1..10 selected features "
-        "(max over seeds); clean: largest noise-free selection along the path; chosen/noise: "
+        "(max over seeds); best@<=10: best test score among those points (mean over seeds); "
+        "clean: largest noise-free selection along the path; chosen/noise: "
         "features (noise columns) of the model at the default lam (fit) or "
         "of the CV-chosen model (LassoNet: its lowest internal "
         "validation loss; EBM: features in terms of nonzero importance)."
