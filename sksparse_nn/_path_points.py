@@ -263,7 +263,7 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True)
     """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
     record, read from the path protocol's public attributes."""
     est.set_params(lam=lam, warm_start=warm)
-    not_converged = _fit(est, X, y, collect_warnings)  # the first ConvergenceWarning's
+    not_converged = _fit(est, X, y, collect_warnings)  # its message, or None
     point = {
         "lam": lam,
         "failed": False,

@@ -8,8 +8,8 @@ start, and stops earlier once it is done:
   sharp minimum of the previous lam, where the full rate can be unstable), then cosine
   decay over ``max_epochs`` (the cap, with the automatic budget; warm starts, and
   cold fits of families that ask for it, hold the full rate for its first three
-  quarters), or constant; :meth:`LRPlan.anneal` switches
-  to a short cosine from the current factor down to zero.
+  quarters), or constant; :meth:`LRPlan.anneal` switches to a short cosine from the
+  current factor down to zero.
 - :class:`StopWhenSettled` watches the training objective and the group norms once per
   epoch; when, over a window of epochs, the support (groups above ``zero_tol``) has not
   changed, no selected group is :func:`still_shrinking` and the objective has stopped
