@@ -180,7 +180,7 @@ def path_stats(selections, p_real, test_scores=None):
     small = [p["n_noise"] for p in points if 0 < p["n_selected"] <= SMALL]
     clean = [p["n_selected"] for p in points if p["n_noise"] == 0]
     extra = {}
-    if test_scores is not None:
+    if test_scores:
         key = "accuracy" if "accuracy" in test_scores[0] else "rmse"
         values = [t[key] for t in test_scores]
         sparse = [v for v, p in zip(values, points, strict=True) if 0 < p["n_selected"] <= SMALL]

@@ -196,8 +196,8 @@ def _path_start(est):
 
 
 def _fit_start(est, lam, X, y, collect_warnings):
-    """Fit the path's start model at ``lam`` (not a point; its ConvergenceWarning is
-    dropped); whether the first point can warm-start from it."""
+    """Fit the path's start model at ``lam`` (not a point: with ``collect_warnings`` its
+    ConvergenceWarning is dropped); whether the first point can warm-start from it."""
     est.set_params(lam=lam, warm_start=False)
     try:
         _fit(est, X, y, collect_warnings)
@@ -209,12 +209,17 @@ def _fit_start(est, lam, X, y, collect_warnings):
 @contextmanager
 def _this_threads_warnings():
     """Record the warnings this thread raises (as ``catch_warnings(record=True)``,
-    ConvergenceWarnings always); those of other threads go where they went before.
+    ConvergenceWarnings always); those of other threads are passed on to the
+    ``showwarning`` that was in place.
 
     ``catch_warnings`` swaps process-wide state: with a thread-based joblib backend,
     the CV folds' threads run beside the full-data path, and a plain record there took
     a fold's ConvergenceWarning for one of the path's points (marking it unconverged,
-    which moves the CV choice) or, while the start model was fitted, dropped it.
+    which moves the CV choice) or, while the start model was fitted, dropped it. The
+    filters stay process-wide: while a point fits, the other threads' ConvergenceWarnings
+    are shown every time (the "always" this sets), and a thread whose own
+    ``catch_warnings`` block interleaves with this one can still restore the state out
+    of order (Python 3.11 has no per-thread warnings state).
     """
     me, caught = threading.get_ident(), []
     with warnings.catch_warnings():
@@ -240,14 +245,16 @@ def _fit(est, X, y, collect_warnings):
         if not collect_warnings:
             est.fit(X, y)
             return None
-        with _this_threads_warnings() as caught:
-            est.fit(X, y)
-    not_converged = None
-    for w in caught:  # re-emit others; collect ConvergenceWarnings (reported once)
-        if issubclass(w.category, ConvergenceWarning):
-            not_converged = not_converged or str(w.message)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        not_converged, caught = None, []
+        try:
+            with _this_threads_warnings() as caught:
+                est.fit(X, y)
+        finally:  # also when the fit raises: re-emit others, keep ConvergenceWarnings
+            for w in caught:
+                if issubclass(w.category, ConvergenceWarning):
+                    not_converged = not_converged or str(w.message)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return not_converged
 
 

@@ -462,7 +462,7 @@ class _FoldThreadWarns(_Ascending, SparseLinearRegressor):
 
 
 @pytest.mark.parametrize("start", [None, 0.0])
-def test_another_threads_convergence_warning_is_not_a_points(data, start):
+def test_another_threads_convergence_warning_is_not_the_paths(data, start):
     # the path records its own thread's ConvergenceWarnings per point; one raised by
     # another thread meanwhile is not this path's (its points converged), and it is
     # not lost either: it goes where it would have gone (here: the outer record), also
@@ -476,6 +476,33 @@ def test_another_threads_convergence_warning_is_not_a_points(data, start):
     messages = [str(w.message) for w in outer if issubclass(w.category, ConvergenceWarning)]
     fits = len(lams) + (start is not None)
     assert messages == ["a fold's fit did not converge"] * fits
+
+
+class _NotesThenDiverges(_Ascending, SparseLinearRegressor):
+    """A linear model whose every fit raises a UserWarning, and that "diverges" after it
+    at lam >= ``limit``."""
+
+    def __init__(self, lam=1.0, *, limit=np.inf, D=2, warm_start=False):
+        super().__init__(lam=lam, D=D, warm_start=warm_start)
+        self.limit = limit
+
+    def fit(self, X, y, sample_weight=None):
+        warnings.warn("a note from the fit", UserWarning, stacklevel=2)
+        if self.lam >= self.limit:
+            raise TrainingDivergedError("diverged", lam=self.lam)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def test_a_fits_other_warnings_reach_the_user_even_when_it_diverges(data):
+    # the path keeps a point's ConvergenceWarnings for its summary and passes every other
+    # warning on, also the ones of the fit that then diverged
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = regularization_path(_NotesThenDiverges(limit=0.1), X, y, lams=LAMS)
+    assert path.failed.tolist() == [False, False, True]  # the path ends at the failure
+    notes = [w for w in caught if str(w.message) == "a note from the fit"]
+    assert len(notes) == 3  # the fits at 0.01, 0.03 and the diverged one at 0.1
 
 
 def _clean_choice(mean, se, converged, rule):

@@ -301,10 +301,17 @@ def test_with_the_automatic_budget_warm_starts_hold_their_rate(family):
 
 
 @pytest.mark.parametrize(
-    "spike, hold, earliest", [(False, 50, 0), (True, 50, 0), (True, 0, 0), (True, 50, 32)]
+    "spike, hold, earliest, fires",
+    [
+        (False, 50, 0, False),
+        (True, 50, 0, True),
+        (True, 0, 0, False),
+        (True, 50, 32, False),  # a cold fit's jump before its earliest epoch
+        (True, 50, 20, True),  # ... and after it (checked from epoch 20 + 8 + 1 on)
+    ],
 )
 def test_a_loss_spike_halves_the_held_rate_and_anneals_to_a_stop(
-    monkeypatch, spike, hold, earliest
+    monkeypatch, spike, hold, earliest, fires
 ):
     """A held rate at the edge of stability shows as a jump of the training loss far
     above its recent level (a warm path point went 0.085 -> 0.14 -> 0.75 -> 11 -> 1e22
@@ -321,7 +328,7 @@ def test_a_loss_spike_halves_the_held_rate_and_anneals_to_a_stop(
     stopped, rule, plan = _drive(
         monkeypatch, norms, loss=losses.tolist(), window=8, cap=60, hold=hold, earliest=earliest
     )
-    if not (spike and hold) or earliest:
+    if not fires:
         assert stopped is None and not rule.spiked_
         return
     assert rule.spiked_

@@ -46,11 +46,12 @@ sparsifier_params : dict or None, default=None
     "lr_schedule": """\
 lr_schedule : {"cosine", "constant"}, default="cosine"
     How the learning rate moves during a fit. ``"cosine"``: with an integer
-    ``max_epochs`` it decays to zero over them; with ``None`` it decays over the
-    automatic budget's cap in a fit from scratch, while a warm start (a path point)
-    holds the full rate until it has settled and then anneals it (a unit on its way
-    to zero shrinks at a pace proportional to the rate), over the cap's last quarter
-    should it never settle. ``"constant"``: the full rate throughout.""",
+    ``max_epochs`` it decays to zero over them. With ``None`` a fit from scratch
+    decays it over the automatic budget's cap, while a warm start (a path point)
+    holds the full rate (a unit on its way to zero shrinks at a pace proportional to
+    the rate) and decays it over the cap's last quarter; either way, once the fit has
+    settled the rate is annealed to zero and training stops. ``"constant"``: the full
+    rate throughout, and a settled fit stops at once.""",
     "tol": """\
 tol : float or None, default=None
     Stop early when an epoch lowers the training loss by less than ``tol`` (relative).""",

@@ -486,7 +486,7 @@ class StopWhenSettled(Callback):
             return
         warnings.warn(
             f"The training loss jumped at epoch {epoch + 1} ({before:.3g} -> {jump:.3g}) "
-            f"while the learning rate was held (a warm start); the rate was halved and "
+            f"while the learning rate was held; the rate was halved and "
             f"annealed to a stop, and the loss ended at {final:.3g}, still far above its "
             "level before the jump: the model is not a minimum. Lower lr.",
             ConvergenceWarning,
@@ -496,8 +496,9 @@ class StopWhenSettled(Callback):
     def _spike(self, losses):
         """Whether, while the plan holds its rate, the last epoch's training loss is over
         ``SPIKE`` times the median of the ``window`` epochs before it (the held rate at
-        the edge of stability). A cold fit is not checked before ``earliest``: from a
-        random init its early losses may jump while it finds its way."""
+        the edge of stability). The first check is a window after the warm-up, and for
+        a cold fit a window after ``earliest``: from a random init its early losses may
+        jump while it finds its way."""
         epoch = len(losses) - 1
         first = max(self.origin_ + self._warmup(), self.earliest)
         if epoch >= self.plan.hold or len(losses) < first + self.window + 1:
