@@ -26,7 +26,7 @@ def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, 
     alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
     received = []
     with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, alone)
+        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads)
     if received or out["interrupted"] == "here":
         out["interrupted"] = "here"
         _raise_flag(flag)

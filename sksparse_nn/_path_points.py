@@ -8,17 +8,15 @@ attributes; see :func:`sksparse_nn.regularization_path`).
 from __future__ import annotations
 
 import copy
-import threading
-import warnings
 from contextlib import contextmanager
 from numbers import Real
 
 import numpy as np
 from sklearn import config_context
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 
+from ._convergence import collecting_convergence
 from ._interrupt import InterruptRequested, interrupt_requested
 from .exceptions import TrainingDivergedError
 
@@ -86,7 +84,6 @@ def run_path(
     verbose=0,
     threads=None,
     desc="path",
-    collect_warnings=True,
 ):
     """The warm-started path on one data set: a dict with the list of finished points.
 
@@ -96,17 +93,17 @@ def run_path(
     :func:`~sksparse_nn.estimators._training.interrupt_on` flag). A point whose training
     diverges is recorded as failed (NaN scores) and ends the path: later points would
     start from a broken warm start (``diverged`` holds its lam and message). Nothing is
-    warned here (workers' warnings are lost): the caller reports. ConvergenceWarnings are
-    collected per point (reported once by the caller) only with ``collect_warnings``:
-    the filters that collection sets are process-wide, so of threads that run
-    concurrently (thread-based joblib backends) only one may collect (the full-data
-    path's), and it records its own thread's warnings only.
+    warned here (workers' warnings are lost): the caller reports. What a point's fit says
+    through :func:`~sksparse_nn._convergence.warn_convergence` (it did not converge) is
+    kept per point (``not_converged``) and reported once by the caller; the collection is
+    per thread, so the paths of a thread-based joblib backend's folds keep their own.
+    (An estimator that raises a plain ConvergenceWarning instead is heard by the caller
+    at every point, and its points count as converged.)
 
     An estimator whose ``path_start()`` (optional, path protocol) returns a lam first
     fits there, unrecorded, and warm-starts the first point of an ascending path from
-    that model (it is not a result: with ``collect_warnings`` its ConvergenceWarnings
-    are dropped; should it diverge, the first point is a cold fit and speaks for
-    itself).
+    that model (it is not a result: whether it converged is not reported; should it
+    diverge, the first point is a cold fit and speaks for itself).
 
     Once a point selects nothing, every larger lam gives that same empty model (the
     intercept alone: zero groups get no gradient along a warm-started path, and the
@@ -128,7 +125,7 @@ def run_path(
         with torch_threads(threads):
             start = None if descending else _path_start(est)
             if start is not None:
-                warm = _fit_start(est, start, X, y, collect_warnings)
+                warm = _fit_start(est, start, X, y)
             for lam in grid:
                 if interrupt_requested():
                     raise InterruptRequested
@@ -138,9 +135,7 @@ def run_path(
                         progress.update(1)
                     continue
                 try:
-                    point = fit_point(
-                        est, float(lam), X, y, warm, X_val, y_val, scorer, collect_warnings
-                    )
+                    point = fit_point(est, float(lam), X, y, warm, X_val, y_val, scorer)
                 except TrainingDivergedError as exc:
                     points.append(failed_point(float(lam), X_val is not None))
                     out["diverged"] = (float(lam), str(exc))
@@ -195,67 +190,26 @@ def _path_start(est):
     return float(start)
 
 
-def _fit_start(est, lam, X, y, collect_warnings):
-    """Fit the path's start model at ``lam`` (not a point: with ``collect_warnings`` its
-    ConvergenceWarning is dropped); whether the first point can warm-start from it."""
+def _fit_start(est, lam, X, y):
+    """Fit the path's start model at ``lam`` (not a point: whether it converged is not
+    reported); whether the first point can warm-start from it."""
     est.set_params(lam=lam, warm_start=False)
     try:
-        _fit(est, X, y, collect_warnings)
+        _fit(est, X, y)
     except TrainingDivergedError:
         return False
     return True
 
 
-@contextmanager
-def _this_threads_warnings():
-    """Record the warnings this thread raises (as ``catch_warnings(record=True)``,
-    ConvergenceWarnings always); those of other threads are passed on to the
-    ``showwarning`` that was in place.
-
-    ``catch_warnings`` swaps process-wide state: with a thread-based joblib backend,
-    the CV folds' threads run beside the full-data path, and a plain record there took
-    a fold's ConvergenceWarning for one of the path's points (marking it unconverged,
-    which moves the CV choice) or, while the start model was fitted, dropped it. The
-    filters stay process-wide: while a point fits, the other threads' ConvergenceWarnings
-    are shown every time (the "always" this sets), and a thread whose own
-    ``catch_warnings`` block interleaves with this one can still restore the state out
-    of order (Python 3.11 has no per-thread warnings state).
-    """
-    me, caught = threading.get_ident(), []
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", ConvergenceWarning)
-        forward = warnings.showwarning
-
-        def show(message, category, filename, lineno, file=None, line=None):
-            if threading.get_ident() == me:
-                caught.append(warnings.WarningMessage(message, category, filename, lineno))
-            else:
-                forward(message, category, filename, lineno, file, line)
-
-        warnings.showwarning = show
-        yield caught
-
-
-def _fit(est, X, y, collect_warnings):
-    """``est.fit(X, y)`` without re-validating parameters; with ``collect_warnings`` the
-    first ConvergenceWarning's message it raised (others are re-emitted), else None."""
+def _fit(est, X, y):
+    """``est.fit(X, y)`` without re-validating parameters; the first message of the
+    fit's :func:`~sksparse_nn._convergence.warn_convergence` (it did not converge), or
+    None. Other warnings pass on as they are."""
     # the path checked the estimator's parameters before any work (scikit-learn's
     # nested-validation skip; lam comes from a checked grid)
-    with config_context(skip_parameter_validation=True):
-        if not collect_warnings:
-            est.fit(X, y)
-            return None
-        not_converged, caught = None, []
-        try:
-            with _this_threads_warnings() as caught:
-                est.fit(X, y)
-        finally:  # also when the fit raises: re-emit others, keep ConvergenceWarnings
-            for w in caught:
-                if issubclass(w.category, ConvergenceWarning):
-                    not_converged = not_converged or str(w.message)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return not_converged
+    with config_context(skip_parameter_validation=True), collecting_convergence() as said:
+        est.fit(X, y)
+    return said[0] if said else None
 
 
 def _carried(empty, lam):
@@ -266,11 +220,11 @@ def _carried(empty, lam):
     return point
 
 
-def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, collect_warnings=True):
+def fit_point(est, lam, X, y, warm, X_val, y_val, scorer):
     """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
     record, read from the path protocol's public attributes."""
     est.set_params(lam=lam, warm_start=warm)
-    not_converged = _fit(est, X, y, collect_warnings)  # its message, or None
+    not_converged = _fit(est, X, y)  # what the fit said, or None
     point = {
         "lam": lam,
         "failed": False,
@@ -333,7 +287,7 @@ def _rows(y, index):
     return None if y is None else _safe_indexing(y, index)
 
 
-def fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_warnings=True):
+def fold_scores(estimator, X, y, train, test, lams, scorer, threads):
     """Validation scores of the warm-started path fitted on one fold's training part
     (``y`` None for unsupervised estimators such as the autoencoder)."""
     rec = run_path(
@@ -345,7 +299,6 @@ def fold_scores(estimator, X, y, train, test, lams, scorer, threads, collect_war
         y_val=_rows(y, test),
         scorer=scorer,
         threads=threads,
-        collect_warnings=collect_warnings,
     )
     points = rec["points"]
     # a diverged fold scores NaN from there on (in the order the path was fitted)

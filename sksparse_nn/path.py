@@ -101,7 +101,8 @@ class RegularizationPath:
         NaN scores and norms, nothing selected (``n_selected`` 0). A path stops at its
         first failed point (a default grid stops growing).
     converged : ndarray of bool of shape (n_lams,)
-        Points whose full-data fit raised no ConvergenceWarning: for the networks and
+        Points whose full-data fit did not warn that it had not converged (a
+        ConvergenceWarning of the package's estimators): for the networks and
         NODE, training ended with a clean sparsity gap (no group half-way to zero).
         ``best_lam_`` and ``lam_1se_`` prefer these within one standard error of the
         best mean CV score, so the chosen model has exact zeros and a clear gap

@@ -16,6 +16,7 @@ from sksparse_nn import (
     TrainingDivergedError,
     regularization_path,
 )
+from sksparse_nn._convergence import warn_convergence
 
 
 class _Ascending:
@@ -291,7 +292,7 @@ def test_a_path_reports_why_its_fits_did_not_converge(data, monkeypatch):
     def warning_after_fit(self, *args, **kwargs):
         after_fit(self, *args, **kwargs)
         if self.lam > 0.05:
-            warnings.warn(reason, ConvergenceWarning, stacklevel=2)
+            warn_convergence(reason, stacklevel=2)
 
     from sksparse_nn.estimators import _base
 
@@ -386,7 +387,7 @@ class _StartsAt(_Ascending, SparseLinearRegressor):
         if self.start is not None and self.lam == self.start:
             if self.diverge_at_start:
                 raise TrainingDivergedError("diverged at the start", lam=self.lam)
-            warnings.warn("the start did not converge", ConvergenceWarning, stacklevel=2)
+            warn_convergence("the start did not converge", stacklevel=2)
         return super().fit(X, y, sample_weight=sample_weight)
 
 
@@ -436,7 +437,7 @@ class _WarnsAt(_Ascending, SparseLinearRegressor):
 
     def fit(self, X, y, sample_weight=None):
         if any(np.isclose(self.lam, lam, rtol=1e-12) for lam in self.warn_at):
-            warnings.warn("groups still shrinking", ConvergenceWarning, stacklevel=2)
+            warn_convergence("groups still shrinking", stacklevel=2)
         return super().fit(X, y, sample_weight=sample_weight)
 
 
@@ -453,9 +454,7 @@ class _FoldThreadWarns(_Ascending, SparseLinearRegressor):
         return self.start
 
     def fit(self, X, y, sample_weight=None):
-        fold = threading.Thread(
-            target=warnings.warn, args=("a fold's fit did not converge", ConvergenceWarning)
-        )
+        fold = threading.Thread(target=warn_convergence, args=("a fold's fit did not converge",))
         fold.start()
         fold.join()
         return super().fit(X, y, sample_weight=sample_weight)
@@ -503,6 +502,20 @@ def test_a_fits_other_warnings_reach_the_user_even_when_it_diverges(data):
     assert path.failed.tolist() == [False, False, True]  # the path ends at the failure
     notes = [w for w in caught if str(w.message) == "a note from the fit"]
     assert len(notes) == 3  # the fits at 0.01, 0.03 and the diverged one at 0.1
+
+
+def test_a_thread_backends_folds_report_through_the_paths_one_warning(data):
+    # the folds of a thread-based joblib backend run their paths beside the full-data
+    # path: each thread keeps what its own fits said, and the caller's one warning counts
+    # them all (no per-fit warning from a fold thread, no fold's for a full-data point)
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught, parallel_config(backend="threading"):
+        warnings.simplefilter("always")
+        path = regularization_path(_WarnsAt(warn_at=[0.1]), X, y, lams=LAMS, cv=2, n_jobs=2)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(messages) == 1
+    assert "at 1 of the path's lams (of 12 fits)" in messages[0]  # 4 full + 2 x 4 folds
+    assert path.converged.tolist() == [not np.isclose(lam, 0.1) for lam in path.lams]
 
 
 def _clean_choice(mean, se, converged, rule):

@@ -16,7 +16,6 @@ warning that names the cause and the parameter to change:
 from __future__ import annotations
 
 import math
-import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,8 +23,9 @@ import torch
 from skorch.callbacks import Callback
 from threadpoolctl import ThreadpoolController
 
+from .._convergence import warn_convergence
 from .._validation import abs_max
-from ..exceptions import ConvergenceWarning, TrainingDivergedError
+from ..exceptions import TrainingDivergedError
 from ..gating import gate_factors, group_norms
 from ._schedule import SHRINKING, in_transit, still_falling
 
@@ -102,13 +102,12 @@ class DivergenceGuard(Callback):
         best, final = float(losses[best_epoch]), float(losses[-1])
         share = BROKE_DOWN_SHARE * max(getattr(self, "baseline_", 0.0), 0.0)
         if best > 0 and final > BROKE_DOWN * best and final - best > share:
-            warnings.warn(
+            warn_convergence(
                 f"The training objective ended at {final:.3g} after {len(losses)} epochs, "
                 f"{final / best:.3g} times its best epoch's ({best:.3g}, epoch "
                 f"{best_epoch + 1}): training broke down on the way and the model is not a "
                 "minimum (a learning rate at the edge of stability for this start). "
                 "Lower lr.",
-                ConvergenceWarning,
                 stacklevel=2,
             )
 
@@ -223,11 +222,10 @@ def warn_not_converged(estimator, messages, max_epochs):
         advice = f"Set max_epochs above the automatic budget of {max_epochs}"
     else:
         advice = "Raise max_epochs (or set max_epochs=None for the automatic budget)"
-    warnings.warn(
+    warn_convergence(
         f"{type(estimator).__name__} reached max_epochs={max_epochs} before converging: "
         + "; ".join(messages)
         + f". {advice}, or raise lr if training is slow.",
-        ConvergenceWarning,
         stacklevel=4,
     )
 
@@ -242,12 +240,11 @@ def warn_first_epoch_restored(estimator, stopper):
         return
     if not estimator.lam > 0:
         return
-    warnings.warn(
+    warn_convergence(
         f"{type(estimator).__name__}: early stopping restored the model of the first epoch "
         f"of {estimator.n_iter_}: the validation loss only rose after it while the penalty "
         f"(lam={estimator.lam:g}) shrank the model, so the fitted model is barely trained. "
         "Lower lam, or set early_stopping=False to let the penalty finish.",
-        ConvergenceWarning,
         stacklevel=4,
     )
 

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from collections import deque
 
 import numpy as np
 import torch
 from skorch.callbacks import Callback
 
-from ..exceptions import ConvergenceWarning
+from .._convergence import warn_convergence
 from ..gating import group_norms
 from ._training import StopTraining
 
@@ -484,12 +483,11 @@ class StopWhenSettled(Callback):
         epoch, before, jump = self.spike_
         if not final > SPIKE * before:
             return
-        warnings.warn(
+        warn_convergence(
             f"The training loss jumped at epoch {epoch + 1} ({before:.3g} -> {jump:.3g}) "
             f"while the learning rate was held; the rate was halved and "
             f"annealed to a stop, and the loss ended at {final:.3g}, still far above its "
             "level before the jump: the model is not a minimum. Lower lr.",
-            ConvergenceWarning,
             stacklevel=2,
         )
 

@@ -15,7 +15,6 @@ then spans its features' coefficients across all classes.
 from __future__ import annotations
 
 import functools
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -26,7 +25,7 @@ from sklearn.utils._param_validation import StrOptions
 from skorch.callbacks import Callback
 from skorch.history import History
 
-from ..exceptions import ConvergenceWarning
+from .._convergence import warn_convergence
 from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
@@ -405,13 +404,12 @@ class _SparseLinearModel(BaseDGated):
         if positive_done:
             net.set_params(max_epochs=0)
             if self.D == 2:  # convex: the steps should have certified the solution
-                warnings.warn(
+                warn_convergence(
                     f"{type(self).__name__}(positive=True, D=2): the block steps stopped "
                     f"before the KKT conditions held to the relative tolerance {KKT_TOL:g} "
                     "(their working sets stalled), and no gradient training follows "
                     "under the constraint: the coefficients are a feasible point near "
                     "the solution, not the certified solution.",
-                    ConvergenceWarning,
                     stacklevel=4,
                 )
         if objective is not None and self.optimizer == "lbfgs" and self.tol is not None:

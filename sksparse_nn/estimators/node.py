@@ -17,7 +17,6 @@ prediction, so ``lam`` means the same for any number of trees.
 from __future__ import annotations
 
 import copy
-import warnings
 from collections import deque
 from numbers import Integral, Real
 
@@ -27,7 +26,7 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ..exceptions import ConvergenceWarning
+from .._convergence import warn_convergence
 from ..gating import ZERO_TOL, dgate, gate_factors, group_norms, induced_penalty
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
@@ -554,24 +553,22 @@ class _NODEFamily(BaseDGated):
         if live >= TINY * max(largest, trained):  # every kept tree is a real part of it
             return
         if largest < TINY * trained:  # the whole model on its way out
-            warnings.warn(
+            warn_convergence(
                 f"{type(self).__name__}: every tree shrank towards zero together (the "
                 f"largest of the {self.n_active_trees_} kept is at {largest:.2g}, "
                 f"{largest / trained:.2g} of the largest tree in training): lam={self.lam:g} "
                 "is above what the data support, and the model is nearly constant. "
                 "Lower lam.",
-                ConvergenceWarning,
                 stacklevel=4,
             )
             return
-        warnings.warn(
+        warn_convergence(
             f"{type(self).__name__}: early stopping ended training while trees were still "
             f"shrinking towards zero: {self.n_active_trees_} trees are kept, the smallest "
             f"at {live:.2g} ({live / largest:.2g} of the largest; the largest removed "
             f"{dead:.2g}), and the smallest of them may be on their way out. The "
             "validation objective stopped improving first (small data, or a small lam). For "
             "a clean sparse model raise lam, or set early_stopping=False with max_epochs.",
-            ConvergenceWarning,
             stacklevel=4,
         )
 

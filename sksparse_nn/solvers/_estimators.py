@@ -3,18 +3,17 @@ GroupLassoClassifier."""
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.special
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._convergence import warn_convergence
 from .._labels import check_groups, resolve_group_weights
 from .._validation import check_range, check_warm_start_targets, value_limit
 from ._least_squares import solve_group_lasso
@@ -95,11 +94,10 @@ def _solve(estimator, solver, X, y, labels, rho, w0, sample_weight, **options):
         **options,
     )
     if not result.converged:
-        warnings.warn(
+        warn_convergence(
             f"{type(estimator).__name__} did not converge: relative KKT violation "
             f"{result.kkt:.3g} > tol after {result.n_iter} iterations; increase max_iter "
             f"(currently {estimator.max_iter}) or loosen tol (currently {estimator.tol}).",
-            ConvergenceWarning,
             stacklevel=3,  # the caller of fit
         )
     return result

@@ -3,14 +3,12 @@ is zero, for both losses."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
+from .._convergence import warn_convergence
 from ._data import as_float_matrix, check_sample_weight, extended_groups
 from ._logistic import solve_group_logistic
 from ._logistic_design import as_logistic_targets, probabilities, wmean
@@ -176,10 +174,9 @@ def _logistic_null_residual(X, Y, free, fit_intercept, sample_weight=None):
         sample_weight=sample_weight,
     )
     if not res.converged:
-        warnings.warn(
+        warn_convergence(
             "lambda_max: the logistic fit of the unpenalized features did not converge "
             f"(relative KKT violation {res.kkt:.3g}); are the classes separable on them?",
-            ConvergenceWarning,
             stacklevel=3,
         )
     Z = np.asarray(safe_sparse_dot(Xf, res.coef.reshape(free.size, K))) + res.intercept
