@@ -330,7 +330,7 @@ PROFILE_GROUPS = [
     ("loss + penalty (get_loss)", "estimators/_training.py", "get_loss"),
     ("  of which: penalty()", "sksparse_nn/gating.py", "penalty"),
     ("  of which: gated_tensors() walk", "sksparse_nn/gating.py", "gated_tensors"),
-    ("module.train() per batch (_set_training)", "skorch/net.py", "_set_training"),
+    ("module.train() (only on a mode change)", "torch/nn/modules/module.py", "train"),
     ("callbacks (notify)", "skorch/net.py", "notify"),
     ("history.record_batch", "skorch/history.py", "record_batch"),
     ("batches (BatchIterator)", "estimators/_training.py", "__iter__"),
