@@ -113,7 +113,7 @@ def test_clipping_bounds_the_gradient_at_max_norm_plus_the_penalty_pull():
         net, clip, params, grads, total, pull = _clipping_case(max_norm)
         clip.on_grad_computed(net, named_parameters=None)
         coef = (max_norm + pull) / (total + 1e-6) if clipped else 1.0
-        for p, g in zip(params, grads):
+        for p, g in zip(params, grads, strict=True):
             torch.testing.assert_close(p.grad, coef * g, rtol=1e-6, atol=0)  # float32 norm
 
 

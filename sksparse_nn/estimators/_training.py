@@ -347,12 +347,13 @@ class PenalizedNet(NeuralNet):
     def _mode_modules(self):
         """Every torch module of the net (the module's tree and the criterion), listed once
         per module and criterion instance."""
-        owners = (self.module_, self.criterion_)
+        module, criterion = self.module_, self.criterion_
         cached = getattr(self, "_mode_cache", None)
-        if cached is None or any(a is not b for a, b in zip(cached[0], owners)):
-            tree = [m for o in owners if isinstance(o, torch.nn.Module) for m in o.modules()]
-            cached = self._mode_cache = (owners, tree)
-        return cached[1]
+        if cached is None or cached[0] is not module or cached[1] is not criterion:
+            owners = [o for o in (module, criterion) if isinstance(o, torch.nn.Module)]
+            tree = [m for o in owners for m in o.modules()]
+            cached = self._mode_cache = (module, criterion, tree)
+        return cached[2]
 
     def get_default_callbacks(self):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
