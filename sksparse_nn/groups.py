@@ -89,7 +89,10 @@ class AxisGroups:
 
 
 def _as_labels(labels, expected_shape, what):
-    """Validate integer labels and renumber them 0..J-1 (-1 kept as 'no group')."""
+    """Validate integer labels and renumber them 0..J-1 (-1 kept as 'no group').
+
+    Returns the index of each entry's group (J: no group), or None when that is the
+    identity, the sorted unique labels and whether every entry is in a group."""
     arr = np.asarray(labels)
     if arr.shape != tuple(expected_shape):
         raise ValueError(
@@ -111,9 +114,14 @@ def _as_labels(labels, expected_shape, what):
     ids, inverse = np.unique(arr[grouped], return_inverse=True)
     if ids.size == 0:
         raise ValueError(f"{what} put every entry in no group (-1): nothing to gate.")
+    complete = bool(grouped.all())
+    if complete and ids.size == arr.size and np.array_equal(inverse, np.arange(arr.size)):
+        # one group per slice (entry), in order: the identity, which Grouping computes
+        # without gathers (a NAM's terms: ~3% of its training step went to them)
+        return None, ids, complete
     index = np.full(arr.shape, ids.size, dtype=np.int64)  # ungrouped -> extra slot J
     index[grouped] = inverse
-    return torch.as_tensor(index), ids, bool(grouped.all())
+    return torch.as_tensor(index), ids, complete
 
 
 class Grouping(nn.Module):

@@ -424,3 +424,36 @@ def _assert_closed_form_is_autograds(gate, original, scale):
     torch.testing.assert_close(value, gate.penalty(original).detach(), rtol=1e-14, atol=0)
     torch.testing.assert_close(original.grad, expected[0], rtol=1e-14, atol=0)
     torch.testing.assert_close(gate.gates.grad, expected[1], rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize(
+    "spec, shape",
+    [
+        (AxisGroups(0, [0, 1, 2, 3]), (4, 3)),  # one group per slice, in order (a NAM's)
+        (AxisGroups(1, [5, 6, 7]), (4, 3)),  # the same with other labels
+        (AxisGroups(0, [1, 0, 2, 3]), (4, 3)),  # one per slice, permuted
+        (AxisGroups(0, [0, 0, 1, 2]), (4, 3)),  # a shared group
+        (np.arange(12).reshape(4, 3), (4, 3)),  # one group per entry, in order
+        (np.arange(12)[::-1].reshape(4, 3), (4, 3)),  # one per entry, reversed
+    ],
+)
+def test_labelled_groupings_expand_and_sum_by_their_labels(spec, shape):
+    from sksparse_nn.groups import resolve_groups
+
+    grouping = resolve_groups(spec, shape)
+    if isinstance(spec, AxisGroups):
+        view = [1, 1]
+        view[spec.dim] = -1
+        labels = np.broadcast_to(np.reshape(spec.labels, view), shape)
+    else:
+        labels = spec
+    ids, group = np.unique(labels, return_inverse=True)  # each entry's group, 0..J-1
+    group = group.reshape(shape)
+    np.testing.assert_array_equal(grouping.group_ids, ids)
+    gen = torch.Generator().manual_seed(0)
+    values = torch.randn(ids.size, dtype=torch.float64, generator=gen)
+    expanded = torch.broadcast_to(grouping.expand(values), shape)
+    torch.testing.assert_close(expanded, values[torch.as_tensor(group)], rtol=0, atol=0)
+    tensor = torch.randn(shape, dtype=torch.float64, generator=gen)
+    sums = np.bincount(group.ravel(), weights=tensor.numpy().ravel(), minlength=ids.size)
+    torch.testing.assert_close(grouping.group_sum(tensor), torch.as_tensor(sums))
