@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from skorch.callbacks import Callback
 from skorch.history import History
 from torch import nn
 
@@ -78,9 +79,9 @@ def test_an_epoch_cut_short_is_not_an_error():
 # -- PenaltyAwareClipping -------------------------------------------------------------
 
 
-def _clipping_case(max_norm, lam=0.5):
-    """A small gated net after one training step (data + penalty + ridge gradients), its
-    clipping callback, and the gradients and pull as written out here."""
+def _clipping_case(max_norm, lam=0.5, nan=False):
+    """A small float64 gated net after one training step (data + penalty + ridge
+    gradients), its clipping callback, and the gradients and pull written out here."""
     torch.manual_seed(0)
     module = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)).double()
     dgate(module[0], "weight", groups="in", D=3, init="balanced")
@@ -92,9 +93,11 @@ def _clipping_case(max_norm, lam=0.5):
     X, y = torch.randn(16, 3, dtype=torch.float64), 5 * torch.randn(16, 1, dtype=torch.float64)
     net.optimizer_.zero_grad()
     net.train_step_single((X, y))
+    params = [p for _, p in net.get_all_learnable_params()]
+    if nan:
+        params[-1].grad[0] = np.nan
     clip = PenaltyAwareClipping(max_norm)
     clip.on_train_begin(net)
-    params = [p for _, p in net.get_all_learnable_params()]
     grads = [p.grad.clone() for p in params]
     total = float(np.sqrt(sum(float((g**2).sum()) for g in grads)))
     pulls = [lam * c * float(p.detach().norm()) for _, p, c in gate_factors(module)]
@@ -102,24 +105,44 @@ def _clipping_case(max_norm, lam=0.5):
     return net, clip, params, grads, total, float(np.sqrt(np.sum(np.square(pulls))))
 
 
-def test_clipping_bounds_the_gradient_at_max_norm_plus_the_penalty_pull():
-    _, _, _, _, total, pull = _clipping_case(1.0)
-    assert total > 2 * pull > 0  # the case separates the three regimes below
+def _clipped(max_norm, **case):
+    """The gradients after the clip, before it, and the case's total norm and pull."""
+    net, clip, params, grads, total, pull = _clipping_case(max_norm, **case)
+    clip.on_grad_computed(net, named_parameters=None)
+    return [p.grad for p in params], grads, total, pull
+
+
+@pytest.mark.parametrize("lam", [0.5, 0.0], ids=["penalty", "no-penalty"])
+def test_clipping_bounds_the_gradient_at_max_norm_plus_the_penalty_pull(lam):
+    _, _, _, _, total, pull = _clipping_case(1.0, lam=lam)
+    assert total > 2 * pull and (pull > 1e-2 if lam else pull == 0)
     for max_norm, clipped in [
-        (0.5 * (total - pull), True),  # beyond max_norm + pull: scaled down to it
-        (total - 0.5 * pull, False),  # beyond max_norm, within max_norm + pull: kept
+        (0.5 * (total - pull), True),  # far beyond max_norm + pull: scaled down to it
+        (total - pull - 1e-3, True),  # just beyond max_norm + pull
+        (total - pull + 1e-3, False),  # beyond max_norm (with a pull), within the sum
         (2 * total, False),  # within max_norm
     ]:
-        net, clip, params, grads, total, pull = _clipping_case(max_norm)
-        clip.on_grad_computed(net, named_parameters=None)
-        coef = (max_norm + pull) / (total + 1e-6) if clipped else 1.0
-        for p, g in zip(params, grads, strict=True):
-            torch.testing.assert_close(p.grad, coef * g, rtol=1e-6, atol=0)  # float32 norm
+        after, before, total, pull = _clipped(max_norm, lam=lam)
+        if not clipped:  # untouched, to the bit
+            assert all(torch.equal(a, b) for a, b in zip(after, before, strict=True))
+            continue
+        coef = (max_norm + pull) / (total + 1e-6)
+        assert coef < 1 - 1e-4
+        for a, b in zip(after, before, strict=True):
+            # norms in float64 either way; summation orders differ (hypot vs sqrt(sum))
+            torch.testing.assert_close(a, coef * b, rtol=1e-12, atol=0)
+
+
+def test_a_nan_gradient_is_not_clipped():
+    # (the divergence guard reports the NaN loss; the clip must not turn it into zeros)
+    after, before, _, _ = _clipped(1e-3, nan=True)
+    for a, b in zip(after, before, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
 
 
 def test_a_training_step_trains_modules_left_in_evaluation_mode():
-    # skorch's step sets training mode on every batch; this net's only when the module or
-    # the criterion is not in it (after the validation, a prediction)
+    # skorch's step sets training mode on every batch; this net's only when a module of
+    # the net or the criterion is not in it (after the validation, a prediction)
     torch.manual_seed(0)
     module = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5), nn.Linear(8, 1)).double()
     net = PenalizedNet(
@@ -135,3 +158,44 @@ def test_a_training_step_trains_modules_left_in_evaluation_mode():
         # dropout was on: the step's predictions are not the evaluation-mode ones
         if left is not net.criterion_:
             assert not torch.allclose(stepped["y_pred"], module.eval()(X))
+
+
+class _AuxNet(PenalizedNet):
+    """A net with a module of its own besides ``module_`` (skorch registers it)."""
+
+    def initialize_module(self):
+        super().initialize_module()
+        self.aux_ = nn.Dropout(0.5)
+        return self
+
+
+class _Modes(Callback):
+    """Records, after every training step, whether every module of the net was training."""
+
+    def initialize(self):
+        self.seen_ = []
+        return self
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        modules = [*net.module_.modules(), net.criterion_, net.aux_]
+        self.seen_.append(all(m.training for m in modules))
+
+
+def test_every_training_step_of_a_fit_is_in_training_mode():
+    # a fit whose validation (every epoch) and a callback leave modules in evaluation
+    # mode: every step after them trains again, a net's own extra module included
+    class _EvalAfterBatch(Callback):
+        def on_batch_end(self, net, training, **kwargs):
+            if training:
+                net.aux_.eval()  # and skorch's validation sets the rest every epoch
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5), nn.Linear(8, 1)).double()
+    modes = _Modes()
+    net = _AuxNet(
+        module, criterion=nn.MSELoss, optimizer=torch.optim.SGD, lr=0.01, max_epochs=3,
+        batch_size=16, verbose=0, callbacks=[("modes", modes), ("eval", _EvalAfterBatch())],
+    )  # fmt: skip
+    X, y = torch.randn(80, 3, dtype=torch.float64), torch.randn(80, 1, dtype=torch.float64)
+    net.fit(X, y)  # skorch's default split: 16 validation rows, evaluated every epoch
+    assert len(modes.seen_) == 3 * 4 and all(modes.seen_)

@@ -321,17 +321,18 @@ class PenalizedNet(NeuralNet):
         the gradients; the returned loss (history, L-BFGS's line search) includes their
         value, so it is the whole training objective as before.
 
-        skorch's step puts every module in training mode, a walk over the module tree
-        (``Module.train``, slow attribute setting on every submodule) on every batch: ~5%
-        of a small NAM's step. Here the walk runs only when some module of the tree or
-        the criterion is not in training mode (the first batch of an epoch, after the
-        validation or a prediction set evaluation mode), checked on a list of them made
-        once per module; the rest of the step is skorch's as it is.
+        skorch's step puts every module and criterion of the net in training mode on every
+        batch (``Module.train`` sets an attribute on every submodule, slowly). Here they
+        are checked first and switched only when one is not in it (the first batch of an
+        epoch, after the validation or a prediction switched them to evaluation); the
+        net's torch modules and criteria are skorch's ``_modules`` and ``_criteria`` (a
+        subclass's extra modules included). The rest of the step is skorch's as it is.
         """
-        if not all(m.training for m in self._mode_modules()):
-            for m in (self.module_, self.criterion_):
-                if isinstance(m, torch.nn.Module):
-                    m.train()
+        owners = [getattr(self, name + "_") for name in (*self._modules, *self._criteria)]
+        owners = [o for o in owners if isinstance(o, torch.nn.Module)]
+        if not all(m.training for o in owners for m in o.modules()):
+            for o in owners:
+                o.train()
         Xi, yi = unpack_data(batch)
         y_pred = self.infer(Xi, **fit_params)
         loss = self.get_loss(y_pred, yi, X=Xi, training=True)
@@ -343,17 +344,6 @@ class PenalizedNet(NeuralNet):
                 value = value + self._add_ridge_grad()
             step["loss"] = step["loss"] + self.lam * value
         return step
-
-    def _mode_modules(self):
-        """Every torch module of the net (the module's tree and the criterion), listed once
-        per module and criterion instance."""
-        module, criterion = self.module_, self.criterion_
-        cached = getattr(self, "_mode_cache", None)
-        if cached is None or cached[0] is not module or cached[1] is not criterion:
-            owners = [o for o in (module, criterion) if isinstance(o, torch.nn.Module)]
-            tree = [m for o in owners for m in o.modules()]
-            cached = self._mode_cache = (module, criterion, tree)
-        return cached[2]
 
     def get_default_callbacks(self):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
