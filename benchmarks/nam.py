@@ -43,11 +43,11 @@ from sklearn.linear_model import LassoCV
 from sklearn.model_selection import KFold
 
 from sksparse_nn.datasets import make_additive_regression
-from sksparse_nn.estimators._training import PenalizedNet
 from sksparse_nn.estimators.nam import DGatedNAMRegressor
 from sksparse_nn.gating import dgate
 from sksparse_nn.groups import AxisGroups
 from sksparse_nn.nn.nam import NAM
+from sksparse_nn.training import PenalizedNet
 
 TRUE = np.arange(5)
 PRUNE_TOL = 1e-3  # the paper's post-hoc threshold for SNAM

@@ -53,9 +53,9 @@ from _common import (
 from skorch.callbacks import Callback, LRScheduler
 
 from sksparse_nn import DGatedMLPClassifier
-from sksparse_nn.estimators._training import PenalizedNet
 from sksparse_nn.gating import dgate, gated_tensors, penalty_function
 from sksparse_nn.nn.mlp import MLP
+from sksparse_nn.training import PenalizedNet
 
 LAM, D, LR, BATCH, HIDDEN = 1e-3, 3, 0.1, 64, (100,)
 

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 
 from joblib import Parallel, delayed
 
-from ._interrupt import interrupt_on
 from ._path_points import fold_scores, run_path
+from .utils.interrupt import interrupt_on
 
 __all__ = ["n_workers", "parallel_path"]
 

@@ -37,7 +37,7 @@ if _THREADS is not None:
 if _THREADS is None or _THREADS > 1:
     # the estimators run small fits on one thread (n_threads=None); let them use the
     # session's threads, so that this pass really trains with more than one
-    from sksparse_nn.estimators import _guards
+    from sksparse_nn.training import runtime as _guards
 
     _guards.SMALL_STEP_WORK = 0
 

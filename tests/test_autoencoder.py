@@ -92,8 +92,12 @@ def test_pipeline_pandas_and_sparse_input():
 def test_every_sparsifier_sizes_the_bottleneck(sparsifier):
     X = _rank2(n=200)
     ae = DGatedAutoencoder(
-        sparsifier=sparsifier, n_components=6, hidden_layer_sizes=(8,), lam=0.01,
-        max_epochs=60, random_state=0,
+        sparsifier=sparsifier,
+        n_components=6,
+        hidden_layer_sizes=(8,),
+        lam=0.01,
+        max_epochs=60,
+        random_state=0,
     )
     _quiet_fit(ae, X)
     assert 0 < ae.n_components_ <= 6

@@ -367,7 +367,7 @@ def test_confident_probabilities_do_not_overflow(estimator):
 
 @pytest.mark.parametrize("estimator", _having("n_threads"), ids=_ids)
 def test_thread_policy_restores_the_callers_setting(estimator, monkeypatch):
-    from sksparse_nn.estimators import _guards
+    from sksparse_nn.training import runtime as _guards
 
     monkeypatch.setattr(_guards, "SMALL_STEP_WORK", 2**20)  # the shipped policy
     X, y = _standardized(estimator)
@@ -404,7 +404,7 @@ def test_max_epochs_cut_short_warns(estimator):
 
 
 def test_convergence_advice_fits_how_max_epochs_was_set():
-    from sksparse_nn.estimators._guards import warn_not_converged
+    from sksparse_nn.training import warn_not_converged
 
     est = DGatedMLPRegressor(max_epochs=None)
     with pytest.warns(ConvergenceWarning, match="above the automatic budget of 250") as rec:
@@ -415,7 +415,7 @@ def test_convergence_advice_fits_how_max_epochs_was_set():
 
 
 def test_convergence_monitor_names_groups_in_transit_and_falling_losses():
-    from sksparse_nn.estimators._guards import ConvergenceMonitor
+    from sksparse_nn.training import ConvergenceMonitor
 
     monitor = ConvergenceMonitor(max_epochs=100).initialize()
     monitor.snapshot_ = {"w": torch.tensor([1.0, 1e-3, 1e-4, 2.0], dtype=torch.float64)}

@@ -367,7 +367,8 @@ def test_training_flushes_subnormals_and_restores_the_callers_setting(
     """Dead groups' factors pass through subnormal floats before the fit removes them,
     where CPU arithmetic is up to ~70x slower: every epoch trains with them flushed to
     zero, and the caller's own setting is back afterwards, whichever it was."""
-    from sksparse_nn.estimators._training import PenalizedNet, _flushing_denormals
+    from sksparse_nn.training import PenalizedNet
+    from sksparse_nn.training.runtime import _flushing_denormals
 
     if not torch.set_flush_denormal(False):
         pytest.skip("this CPU cannot flush subnormal numbers")
@@ -387,7 +388,8 @@ def test_training_flushes_subnormals_and_restores_the_callers_setting(
 
 
 def test_flush_denormals_restores_the_setting_when_the_block_raises():
-    from sksparse_nn.estimators._training import _flushing_denormals, flush_denormals
+    from sksparse_nn.training import flush_denormals
+    from sksparse_nn.training.runtime import _flushing_denormals
 
     if not torch.set_flush_denormal(False):
         pytest.skip("this CPU cannot flush subnormal numbers")

@@ -648,8 +648,10 @@ def test_latent_manifold_has_the_intrinsic_dimension(kind):
     # data are locally r-dimensional and not fewer
     h = 1e-5
     for z in d.latent[:5]:
-        cols = [(d.decoder((z + h * e)[None]) - d.decoder((z - h * e)[None]))[0] / (2 * h)
-                for e in np.eye(r)]
+        cols = [
+            (d.decoder((z + h * e)[None]) - d.decoder((z - h * e)[None]))[0] / (2 * h)
+            for e in np.eye(r)
+        ]
         sv = np.linalg.svd(np.array(cols), compute_uv=False)
         assert sv.size == r and sv[-1] > 1e-6 * sv[0]
     # the linear map: the whole data set has rank r exactly

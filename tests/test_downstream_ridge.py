@@ -21,8 +21,8 @@ from sksparse_nn import (
     SparseLinearRegressor,
 )
 from sksparse_nn.estimators import _base
-from sksparse_nn.estimators._training import PenalizedNet
 from sksparse_nn.gating import dgate, penalty
+from sksparse_nn.training import PenalizedNet
 
 KAPPA = _base.BaseDGated._ridge_scale
 

@@ -11,10 +11,9 @@ from skorch.callbacks import Callback
 from skorch.history import History
 from torch import nn
 
-from sksparse_nn.estimators._guards import BROKE_DOWN, DivergenceGuard, PenaltyAwareClipping
-from sksparse_nn.estimators._training import PenalizedNet
 from sksparse_nn.exceptions import ConvergenceWarning
 from sksparse_nn.gating import dgate, gate_factors
+from sksparse_nn.training import BROKE_DOWN, DivergenceGuard, PenalizedNet, PenaltyAwareClipping
 
 
 class _Net:

@@ -17,13 +17,9 @@ import numpy as np
 import pytest
 
 from sksparse_nn import DGatedMLPRegressor
-from sksparse_nn.estimators._training import (
-    EarlyStopping,
-    InterruptRequested,
-    StopTraining,
-    _StopWhenConverged,
-    interrupt_on,
-)
+from sksparse_nn.training import EarlyStopping, StopTraining
+from sksparse_nn.training.early_stopping import StopWhenConverged
+from sksparse_nn.utils.interrupt import InterruptRequested, interrupt_on
 
 SCRIPT = textwrap.dedent(
     """
@@ -282,7 +278,7 @@ def test_early_stopping_fit_and_converged_stop_end_training_normally():
     )  # fmt: skip
     est.fit(X, y)  # StopTraining ends it; a fitted model, no KeyboardInterrupt anywhere
     assert est.n_iter_ < 500 and hasattr(est, "module_")
-    stop = _StopWhenConverged(tol=1e-3)
+    stop = StopWhenConverged(tol=1e-3)
 
     class _Hist:
         def __init__(self, losses):

@@ -277,7 +277,7 @@ def test_a_cold_default_fit_at_a_small_lam_settles_with_a_clean_gap():
         warnings.simplefilter("error", ConvergenceWarning)
         est.fit(X, y)
     assert est.n_iter_ < est._max_epochs(200, est.batch_size)  # settled, not capped
-    from sksparse_nn.estimators._schedule import TINY
+    from sksparse_nn.training import TINY
 
     dead, live = est.sparsity_gap_
     assert 0 < len(est.selected_features_) < 12

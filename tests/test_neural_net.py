@@ -155,8 +155,8 @@ def test_weight_decay_reaches_the_ungated_weights_only(optimizer):
     biases are not decayed)."""
     from skorch import NeuralNet
 
-    from sksparse_nn.estimators._training import resolve_optimizer
     from sksparse_nn.gating import dgate
+    from sksparse_nn.training import resolve_optimizer
 
     est = DGatedNeuralNetRegressor(
         TinyNet, gates={"hidden.weight": "in"}, lam=10.0, weight_decay=0.3, optimizer=optimizer

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from sksparse_nn.estimators import node as node_module
-from sksparse_nn.estimators._training import ArrayDataset
 from sksparse_nn.estimators.node import NODEClassifier, NODERegressor
 from sksparse_nn.gating import gated_tensors
 from sksparse_nn.nn.node import NODE, compact_node, entmax15, entmoid15
+from sksparse_nn.training import ArrayDataset
 
 SMALL = {"num_trees": 8, "depth": 3, "max_epochs": 10, "random_state": 0}
 
@@ -461,7 +461,7 @@ def test_dense_early_stopping_judges_the_window_it_would_restore(
     """One lucky epoch (2) against a steady better window (4-6): judged by the mean of
     the window it averages, the stopper restores the steady one."""
     losses = [1.2, 1.2, 0.6, 1.2, 0.8, 0.8, 0.8] + [1.0] * 10
-    stopper = node_module._AveragingEarlyStopping(4, window=3, smooth=smooth).initialize()
+    stopper = node_module.AveragingEarlyStopping(4, window=3, smooth=smooth).initialize()
     stop, _ = _drive_stopper(monkeypatch, stopper, lambda k: [1.0], losses.__getitem__, 17)
     assert stop == stopped
     assert stopper.best_state_["weight"].item() == pytest.approx(restored)  # epochs' mean
@@ -478,7 +478,7 @@ def test_a_clean_window_is_judged_by_its_own_epochs_only(monkeypatch):
     def loss_at(k):
         return 0.1 if k == 10 else 1.0
 
-    stopper = node_module._CleanEarlyStopping(20, zero_tol).initialize()
+    stopper = node_module.CleanEarlyStopping(20, zero_tol).initialize()
     _drive_stopper(monkeypatch, stopper, norms_at, loss_at, 20)
     assert _restored_epoch(stopper) == 0  # every clean window judged 1.0: the first
 
@@ -503,14 +503,14 @@ def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
 def _drive_stopper(
     monkeypatch, stopper, norms_at, loss_at, epochs, max_epochs=None, lam=0.0, penalty_at=None
 ):
-    """Run ``stopper`` (a _CleanEarlyStopping) over ``epochs`` epochs of a stand-in net
+    """Run ``stopper`` (a CleanEarlyStopping) over ``epochs`` epochs of a stand-in net
     whose tree norms at epoch ``k`` are ``norms_at(k)``, validation loss ``loss_at(k)``
     and penalty ``penalty_at(k)`` (0 if None; the net's ``lam`` is ``lam``); the module's
     one weight holds the epoch number, so that a restored state tells its epoch. Returns
     the epoch at which it stopped training (or None) and the net."""
     from skorch.history import History
 
-    from sksparse_nn.estimators._training import StopTraining
+    from sksparse_nn.training import StopTraining
 
     net = type("Net", (), {"max_epochs": max_epochs, "lam": lam})()
     net.module_, net.history = torch.nn.Linear(1, 1, bias=False), History()
@@ -555,7 +555,7 @@ def test_early_stopping_waits_while_trees_are_still_dying(monkeypatch):
     default lam: 126 trees kept, smallest 2e-7, largest removed 1e-7). Once the dying
     tree is dust, the stall ends training."""
     patience, zero_tol = 5, 1e-7
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol).initialize()
     # tree 0 stays at 1; tree 1 starts in transit (below TINY of the largest, above
     # dust: no epoch is clean) and loses 20% an epoch
     start = 0.5 * node_module.TINY
@@ -583,7 +583,7 @@ def test_early_stopping_does_not_wait_for_a_gap_that_cannot_be_clean_in_time(
     the dense end of a default NODE path on 800 rows train ~490 epochs per point while
     its validation loss rose from 0.42 to 0.70, for a model still in transit."""
     patience, zero_tol = 5, 1e-7
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol).initialize()
     start = 0.5 * node_module.TINY  # at 3% an epoch: dust after ~450 epochs
     stopped_at, _ = _drive_stopper(
         monkeypatch,
@@ -609,7 +609,7 @@ def test_early_stopping_waits_while_many_trees_arrive_at_zero(monkeypatch, arriv
     not when none does (the dense end of a path: the same trees in transit for
     hundreds of epochs)."""
     patience, zero_tol, n = 5, 1e-7, 40
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol).initialize()
     rng = np.random.default_rng(0)
     dust = node_module._DUST * zero_tol
 
@@ -640,7 +640,7 @@ def test_a_stalled_fit_keeps_its_first_clean_epoch(monkeypatch):
     epochs before it for want of training: red wine's default fits kept 126 / 46 trees
     in transit instead of 6 / 9 clean)."""
     patience, zero_tol = 5, 1e-7
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol, window=1).initialize()
     start = 0.5 * node_module.TINY
     stopped_at, net = _drive_stopper(
         monkeypatch, stopper, lambda k: [1.0, start * 0.5**k], _stalls_after_epoch_0, 1000, 1000
@@ -662,7 +662,7 @@ def test_the_validation_loss_decides_between_a_clean_sparser_model_and_an_earlie
     epoch is (the sparser model is a worse one: seen on standardized wine data with
     noise columns, 24 trees at test RMSE 0.98 sd against 0.86 for the best epoch)."""
     patience, zero_tol = 3, 1e-7
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol, window=1).initialize()
     dead = 1e-3 * zero_tol  # below dust
 
     def norms_at(k):
@@ -691,7 +691,7 @@ def test_a_sparse_fit_stops_on_its_validation_objective(monkeypatch, lam, restor
     up by 1e-3 an epoch while the penalty falls by 2e-2: with lam 0.1 the objective
     improves until epoch 20, where the penalty stops falling."""
     patience, zero_tol = 5, 1e-7
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol, window=1).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol, window=1).initialize()
     _, net = _drive_stopper(
         monkeypatch,
         stopper,
@@ -715,7 +715,7 @@ def test_a_stalled_fit_does_not_wait_for_a_clean_epoch_it_would_not_restore(monk
     of the best one, the best epoch is restored whatever comes, so training stops (the
     wait cost a default NODE path on 800 rows of white wine half its epochs)."""
     patience, zero_tol, n = 5, 1e-7, 40
-    stopper = node_module._CleanEarlyStopping(patience, zero_tol).initialize()
+    stopper = node_module.CleanEarlyStopping(patience, zero_tol).initialize()
     dust = node_module._DUST * zero_tol
 
     def norms_at(k):  # tree 0 live, one more of the others below dust every epoch

@@ -4,7 +4,7 @@ the rest (pure torch)."""
 import pytest
 import torch
 
-from sksparse_nn.optim import FactorSGD
+from sksparse_nn.training import FactorSGD
 
 
 def _params():

@@ -16,7 +16,7 @@ from sksparse_nn import (
     TrainingDivergedError,
     regularization_path,
 )
-from sksparse_nn._convergence import warn_convergence
+from sksparse_nn.utils.convergence import warn_convergence
 
 
 class _Ascending:

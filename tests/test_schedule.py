@@ -15,7 +15,8 @@ from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 
 from sksparse_nn import DGatedMLPClassifier, DGatedMLPRegressor, DGatedNAMRegressor
-from sksparse_nn.estimators._schedule import LRPlan, in_transit, still_falling
+from sksparse_nn.training import LRPlan
+from sksparse_nn.training.signals import in_transit, still_falling
 
 
 def test_plan_warms_up_decays_by_cosine_and_anneals_on_request():
@@ -51,7 +52,7 @@ def test_plan_sets_each_parameter_groups_rate_from_its_own_base():
 
 
 def test_a_rising_loss_is_no_plateau():
-    from sksparse_nn.estimators._schedule import on_plateau
+    from sksparse_nn.training.signals import on_plateau
 
     flat = np.r_[np.linspace(1.0, 0.5, 50), np.full(50, 0.5)]
     assert on_plateau(flat, 10)
@@ -163,8 +164,8 @@ def _drive(
     earliest=0,
 ):
     """Run StopWhenSettled over given group norms; returns (stopped epoch, callback, plan)."""
-    from sksparse_nn.estimators import _schedule
-    from sksparse_nn.estimators._training import StopTraining
+    from sksparse_nn.training import StopTraining
+    from sksparse_nn.training import schedule as _schedule
 
     plan = LRPlan(cap, "cosine", hold=hold).initialize()
     rule = _schedule.StopWhenSettled(
@@ -393,7 +394,7 @@ def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(m
     its stability edge: 0.5 -> chance level, every filter removed): the module returns to
     the start, the momentum is dropped, the base rates halve and warm up again, up to
     RESTARTS times; after that the fit goes on (and a spike anneals to a stop)."""
-    from sksparse_nn.estimators import _schedule
+    from sksparse_nn.training import schedule as _schedule
 
     monkeypatch.setattr(_schedule, "group_norms", lambda module: {"w": torch.ones(2)})
     plan = LRPlan(100, "cosine", warmup=2, hold=75).initialize()
@@ -428,7 +429,7 @@ def test_a_warm_start_whose_loss_rises_goes_back_to_its_start_at_half_the_rate(m
 
 
 def test_cold_fits_and_fits_that_stay_near_their_start_never_restart(monkeypatch):
-    from sksparse_nn.estimators import _schedule
+    from sksparse_nn.training import schedule as _schedule
 
     monkeypatch.setattr(_schedule, "group_norms", lambda module: {"w": torch.ones(2)})
     for restore, losses in [(False, [0.5, 5.0, 4.0]), (True, [0.5, 1.2, 0.9, 1.4, 0.6])]:
@@ -449,7 +450,7 @@ def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):
     the whole data. From a fit that ended with its rate annealed to zero, at the same lam,
     that is the last epoch's mean training loss up to the last steps' movement; cold fits
     never measure it."""
-    from sksparse_nn.estimators._training import PenalizedNet
+    from sksparse_nn.training import PenalizedNet
 
     seen = []
     measure = PenalizedNet.training_objective
@@ -473,7 +474,7 @@ def test_measuring_the_start_leaves_batchnorm_statistics_and_mode_alone(monkeypa
     which would update BatchNorm's running statistics: they are put back, as is the
     module's mode."""
     from sksparse_nn import DGatedNeuralNetRegressor
-    from sksparse_nn.estimators._training import PenalizedNet
+    from sksparse_nn.training import PenalizedNet
 
     checked = []
     measure = PenalizedNet.training_objective
@@ -506,7 +507,7 @@ def test_a_warm_start_begins_at_the_rate_its_predecessor_ended_at(monkeypatch):
     similar problem) begins there instead of breaking at the full rate again (default
     MLP path on wine: 27 restarts in 19 points); a cold fit, or a warm start with a new
     lr, begins at the full rate."""
-    from sksparse_nn.estimators import _schedule
+    from sksparse_nn.training import schedule as _schedule
 
     scales = []
     begin = LRPlan.on_train_begin
@@ -546,7 +547,7 @@ def test_the_settled_rule_reads_one_epoch_of_history_per_epoch(monkeypatch):
             reads.append(index)
             return super().__getitem__(index)
 
-    from sksparse_nn.estimators import _schedule
+    from sksparse_nn.training import schedule as _schedule
 
     plan = LRPlan(100, "cosine").initialize()
     rule = _schedule.StopWhenSettled(plan, 3, 1e-7, 4, nonconvex=True)
@@ -586,7 +587,7 @@ def test_noise_bound_holds_for_autocorrelated_epochs(rho):
     values adds a little: up to 10% allowed); read as independent epochs, AR(1) noise of
     correlation 0.8 exceeds it in about half of the cases, and a settled group looked
     shrinking."""
-    from sksparse_nn.estimators._schedule import _noise
+    from sksparse_nn.training.signals import _noise
 
     width = 34
     x = _ar1(np.random.default_rng(0), 2 * width, 4000, rho)
@@ -600,7 +601,7 @@ def test_noise_bound_does_not_hide_a_steady_decline():
     the window means' difference under correlated noise (rho 0.8) must stand out in most
     cases (a normal's P(Z > 3 - 2) = 84%; >= 75% allowed), and a noise-free decline in
     every case, however slow."""
-    from sksparse_nn.estimators._schedule import _noise
+    from sksparse_nn.training.signals import _noise
 
     width, rho = 34, 0.8
     n = 2 * width

@@ -134,7 +134,7 @@ def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeyp
     # X were densified (full batch: all of X, n x p); they are torch sparse tensors, and
     # the fit equals the one on the dense twin
     from sksparse_nn import SparseLinearClassifier
-    from sksparse_nn.estimators import _training
+    from sksparse_nn.training import data as _training
 
     rng = np.random.default_rng(4)
     X = sp.random(300, 500, density=0.02, format="csr", random_state=5)

@@ -24,40 +24,46 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from .._labels import check_groups, resolve_group_weights
-from .._validation import (
+from ..exceptions import TrainingDivergedError
+from ..path import regularization_path
+from ..solvers import lambda_max
+from ..sparsifiers import (
+    collapse,
+    gate_factors,
+    get_sparsifier,
+    group_norms,
+    penalty,
+    sparsify,
+    support,
+)
+from ..training import (
+    ArrayDataset,
+    BatchIterator,
+    ConvergenceMonitor,
+    DivergenceGuard,
+    EarlyStopping,
+    LRPlan,
+    PenalizedNet,
+    RandomSplit,
+    Scaling,
+    StopWhenSettled,
+    as_numpy,
+    check_device,
+    data_scale,
+    make_callbacks,
+    resolve_optimizer,
+    seeded,
+    thread_policy,
+    warn_first_epoch_restored,
+    warn_not_converged,
+)
+from ..utils.validation import (
     check_range,
     check_sample_weight,
     check_warm_start_targets,
     value_limit,
 )
-from ..exceptions import TrainingDivergedError
-from ..gating import gate_factors
-from ..path import regularization_path
-from ..solvers import lambda_max
-from ..sparsifiers import collapse, get_sparsifier, group_norms, penalty, sparsify, support
 from ._docs import fill
-from ._guards import (
-    ConvergenceMonitor,
-    DivergenceGuard,
-    data_scale,
-    thread_policy,
-    warn_first_epoch_restored,
-    warn_not_converged,
-)
-from ._scaling import Scaling
-from ._schedule import LRPlan, StopWhenSettled
-from ._training import (
-    ArrayDataset,
-    BatchIterator,
-    EarlyStopping,
-    PenalizedNet,
-    RandomSplit,
-    as_numpy,
-    check_device,
-    make_callbacks,
-    resolve_optimizer,
-    seeded,
-)
 
 __all__ = ["BaseDGated"]
 

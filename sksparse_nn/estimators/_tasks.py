@@ -9,7 +9,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._training import weighted_mean
+from ..training import weighted_mean
 
 __all__ = ["ClassifierTaskMixin", "RegressorTaskMixin"]
 

@@ -12,13 +12,13 @@ from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..gating import ZERO_TOL
 from ..nn.autoencoder import Autoencoder, compact_autoencoder
 from ..nn.mlp import ACTIVATIONS
 from ..path import regularization_path
+from ..sparsifiers import ZERO_TOL
+from ..training import resolve_optimizer, weighted_mean
 from ._base import BaseDGated
 from ._docs import fill
-from ._training import resolve_optimizer, weighted_mean
 
 __all__ = ["DGatedAutoencoder"]
 

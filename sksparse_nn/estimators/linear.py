@@ -25,11 +25,12 @@ from sklearn.utils._param_validation import StrOptions
 from skorch.callbacks import Callback
 from skorch.history import History
 
-from .._convergence import warn_convergence
-from ..gating import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
 from ..solvers._data import column_moments, column_squares
+from ..sparsifiers import ZERO_TOL, dgate, gated_tensors, set_weight
+from ..training import as_numpy
+from ..utils.convergence import warn_convergence
 from ._base import BaseDGated
 from ._docs import fill
 from ._gated_least_squares import (
@@ -45,7 +46,6 @@ from ._gated_least_squares import (
 )
 from ._gated_logistic import GatedLogisticProblem
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
-from ._training import as_numpy
 
 __all__ = ["SparseLinearClassifier", "SparseLinearRegressor"]
 

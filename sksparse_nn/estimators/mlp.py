@@ -9,10 +9,9 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..gating import ZERO_TOL
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
-from ..sparsifiers import get_sparsifier
+from ..sparsifiers import ZERO_TOL, get_sparsifier
 from ._base import BaseDGated
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin

@@ -30,15 +30,14 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..gating import ZERO_TOL
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
+from ..sparsifiers import ZERO_TOL
+from ..training import ArrayDataset, PenaltyAwareClipping, as_numpy
 from ._base import BaseDGated
 from ._docs import fill
-from ._guards import PenaltyAwareClipping
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
-from ._training import ArrayDataset, as_numpy
 
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
 

@@ -14,15 +14,13 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..compaction import compact_module
-from ..gating import ZERO_TOL
 from ..groups import resolve_groups
 from ..solvers._data import column_moments
-from ..sparsifiers import sparsified_tensors
+from ..sparsifiers import ZERO_TOL, sparsified_tensors
+from ..training import ArrayDataset, Scaling, seeded
 from ._base import BaseDGated
 from ._docs import fill
-from ._scaling import Scaling
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
-from ._training import ArrayDataset, seeded
 
 __all__ = ["DGatedNeuralNetClassifier", "DGatedNeuralNetRegressor"]
 

@@ -13,9 +13,9 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._convergence import warn_convergence
 from .._labels import check_groups, resolve_group_weights
-from .._validation import check_range, check_warm_start_targets, value_limit
+from ..utils.convergence import warn_convergence
+from ..utils.validation import check_range, check_warm_start_targets, value_limit
 from ._least_squares import solve_group_lasso
 from ._logistic import solve_group_logistic
 

@@ -8,7 +8,7 @@ import scipy.optimize
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
-from .._convergence import warn_convergence
+from ..utils.convergence import warn_convergence
 from ._data import as_float_matrix, check_sample_weight, extended_groups
 from ._logistic import solve_group_logistic
 from ._logistic_design import as_logistic_targets, probabilities, wmean

@@ -4,7 +4,7 @@ Every method turns the groups of a weight tensor into something SGD can remove, 
 one class of the :class:`Sparsifier` protocol:
 
 ================  ====================================================================
-``"dgating"``     :class:`~sksparse_nn.gating.DGate` -- a vector times ``D - 1`` scalar
+``"dgating"``     :class:`DGate` -- a vector times ``D - 1`` scalar
                   gates with L2 on all factors: the penalty ``sum_j ||w_j||^(2/D)``
                   (*Structured Sparsity via D-Gating*); exact zeros.
 ``"dam"``         :class:`DAM` -- ordered gates with one learnable offset
@@ -34,20 +34,36 @@ from ._base import (
     support,
 )
 from ._dam import DAM
+from ._dgating import (
+    DGate,
+    dgate,
+    gate_factors,
+    gated_tensors,
+    induced_penalty,
+    misalignment,
+    set_weight,
+)
 from ._ds import DS
 from ._l21 import L21
 
 __all__ = [
     "DAM",
+    "DGate",
     "DS",
     "L21",
     "ZERO_TOL",
     "Sparsifier",
     "collapse",
+    "dgate",
+    "gate_factors",
+    "gated_tensors",
     "get_sparsifier",
     "group_norms",
+    "induced_penalty",
+    "misalignment",
     "penalty",
     "penalty_function",
+    "set_weight",
     "sparsified_tensors",
     "sparsifier_names",
     "sparsify",

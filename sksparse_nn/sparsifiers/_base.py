@@ -128,13 +128,11 @@ class Sparsifier(nn.Module):
 
 def sparsifier_names():
     """Names of the registered sparsifiers (the ``method`` values of :func:`sparsify`)."""
-    _load_builtin()
     return sorted(_REGISTRY)
 
 
 def get_sparsifier(method):
     """The :class:`Sparsifier` subclass registered as ``method``."""
-    _load_builtin()
     if isinstance(method, type) and issubclass(method, Sparsifier):
         return method
     try:
@@ -143,12 +141,6 @@ def get_sparsifier(method):
         raise ValueError(
             f"Unknown sparsifier {method!r}; the registered ones are {sorted(_REGISTRY)}."
         ) from None
-
-
-def _load_builtin():
-    # the built-in methods register themselves when their modules are imported
-    from .. import gating  # noqa: F401
-    from . import _dam, _ds, _l21  # noqa: F401
 
 
 def _qualified(prefix, name):

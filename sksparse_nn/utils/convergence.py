@@ -15,7 +15,7 @@ import threading
 import warnings
 from contextlib import contextmanager
 
-from .exceptions import ConvergenceWarning
+from ..exceptions import ConvergenceWarning
 
 __all__ = ["collecting_convergence", "warn_convergence"]
 

@@ -1,8 +1,36 @@
-"""Optimizers for D-gated models (pure PyTorch: nothing here knows scikit-learn)."""
+"""Optimizers: the table of names the estimators take, and FactorSGD for D-Gating factors."""
 
 from __future__ import annotations
 
 import torch
+
+
+def resolve_optimizer(name):
+    """Map an optimizer name (or a ``torch.optim.Optimizer`` class) to (class, kwargs)."""
+    if isinstance(name, type) and issubclass(name, torch.optim.Optimizer):
+        return name, {}
+    table = {
+        "sgd": (torch.optim.SGD, {"momentum": 0.9, "nesterov": True}),
+        "adam": (torch.optim.Adam, {}),
+        "adamw": (torch.optim.AdamW, {"weight_decay": 0.0}),
+        "lbfgs": (
+            torch.optim.LBFGS,
+            {
+                "max_iter": 50,
+                "history_size": 10,
+                "line_search_fn": "strong_wolfe",
+                "tolerance_grad": 1e-10,
+                "tolerance_change": 0.0,
+            },
+        ),
+    }
+    if name not in table:
+        raise ValueError(
+            f"optimizer must be one of {sorted(table)} or a torch.optim.Optimizer class, "
+            f"got {name!r}."
+        )
+    return table[name]
+
 
 __all__ = ["FactorSGD"]
 

@@ -16,25 +16,22 @@ warning that names the cause and the parameter to change:
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import numpy as np
-import torch
 from skorch.callbacks import Callback
-from threadpoolctl import ThreadpoolController
 
-from .._convergence import warn_convergence
-from .._validation import abs_max
 from ..exceptions import TrainingDivergedError
-from ..gating import gate_factors, group_norms
-from ._schedule import SHRINKING, in_transit, still_falling
+from ..sparsifiers import (
+    group_norms,
+)
+from ..utils.convergence import warn_convergence
+from ..utils.validation import abs_max
+from .signals import SHRINKING, in_transit, still_falling
 
 __all__ = [
     "ConvergenceMonitor",
     "DivergenceGuard",
-    "PenaltyAwareClipping",
     "data_scale",
-    "thread_policy",
 ]
 
 #: A training loss this many times the loss of the constant (intercept-only) model means
@@ -45,10 +42,6 @@ BROKE_DOWN = 3.0
 #: ... and above it by this share of the constant model's objective (mini-batch noise
 #: around a near-zero loss can triple it) ended far from any minimum.
 BROKE_DOWN_SHARE = 0.1
-#: ``rows per step * n_features`` up to which a fit runs on one thread: such tensor
-#: operations are overhead-bound and extra threads only add synchronization (measured
-#: 1.7-3.5x slower with 2 threads for a 500 x 20 MLP fit on a 2-core machine).
-SMALL_STEP_WORK = 2**20
 
 
 def data_scale(X, y=None):
@@ -110,61 +103,6 @@ class DivergenceGuard(Callback):
                 "Lower lr.",
                 stacklevel=2,
             )
-
-
-class PenaltyAwareClipping(Callback):
-    """Clip the gradient norm at ``max_norm`` plus the norm of the penalty's own gradient.
-
-    Plain norm clipping would also clip the pull of a large ``lam * penalty`` on the
-    D-Gating factors (``lam * curvature * factor``; and of the net's ``ridge`` on the
-    weights it names), so unused groups would shrink at the clip rate instead of
-    geometrically; only the data's share of the gradient is bounded.
-    """
-
-    def __init__(self, max_norm):
-        self.max_norm = max_norm
-
-    def on_train_begin(self, net, **kwargs):
-        factors = list(gate_factors(net.module_))
-        self.factors_ = [param for _, param, _ in factors]
-        self.curvatures_ = np.array([curvature for _, _, curvature in factors])
-        self.ridged_ = bool(getattr(net, "ridge_", ()))
-        # the parameters, listed once (walking the module for them every step cost as
-        # much as the clipping itself)
-        self.params_ = [param for _, param in net.get_all_learnable_params()]
-
-    def on_grad_computed(self, net, named_parameters, **kwargs):
-        # every step: the gradient's norm in one fused kernel (torch's own gradient
-        # clipping uses the same), not one norm and one float conversion per tensor; the
-        # penalty's pull only when that norm exceeds max_norm (below it no step is
-        # clipped, whatever the pull: ~14% of a small NAM's step went to computing
-        # the pull every time)
-        with torch.no_grad():
-            grads = [p.grad for p in self.params_ if p.grad is not None]
-            if not grads:
-                return
-            total = float(np.hypot.reduce(_norms(grads)))
-            if not np.isfinite(total):  # float32 overflow: the same norm in float64
-                norms = [float(torch.linalg.vector_norm(g, dtype=torch.float64)) for g in grads]
-                total = float(np.hypot.reduce(norms, initial=0.0))
-            if total + 1e-6 <= self.max_norm:
-                return
-            # in float64 (as the total): at a huge lam (1e20) the pull's square overflows
-            # float32 and an inf / inf clip coefficient turned every gradient into NaN
-            pull = 0.0
-            if self.factors_:
-                norms = _norms(self.factors_)
-                pull = float(np.hypot.reduce(net.lam * self.curvatures_ * norms))
-            if self.ridged_:  # and the ridge's pull on the weights it names
-                pull = float(np.hypot(pull, np.hypot.reduce(_norms(net.ridge_pulls()))))
-            coef = (self.max_norm + pull) / (total + 1e-6)
-            if coef < 1.0:
-                torch._foreach_mul_(grads, coef)
-
-
-def _norms(tensors):
-    """The 2-norms of ``tensors`` as a float64 array (one fused kernel)."""
-    return torch.stack(torch._foreach_norm(tensors)).double().numpy()
 
 
 class ConvergenceMonitor(Callback):
@@ -252,32 +190,3 @@ def warn_first_epoch_restored(estimator, stopper):
         "Lower lam, or set early_stopping=False to let the penalty finish.",
         stacklevel=4,
     )
-
-
-_BLAS = []  # one ThreadpoolController, created on first use (it scans the libraries)
-
-
-@contextmanager
-def thread_policy(n_threads, step_work):
-    """Run the block with the fit's torch intra-op threads; the caller's setting is restored.
-
-    ``n_threads=None``: one thread (torch and BLAS) when ``step_work`` (rows per optimizer
-    step times features) is at most ``SMALL_STEP_WORK``, torch's setting otherwise;
-    an integer: that many torch threads.
-    """
-    if n_threads is None and step_work > SMALL_STEP_WORK:
-        yield
-        return
-    wanted = 1 if n_threads is None else int(n_threads)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(wanted)
-    try:
-        if n_threads is None:
-            if not _BLAS:
-                _BLAS.append(ThreadpoolController())
-            with _BLAS[0].limit(limits=1, user_api="blas"):
-                yield
-        else:
-            yield
-    finally:
-        torch.set_num_threads(previous)

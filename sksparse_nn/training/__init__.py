@@ -1,0 +1,70 @@
+"""The training engine: how a sparsified torch module is trained, on skorch.
+
+Families declare what a fit needs (see :class:`sksparse_nn.estimators.BaseDGated`'s hook
+table); this package does the rest and knows no family:
+
+- :mod:`.data`: the training rows (dense or CSR, standardized per batch), batches;
+- :mod:`.net`: :class:`PenalizedNet`, the skorch net whose loss adds ``lam`` times the
+  sparsifiers' penalty, with Ctrl-C and :class:`StopTraining` handled;
+- :mod:`.schedule`, :mod:`.signals`: the learning-rate plan and the rule that stops a
+  settled fit;
+- :mod:`.early_stopping`: stopping on held-out rows (best epoch, averaged, clean gap);
+- :mod:`.guards`, :mod:`.clipping`: divergence and non-convergence reports, the clip;
+- :mod:`.optimizers`: the optimizer table and :class:`FactorSGD`;
+- :mod:`.scaling`: standardization folded into the fitted module;
+- :mod:`.runtime`: device, threads, random stream, subnormal floats.
+"""
+
+from .callbacks import make_callbacks
+from .clipping import PenaltyAwareClipping
+from .data import ArrayDataset, BatchIterator, RandomSplit, as_numpy, weighted_mean
+from .early_stopping import (
+    AveragingEarlyStopping,
+    CleanEarlyStopping,
+    EarlyStopping,
+    StopWhenConverged,
+)
+from .guards import (
+    ConvergenceMonitor,
+    DivergenceGuard,
+    data_scale,
+    warn_first_epoch_restored,
+    warn_not_converged,
+)
+from .net import PenalizedNet, StopTraining
+from .optimizers import FactorSGD, resolve_optimizer
+from .runtime import check_device, flush_denormals, seeded, thread_policy
+from .scaling import Scaling
+from .schedule import LRPlan, StopWhenSettled
+from .signals import TINY
+
+__all__ = [
+    "TINY",
+    "ArrayDataset",
+    "AveragingEarlyStopping",
+    "BatchIterator",
+    "CleanEarlyStopping",
+    "ConvergenceMonitor",
+    "DivergenceGuard",
+    "EarlyStopping",
+    "FactorSGD",
+    "LRPlan",
+    "PenaltyAwareClipping",
+    "PenalizedNet",
+    "RandomSplit",
+    "Scaling",
+    "StopTraining",
+    "StopWhenConverged",
+    "StopWhenSettled",
+    "as_numpy",
+    "weighted_mean",
+    "check_device",
+    "data_scale",
+    "flush_denormals",
+    "make_callbacks",
+    "resolve_optimizer",
+    "seeded",
+    "thread_policy",
+    "warn_first_epoch_restored",
+    "warn_not_converged",
+]

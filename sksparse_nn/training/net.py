@@ -1,0 +1,213 @@
+"""The skorch net that trains a sparsified module: penalized loss, Ctrl-C, stopping."""
+
+from __future__ import annotations
+
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import Callback
+from skorch.dataset import unpack_data
+
+from ..sparsifiers import (
+    Sparsifier,
+    penalty,
+    penalty_function,
+    sparsified_tensors,
+)
+from ..utils.interrupt import InterruptRequested, interrupt_requested
+from .runtime import flush_denormals
+
+
+class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a callback to end training normally (``on_train_end`` still runs).
+
+    skorch's own convention is to raise ``KeyboardInterrupt``, which cannot be told apart
+    from a user's Ctrl-C; this package never uses it for its own signals.
+    """
+
+
+class _Interrupted(Exception):  # noqa: N818
+    """A KeyboardInterrupt carried past skorch's ``partial_fit`` (which would swallow it)."""
+
+    def __init__(self, epoch, forwarded=False):
+        super().__init__(epoch)
+        self.epoch, self.forwarded = epoch, forwarded
+
+
+class _InterruptOnFlag(Callback):
+    """Default callback of :class:`PenalizedNet`: stop as on Ctrl-C when the thread's
+    :func:`interrupt_on` flag exists (one thread-local lookup per batch otherwise)."""
+
+    def on_batch_end(self, net, **kwargs):
+        if interrupt_requested():
+            raise _Interrupted(len(net.history), forwarded=True)
+
+
+class PenalizedNet(NeuralNet):
+    """A skorch net whose training loss is ``criterion + lam * penalty(module)``, plus
+    ``lam * sum(c * p^2)`` for every parameter ``p`` that ``ridge`` (``{name: c}``, ``c`` a
+    number or a tensor of per-entry weights broadcastable to ``p``) names.
+
+    The penalty enters only when ``training=True``, so validation losses measure the fit
+    to the data alone (an early stopping that watches the validation objective adds
+    ``lam`` times the penalty itself, as NODE's does).
+
+    Stopping and Ctrl-C. skorch ends training when anything raises ``KeyboardInterrupt``
+    and swallows it in ``partial_fit`` (its own ``EarlyStopping`` uses it as a signal), so
+    a user's Ctrl-C would silently end just the current fit. This net therefore:
+
+    - lets callbacks end training early by raising :class:`StopTraining`, which
+      :meth:`fit_loop` catches (``on_train_end`` callbacks still run, e.g. the best
+      weights of :class:`EarlyStopping` are restored); nothing in this package raises
+      ``KeyboardInterrupt`` as a signal;
+    - turns a real ``KeyboardInterrupt`` in :meth:`fit_loop` into an internal exception
+      that skorch does not catch, which :meth:`partial_fit` (and so ``fit``) raises again
+      as ``KeyboardInterrupt("Training interrupted during epoch k (Ctrl-C).")`` once
+      training has stopped, without ``on_train_end``: the estimator is left unfitted,
+      a half-trained model is never presented as a fit;
+    - stops the same way when the thread's :func:`interrupt_on` flag is raised
+      (:class:`InterruptRequested`, how parallel paths forward a Ctrl-C to their workers).
+
+    No signal handler is installed, so fits work in any thread.
+    """
+
+    def __init__(self, *args, lam=0.0, ridge=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lam = lam
+        self.ridge = ridge
+
+    def initialize_module(self):
+        super().initialize_module()
+        # Penalties with a closed-form gradient (D-Gating's L2 on the factors) are added
+        # to the gradients after backward (train_step_single); the others enter the loss.
+        self.penalty_ = penalty_function(self.module_, direct=False)
+        self.direct_penalties_ = [
+            (sparsifier, module.parametrizations[name].original)
+            for _, module, name, sparsifier in sparsified_tensors(self.module_)
+            if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
+        ]
+        # ``ridge``: {parameter name: c}, the term ``lam * sum(c * p^2)`` of the objective
+        # per named (ungated) parameter, added like the closed-form penalties; ``c`` as a
+        # tensor on the parameter's device and dtype (per-entry weights) or a float
+        params = dict(self.module_.named_parameters())
+        missing = sorted(set(self.ridge or ()) - set(params))
+        if missing:
+            raise ValueError(f"ridge names parameters the module does not have: {missing}")
+        self.ridge_ = []
+        for name, c in (self.ridge or {}).items():
+            param = params[name]
+            if torch.is_tensor(c):
+                self.ridge_.append((param, torch.broadcast_to(c.to(param), param.shape)))
+            elif c:
+                self.ridge_.append((param, float(c)))
+        return self
+
+    @torch.no_grad()
+    def ridge_pulls(self):
+        """The ridge's gradient ``2 lam c p`` per parameter it names (a list of tensors)."""
+        return [2.0 * self.lam * c * param for param, c in self.ridge_]
+
+    @torch.no_grad()
+    def _add_ridge_grad(self):
+        """``lam * sum(c * p^2)``'s gradient added to every ridge parameter's ``.grad``;
+        returns ``sum(c * p^2)`` (a detached 0-dim tensor)."""
+        value = 0.0
+        for param, c in self.ridge_:
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+            # a number scales the kernel's alpha; per-entry weights cost one product
+            pull, coef = (param * c, 1.0) if torch.is_tensor(c) else (param, c)
+            param.grad.add_(pull, alpha=2.0 * self.lam * coef)
+            value = value + coef * param.reshape(-1).dot(pull.reshape(-1))
+        return value
+
+    def _ridge_value(self):
+        with torch.no_grad():
+            return sum(float((c * param.pow(2)).sum()) for param, c in self.ridge_)
+
+    def training_objective(self, dataset):
+        """The training objective (mean criterion plus ``lam`` times the penalty) of the
+        module as it is, on ``dataset``, as an epoch's training loss sees it (training
+        mode: dropout, batch statistics), without gradients; the module's buffers
+        (BatchNorm's running statistics) and mode are left as they were."""
+        module = self.module_
+        was_training = module.training
+        saved = [(buffer, buffer.clone()) for buffer in module.buffers()]
+        module.train()
+        total, count = 0.0, 0
+        try:
+            with torch.no_grad():
+                for Xi, yi in self.get_iterator(dataset, training=False):
+                    y_pred = self.infer(Xi)
+                    loss = self.get_loss(y_pred, yi, X=Xi, training=False)
+                    total += float(loss) * len(y_pred)
+                    count += len(y_pred)
+                value = float(penalty(module)) + self._ridge_value() if self.lam else 0.0
+        finally:
+            with torch.no_grad():
+                for buffer, copy_ in saved:
+                    buffer.copy_(copy_)
+            module.train(was_training)
+        return total / max(count, 1) + self.lam * value
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
+            loss = self.criterion_(y_pred, *y_true)
+        else:
+            loss = self.criterion_(y_pred, y_true)
+        if training and self.lam:
+            loss = loss + self.lam * self.penalty_()
+        return loss
+
+    def train_step_single(self, batch, **fit_params):
+        """skorch's step, then ``lam`` times the closed-form penalty gradients added to
+        the gradients; the returned loss (history, L-BFGS's line search) includes their
+        value, so it is the whole training objective as before.
+
+        skorch's step puts every module and criterion of the net in training mode on every
+        batch (``Module.train`` sets an attribute on every submodule, slowly). Here they
+        are checked first and switched only when one is not in it (the first batch of an
+        epoch, after the validation or a prediction switched them to evaluation); the
+        net's torch modules and criteria are skorch's ``_modules`` and ``_criteria`` (a
+        subclass's extra modules included). The rest of the step is skorch's as it is.
+        """
+        owners = [getattr(self, name + "_") for name in (*self._modules, *self._criteria)]
+        owners = [o for o in owners if isinstance(o, torch.nn.Module)]
+        if not all(m.training for o in owners for m in o.modules()):
+            for o in owners:
+                o.train()
+        Xi, yi = unpack_data(batch)
+        y_pred = self.infer(Xi, **fit_params)
+        loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+        loss.backward()
+        step = {"loss": loss, "y_pred": y_pred}
+        if self.lam and (self.direct_penalties_ or self.ridge_):
+            value = sum(s.add_penalty_grad_(o, self.lam) for s, o in self.direct_penalties_)
+            if self.ridge_:
+                value = value + self._add_ridge_grad()
+            step["loss"] = step["loss"] + self.lam * value
+        return step
+
+    def get_default_callbacks(self):
+        return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
+
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """skorch's fit loop, with subnormal numbers flushed to zero
+        (:func:`flush_denormals`); :class:`StopTraining` ends it normally, a Ctrl-C is
+        kept."""
+        try:
+            with flush_denormals():
+                return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except StopTraining:
+            return self
+        except KeyboardInterrupt as exc:
+            raise _Interrupted(
+                len(self.history), forwarded=isinstance(exc, InterruptRequested)
+            ) from exc
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """skorch's ``partial_fit``; a Ctrl-C during training reaches the caller."""
+        try:
+            return super().partial_fit(X, y, classes=classes, **fit_params)
+        except _Interrupted as exc:
+            kind = InterruptRequested if exc.forwarded else KeyboardInterrupt
+            raise kind(f"Training interrupted during epoch {exc.epoch} (Ctrl-C).") from None

@@ -1,0 +1,8 @@
+"""Helpers every room uses: input checks, convergence reports, the interrupt flag.
+
+- :mod:`.validation`: value ranges the training arithmetic holds, sample weights,
+  warm-start compatibility of targets (numpy only);
+- :mod:`.convergence`: :func:`~.convergence.warn_convergence`, how every fit of the
+  package says it did not converge, and the per-thread collection a path uses;
+- :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers.
+"""
