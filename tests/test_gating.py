@@ -373,8 +373,8 @@ def test_balanced_zero_group_is_all_zero_and_stays_zero():
 def test_the_fused_gated_weight_has_the_composed_gradients(spec, shape, D):
     """The one-node gated weight equals omega * expand(prod gates) and its gradients are
     the finite-difference ones (float64 gradcheck), also with a gate at exactly 0."""
-    from sksparse_nn.gating import _GatedWeight
     from sksparse_nn.groups import resolve_groups
+    from sksparse_nn.sparsifiers._dgating import _GatedWeight
 
     grouping = resolve_groups(spec, shape)
     gen = torch.Generator().manual_seed(0)

@@ -13,7 +13,8 @@ from torch import nn
 
 from sksparse_nn.exceptions import ConvergenceWarning
 from sksparse_nn.gating import dgate, gate_factors
-from sksparse_nn.training import BROKE_DOWN, DivergenceGuard, PenalizedNet, PenaltyAwareClipping
+from sksparse_nn.training import DivergenceGuard, PenalizedNet, PenaltyAwareClipping
+from sksparse_nn.training.guards import BROKE_DOWN
 
 
 class _Net:
