@@ -28,11 +28,13 @@ from ..exceptions import TrainingDivergedError
 from ..path import regularization_path
 from ..solvers import lambda_max
 from ..sparsifiers import (
+    DEFAULT_METHOD,
     collapse,
-    gate_factors,
     get_sparsifier,
     group_norms,
     penalty,
+    penalty_curvatures,
+    sparsified_tensors,
     sparsify,
     support,
 )
@@ -403,7 +405,7 @@ class BaseDGated(BaseEstimator):
                 # last quarter when it never does
                 plan.hold = plan.max_epochs - max(window, plan.max_epochs // 4)
             zero_tol = self.zero_tol * self._weight_scale(X, y)
-            nonconvex = self._sparsifier_name() == "dgating" and self.D > 2
+            nonconvex = any(s.nonconvex for *_, s in sparsified_tensors(net.module))
             # after a loss spike: an anneal over a quarter of the cap (the loss recovers)
             recover = max(window, plan.max_epochs // 4)
             # a warm start whose loss rises far above its start goes back to it at half
@@ -441,7 +443,7 @@ class BaseDGated(BaseEstimator):
         groups = []
         sgd = isinstance(optimizer, type) and issubclass(optimizer, torch.optim.SGD)
         if sgd and self.lam > 0:
-            curvatures = [(name, curvature) for name, _, curvature in gate_factors(module)]
+            curvatures = [(name, c) for name, _, c in penalty_curvatures(module)]
             # the ridge's weights: curvature 2 c of lam * c * ||V||^2 (see _ridge)
             curvatures += [
                 (name, 2.0 * float(torch.as_tensor(c).max())) for name, c in (ridge or {}).items()
@@ -485,7 +487,7 @@ class BaseDGated(BaseEstimator):
         ``sum_j rho_j ||w_j||^(2/D) = kappa ||V||^2`` for the weights ``V`` the gated
         layer feeds (in a NAM, per term).
         """
-        if not self._ridge_downstream or self._sparsifier_name() != "dgating":
+        if not self._ridge_downstream or not self._sparsifier_class().downstream_ridge:
             return None
         return {
             name: self._ridge_scale / self.D
@@ -640,10 +642,10 @@ class BaseDGated(BaseEstimator):
         return None
 
     # ---------------------------------------------------------- sparsifier
-    def _sparsifier_name(self):
-        """The registered name of the estimator's sparsifier ("dgating" for families
-        without a ``sparsifier`` parameter)."""
-        return get_sparsifier(getattr(self, "sparsifier", "dgating")).method
+    def _sparsifier_class(self):
+        """The estimator's sparsifier: its ``sparsifier`` parameter's method, else the
+        package's default (D-Gating)."""
+        return get_sparsifier(getattr(self, "sparsifier", DEFAULT_METHOD))
 
     def _sparsify(self, module, name, groups, init, units, group_weights=None):
         """Make the ``groups`` of ``module.<name>`` removable by the estimator's sparsifier.
@@ -652,7 +654,7 @@ class BaseDGated(BaseEstimator):
         that mask groups in a fixed order only apply to interchangeable units, never to
         features. ``D`` goes to D-Gating, ``sparsifier_params`` to the method.
         """
-        method = get_sparsifier(getattr(self, "sparsifier", "dgating"))
+        method = self._sparsifier_class()
         if method.ordered and "feature" in units:
             raise ValueError(
                 f"sparsifier={method.method!r} masks groups in a fixed order, which suits "
@@ -661,8 +663,8 @@ class BaseDGated(BaseEstimator):
                 "for the MLPs), or choose 'dgating', 'ds' or 'l21' to select features."
             )
         options = dict(getattr(self, "sparsifier_params", None) or {})
-        if method.method == "dgating":
-            options.setdefault("D", self.D)
+        for option in method.estimator_options:  # e.g. D-Gating's D
+            options.setdefault(option, getattr(self, option))
         try:
             sparsify(
                 module,

@@ -21,12 +21,16 @@ name (see :class:`Sparsifier`). Pure PyTorch.
 """
 
 from ._base import (
+    DEFAULT_METHOD,
     ZERO_TOL,
     Sparsifier,
+    cached,
+    closed_form_penalties,
     collapse,
     get_sparsifier,
     group_norms,
     penalty,
+    penalty_curvatures,
     penalty_function,
     sparsified_tensors,
     sparsifier_names,
@@ -47,12 +51,15 @@ from ._ds import DS
 from ._l21 import L21
 
 __all__ = [
+    "DEFAULT_METHOD",
     "DAM",
     "DGate",
     "DS",
     "L21",
     "ZERO_TOL",
     "Sparsifier",
+    "cached",
+    "closed_form_penalties",
     "collapse",
     "dgate",
     "gate_factors",
@@ -62,6 +69,7 @@ __all__ = [
     "induced_penalty",
     "misalignment",
     "penalty",
+    "penalty_curvatures",
     "penalty_function",
     "set_weight",
     "sparsified_tensors",

@@ -20,11 +20,32 @@ A subclass defines
     warm start (``init="balanced"``), the same effective weight at the method's preferred
     representation, with groups at zero kept at zero;
 
-and may override ``keep(weight, zero_tol)`` (which groups survive :func:`collapse`) and the
-class attributes ``ordered`` (the method masks groups in a fixed order, so they must be
-interchangeable units such as the neurons of a layer, never input features) and
-``exact_zeros`` (training itself produces exact zeros; ``False`` for penalties whose
-selection needs a magnitude threshold).
+and may override ``keep(weight, zero_tol)`` (which groups survive :func:`collapse`),
+``add_penalty_grad_`` (a closed-form penalty gradient, added after ``backward``),
+``curvatures(original)`` (the penalty's curvature along each of its factors, which bounds
+a stable SGD step: :func:`penalty_curvatures`) and the class attributes ``ordered`` (the
+method masks groups in a fixed order, so they must be interchangeable units such as the
+neurons of a layer, never input features), ``exact_zeros`` (training itself produces
+exact zeros; ``False`` for penalties whose selection needs a magnitude threshold),
+``estimator_options`` (estimator parameters passed on to the method, e.g. D-Gating's
+``D``) and ``downstream_ridge`` (the estimators add a small L2 on the ungated weights a
+sparsified layer feeds, see ``BaseDGated._ridge``), and the property ``nonconvex`` (the
+penalty's slope is infinite at zero: a tiny group is on its way out).
+
+Two uses the protocol admits by construction:
+
+- *a gated weight computed once per training step*: ``forward`` is a pure function of
+  ``original`` and the sparsifier's parameters, so a training step may evaluate every
+  sparsified tensor once inside :func:`torch.nn.utils.parametrize.cached` (exported here
+  as :func:`cached`) instead of on every access;
+- *one group spanning slices of several tensors* (a conv filter with its BatchNorm's
+  scale and shift and the next layer's input slice): the group structure lives in the
+  :class:`~sksparse_nn.groups.Grouping` and the factors in the sparsifier, so one
+  sparsifier instance whose parameters are shared by the parametrizations of several
+  tensors, each with its own grouping onto the same ``J`` groups, describes such a group;
+  the functions here visit sparsified *tensors*, and a method with shared parameters
+  counts them once in its ``penalty`` (the per-tensor penalty covers ``original``, the
+  shared factors are counted by the first tensor).
 
 Pure PyTorch; nothing here knows scikit-learn.
 """
@@ -39,11 +60,15 @@ from torch.nn.utils import parametrize
 from ..groups import resolve_groups
 
 __all__ = [
+    "DEFAULT_METHOD",
     "Sparsifier",
+    "cached",
+    "closed_form_penalties",
     "collapse",
     "get_sparsifier",
     "group_norms",
     "penalty",
+    "penalty_curvatures",
     "penalty_function",
     "sparsified_tensors",
     "sparsifier_names",
@@ -54,6 +79,9 @@ __all__ = [
 #: Default threshold of :func:`collapse`: float32 machine epsilon. Methods with exact zeros
 #: drive unused groups far below it (typically 1e-30 or exact 0); it only removes dust.
 ZERO_TOL = float(np.finfo(np.float32).eps)
+
+#: The method estimators use unless told otherwise.
+DEFAULT_METHOD = "dgating"
 
 _REGISTRY = {}
 
@@ -78,6 +106,17 @@ class Sparsifier(nn.Module):
     exact_zeros = True
     #: The ``init`` values ``initialize`` understands.
     inits = ("identity", "balanced")
+    #: Estimator parameters the method takes as options (an estimator passes them on).
+    estimator_options = ()
+    #: Whether estimators add a small L2 on the ungated weights a sparsified layer feeds
+    #: (a penalty on a ReLU layer's scale alone lets training move that scale downstream).
+    downstream_ridge = False
+
+    @property
+    def nonconvex(self):
+        """Whether the penalty's slope is infinite at zero (a tiny group is on its way out,
+        never at rest)."""
+        return False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -113,6 +152,13 @@ class Sparsifier(nn.Module):
         instead of a graph of small autograd nodes per step.
         """
         return None
+
+    def curvatures(self, original):
+        """``(parameter, curvature)`` for each factor of the penalty with a known
+        curvature: ``lam * penalty`` has second derivative at most ``lam * curvature``
+        along it, so an SGD step of size above ``~1 / (lam * curvature)`` oscillates.
+        None by default (no bound is known; optimizers leave the factor alone)."""
+        return ()
 
     def group_norms(self, weight):
         """Euclidean norm of each group of the effective weight, shape ``(J,)``."""
@@ -307,6 +353,39 @@ def penalty_function(model, *, direct=True):
         return total
 
     return _penalty
+
+
+def closed_form_penalties(model):
+    """``(sparsifier, original)`` of every sparsified tensor whose method adds its penalty
+    gradient in closed form (:meth:`Sparsifier.add_penalty_grad_`), for training loops
+    that add those after ``backward`` (see :func:`penalty_function` ``direct=False``)."""
+    return [
+        (sparsifier, module.parametrizations[name].original)
+        for _, module, name, sparsifier in sparsified_tensors(model)
+        if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
+    ]
+
+
+def penalty_curvatures(model):
+    """Every penalty factor of ``model`` whose curvature its method states.
+
+    Yields
+    ------
+    parameter_name : str
+        The factor's name in ``model.named_parameters()``.
+    parameter : nn.Parameter
+    curvature : float
+        See :meth:`Sparsifier.curvatures`.
+    """
+    names = {id(p): n for n, p in model.named_parameters()}
+    for _, module, name, sparsifier in sparsified_tensors(model):
+        for param, curvature in sparsifier.curvatures(module.parametrizations[name].original):
+            yield names[id(param)], param, curvature
+
+
+#: Evaluate every sparsified tensor once inside the block (``torch.nn.utils.parametrize``'s
+#: cache): valid because a sparsifier's ``forward`` is a pure function of its inputs.
+cached = parametrize.cached
 
 
 @torch.no_grad()

@@ -128,6 +128,20 @@ class DGate(Sparsifier):
 
     method = "dgating"
     inits = ("identity", "balanced", "dwf")
+    estimator_options = ("D",)
+    downstream_ridge = True
+
+    @property
+    def nonconvex(self):
+        """D > 2: the penalty ``||w_j||^(2/D)`` has infinite slope at zero."""
+        return self.D > 2
+
+    def curvatures(self, original):
+        """omega and the gates, each with curvature ``2 max_j rho_j / D``."""
+        rho = self.group_weights
+        rho = 1.0 if rho is None else float(rho.max()) if rho.numel() else 0.0
+        curvature = 2.0 * rho / self.D
+        return ((original, curvature), (self.gates, curvature))
 
     def __init__(
         self, grouping, D=3, group_weights=None, *, dwf_sigma=None, dwf_eps=3e-3, generator=None
@@ -253,10 +267,7 @@ def gate_factors(model):
     """
     names = {id(p): n for n, p in model.named_parameters()}
     for _, module, name, gate in gated_tensors(model):
-        rho = gate.group_weights
-        rho = 1.0 if rho is None else float(rho.max()) if rho.numel() else 0.0
-        curvature = 2.0 * rho / gate.D
-        for param in (module.parametrizations[name].original, gate.gates):
+        for param, curvature in gate.curvatures(module.parametrizations[name].original):
             yield names[id(param)], param, curvature
 
 

@@ -7,7 +7,7 @@ import torch
 from skorch.callbacks import Callback
 
 from ..sparsifiers import (
-    gate_factors,
+    penalty_curvatures,
 )
 
 
@@ -29,7 +29,7 @@ class PenaltyAwareClipping(Callback):
         self.max_norm = max_norm
 
     def on_train_begin(self, net, **kwargs):
-        factors = list(gate_factors(net.module_))
+        factors = list(penalty_curvatures(net.module_))
         self.factors_ = [param for _, param, _ in factors]
         self.curvatures_ = np.array([curvature for _, _, curvature in factors])
         self.ridged_ = bool(getattr(net, "ridge_", ()))

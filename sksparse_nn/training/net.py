@@ -8,10 +8,9 @@ from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
 
 from ..sparsifiers import (
-    Sparsifier,
+    closed_form_penalties,
     penalty,
     penalty_function,
-    sparsified_tensors,
 )
 from ..utils.interrupt import InterruptRequested, interrupt_requested
 from .runtime import flush_denormals
@@ -80,11 +79,7 @@ class PenalizedNet(NeuralNet):
         # Penalties with a closed-form gradient (D-Gating's L2 on the factors) are added
         # to the gradients after backward (train_step_single); the others enter the loss.
         self.penalty_ = penalty_function(self.module_, direct=False)
-        self.direct_penalties_ = [
-            (sparsifier, module.parametrizations[name].original)
-            for _, module, name, sparsifier in sparsified_tensors(self.module_)
-            if type(sparsifier).add_penalty_grad_ is not Sparsifier.add_penalty_grad_
-        ]
+        self.direct_penalties_ = closed_form_penalties(self.module_)
         # ``ridge``: {parameter name: c}, the term ``lam * sum(c * p^2)`` of the objective
         # per named (ungated) parameter, added like the closed-form penalties; ``c`` as a
         # tensor on the parameter's device and dtype (per-entry weights) or a float
