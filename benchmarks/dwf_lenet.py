@@ -88,8 +88,10 @@ from _common import (
     uptime,
     write_json,
 )
+from skorch.callbacks import Callback
 
 from sksparse_nn import DGatedMLPClassifier, TrainingDivergedError
+from sksparse_nn.training import PenalizedNet
 
 HIDDEN = (300, 100)
 
@@ -149,6 +151,16 @@ def accuracy_with(est, X, y, keep_fraction=None, scale=None):
     return float(pruned.score(X, y))
 
 
+class _HoldRate(Callback):
+    """Sets the learning-rate plan's ``hold`` when training begins."""
+
+    def __init__(self, epochs):
+        self.epochs = epochs
+
+    def on_train_begin(self, net, **kwargs):
+        dict(net.callbacks_)["lr_schedule"].hold = self.epochs
+
+
 class HeldMLPClassifier(DGatedMLPClassifier):
     """The estimator with the learning-rate plan's ``hold`` set: the full rate for the
     first ``hold_epochs`` epochs, then the cosine down to 0 over the remaining ones (the
@@ -156,31 +168,30 @@ class HeldMLPClassifier(DGatedMLPClassifier):
 
     hold_epochs = 0
 
-    def _make_net(self, module, dataset, seed):
-        net = super()._make_net(module, dataset, seed)
-        dict(net.callbacks)["lr_schedule"].hold = self.hold_epochs
-        return net
+    def _training_callbacks(self, module):
+        return [("hold", _HoldRate(self.hold_epochs))]
+
+
+class _L1Net(PenalizedNet):
+    """The estimator's net with the plain L1 penalty on every layer's weight (by
+    subgradient steps) instead of the sparsifiers' penalty."""
+
+    def initialize_module(self):
+        super().initialize_module()
+        weights = [layer.weight for layer in self.module_.linears]
+        self.penalty_ = lambda: sum(w.abs().sum() for w in weights)
+        self.direct_penalties_ = []
+        return self
 
 
 class L1MLPClassifier(HeldMLPClassifier):
     """The same network and training as the estimator, with the plain L1 penalty on every
     weight by subgradient steps instead of D-Gating (a benchmark-local baseline)."""
 
+    _net_class = _L1Net
+
     def _gate_module(self, module, init):
-        self._l1_weights = [layer.weight for layer in module.linears]
-
-    def _make_net(self, module, dataset, seed):
-        net = super()._make_net(module, dataset, seed)
-        weights = self._l1_weights
-
-        def initialize_module(_net=net):  # keep the L1 penalty when skorch re-initializes
-            type(_net).initialize_module(_net)
-            _net.penalty_ = lambda: sum(w.abs().sum() for w in weights)
-            _net.direct_penalties_ = []
-            return _net
-
-        net.initialize_module = initialize_module
-        return net
+        pass
 
 
 def fit(cls, X, y, hold_epochs=0, **params):

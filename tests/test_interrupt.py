@@ -53,10 +53,8 @@ SCRIPT = textwrap.dedent(
             say(f"END pid={os.getpid()} rows={len(X)} lam={net.lam:g}")
 
     class Clf(DGatedMLPClassifier):
-        def _make_net(self, module, dataset, seed):
-            net = super()._make_net(module, dataset, seed)
-            net.callbacks.append(("announce", Announce()))
-            return net
+        def _training_callbacks(self, module):
+            return [("announce", Announce())]
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(240, 8))
@@ -303,9 +301,7 @@ def test_forwarded_interrupt_stops_a_fit_in_any_thread(tmp_path):
     outcome = {}
 
     class _Raise(DGatedMLPRegressor):
-        def _make_net(self, module, dataset, seed):
-            net = super()._make_net(module, dataset, seed)
-
+        def _training_callbacks(self, module):
             from skorch.callbacks import Callback
 
             class _RaiseAt(Callback):
@@ -313,8 +309,7 @@ def test_forwarded_interrupt_stops_a_fit_in_any_thread(tmp_path):
                     if len(net.history) == 5:
                         flag.touch()
 
-            net.callbacks.append(("raise_flag", _RaiseAt()))
-            return net
+            return [("raise_flag", _RaiseAt())]
 
     def work():  # not the main thread: no signal handlers are involved
         est = _Raise(hidden_layer_sizes=(8,), max_epochs=10_000, random_state=0)

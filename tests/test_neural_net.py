@@ -156,7 +156,7 @@ def test_weight_decay_reaches_the_ungated_weights_only(optimizer):
     from skorch import NeuralNet
 
     from sksparse_nn.gating import dgate
-    from sksparse_nn.training import resolve_optimizer
+    from sksparse_nn.training import resolve_optimizer, step_size_groups
 
     est = DGatedNeuralNetRegressor(
         TinyNet, gates={"hidden.weight": "in"}, lam=10.0, weight_decay=0.3, optimizer=optimizer
@@ -170,7 +170,7 @@ def test_weight_decay_reaches_the_ungated_weights_only(optimizer):
         optimizer=opt,
         lr=est.lr,
         **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},
-        **est._factor_step_sizes(module, opt),
+        optimizer__param_groups=step_size_groups(module, opt, est.lam, est.lr, None, 0.3),
     ).initialize()
     decay = {
         id(p): group.get("weight_decay", 0.0)

@@ -312,11 +312,11 @@ def test_a_path_reports_why_its_fits_did_not_converge(data, monkeypatch):
 def test_a_path_that_ran_out_of_the_automatic_budget_does_not_advise_it(data, monkeypatch):
     # with max_epochs=None the advice is to go above the automatic cap, not to set
     # max_epochs=None (it already is)
-    from sksparse_nn.estimators import _base
+    from sksparse_nn.training import engine
 
     X, y = data
     est = DGatedMLPRegressor(hidden_layer_sizes=(8,), lr=1e-3, random_state=0)
-    monkeypatch.setattr(_base.BaseDGated, "_max_epochs", lambda self, n, b: 2)
+    monkeypatch.setattr(engine, "epoch_budget", lambda *args: 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est.regularization_path(X, y, lams=LAMS)

@@ -13,10 +13,29 @@ import pytest
 import torch
 from sklearn.base import clone
 from sklearn.datasets import load_diabetes
+from skorch.callbacks import Callback
 
 from sksparse_nn import DGatedMLPClassifier, DGatedMLPRegressor, DGatedNAMRegressor
-from sksparse_nn.training import LRPlan
+from sksparse_nn.training import LRPlan, epoch_budget
 from sksparse_nn.training.signals import in_transit, still_falling
+
+
+class _PlanSpy(Callback):
+    """Records an attribute of the fit's learning-rate plan when training begins (after
+    the engine planned the stopping)."""
+
+    def __init__(self, seen, attribute):
+        self.seen, self.attribute = seen, attribute
+
+    def on_train_begin(self, net, **kwargs):
+        self.seen.append(getattr(dict(net.callbacks_)["lr_schedule"], self.attribute))
+
+
+def _cap(est, n_samples, batch_size):
+    """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
+    return epoch_budget(
+        est.max_epochs, n_samples, batch_size, est._auto_min_steps, est._auto_min_epochs
+    )
 
 
 def test_plan_warms_up_decays_by_cosine_and_anneals_on_request():
@@ -88,7 +107,7 @@ def test_automatic_budget_stops_once_settled_with_a_clean_gap(estimator):
     X, y = _diabetes_with_noise()
     lam = 0.3 * estimator.lambda_max(X, y)  # a few features survive
     est = clone(estimator).set_params(lam=lam).fit(X, y)
-    cap = est._max_epochs(X.shape[0], min(est.batch_size or X.shape[0], X.shape[0]))
+    cap = _cap(est, X.shape[0], min(est.batch_size or X.shape[0], X.shape[0]))
     assert est.n_iter_ < cap  # it stopped before the cap ...
     dead, live = est.sparsity_gap_
     assert 0 < len(est.selected_features_) < X.shape[1]
@@ -109,7 +128,7 @@ def test_groups_still_shrinking_keep_training_going():
     est.set_params(lam=0.3 * est.lambda_max(X, y))
     with pytest.warns(Warning, match="max_epochs"):
         est.fit(X, y)
-    assert est.n_iter_ == est._max_epochs(X.shape[0], est.batch_size)
+    assert est.n_iter_ == _cap(est, X.shape[0], est.batch_size)
 
 
 def test_warm_started_points_survive_a_sharp_previous_minimum():
@@ -131,13 +150,7 @@ def test_warm_start_fit_uses_the_warm_up():
     yc = (y > np.median(y)).astype(int)
     est.fit(X, yc)
     seen = []
-    original = est._plan_stopping
-
-    def spy(net, *args):
-        original(net, *args)
-        seen.append(dict(net.callbacks)["lr_schedule"].warmup)
-
-    est._plan_stopping = spy
+    est._training_callbacks = lambda module: [("spy", _PlanSpy(seen, "warmup"))]
     est.fit(X, yc)  # not warm: no warm-up
     est.set_params(warm_start=True).fit(X, yc)
     assert seen[0] == 0 and seen[1] >= 1
@@ -202,16 +215,16 @@ def test_settled_rule_waits_for_its_earliest_epoch(monkeypatch):
 
 
 def test_a_cold_fit_trains_its_minimum_steps_before_it_may_stop():
-    """The automatic budget's cold fits train at least _COLD_MIN_STEPS steps (a quarter
+    """The automatic budget's cold fits train at least COLD_MIN_STEPS steps (a quarter
     of the cap at most); a warm start is judged from its warm-up on."""
-    from sksparse_nn.estimators import _base
+    from sksparse_nn.training import engine
 
     X, y = _diabetes_with_noise()
     est = DGatedMLPRegressor(D=3, hidden_layer_sizes=(8,), batch_size=64, random_state=0)
     est.set_params(lam=0.3 * est.lambda_max(X, y)).fit(X, y)
     steps_per_epoch = -(-X.shape[0] // 64)
-    earliest = -(-_base._COLD_MIN_STEPS // steps_per_epoch)
-    assert earliest <= est._max_epochs(X.shape[0], 64) // 4
+    earliest = -(-engine.COLD_MIN_STEPS // steps_per_epoch)
+    assert earliest <= _cap(est, X.shape[0], 64) // 4
     assert est.n_iter_ >= earliest
     warm = clone(est).set_params(warm_start=True)
     warm.fit(X, y)
@@ -284,18 +297,12 @@ def test_with_the_automatic_budget_warm_starts_hold_their_rate(family):
     holds = []
     for params in ({}, {"max_epochs": 30}):
         est = family(D=3, hidden_layer_sizes=(8,), random_state=0, **params)
-        original = est._plan_stopping
-
-        def spy(net, *args, original=original):
-            original(net, *args)
-            holds.append(dict(net.callbacks)["lr_schedule"].hold)
-
-        est._plan_stopping = spy
+        est._training_callbacks = lambda module: [("spy", _PlanSpy(holds, "hold"))]
         est.set_params(lam=0.3 * est.lambda_max(X, y)).fit(X, y)
         est.set_params(warm_start=True).fit(X, y)
     cold, warm, cold_fixed, warm_fixed = holds
     assert cold_fixed == 0 and warm_fixed == 0
-    cap = family()._max_epochs(X.shape[0], est.batch_size)
+    cap = _cap(family(), X.shape[0], est.batch_size)
     assert 0 < warm < cap
     assert cold == (warm if family._hold_cold_rate else 0)
     assert family._hold_cold_rate == (family is DGatedNAMRegressor)

@@ -33,28 +33,21 @@ from ..sparsifiers import (
     get_sparsifier,
     group_norms,
     penalty,
-    penalty_curvatures,
-    sparsified_tensors,
     sparsify,
     support,
 )
 from ..training import (
     ArrayDataset,
-    BatchIterator,
-    ConvergenceMonitor,
-    DivergenceGuard,
     EarlyStopping,
-    LRPlan,
+    GradientTrainer,
     PenalizedNet,
-    RandomSplit,
     Scaling,
-    StopWhenSettled,
     as_numpy,
     check_device,
     data_scale,
-    make_callbacks,
     resolve_optimizer,
     seeded,
+    step_size_groups,
     thread_policy,
     warn_first_epoch_restored,
     warn_not_converged,
@@ -69,27 +62,6 @@ from ._docs import fill
 
 __all__ = ["BaseDGated"]
 
-#: Optimizer steps of the learning-rate warm-up of a warm start: a path point starts at
-#: the previous lam's minimum, which that fit's final anneal reached at a vanishing rate and
-#: can be too sharp for the full rate (seen: an MLP path on 442 rows diverging in its
-#: 6th step at lr=0.1 without it).
-_WARMUP_STEPS = 50
-#: Optimizer steps over which a fit with the automatic budget must look settled
-#: (support, group norms, objective) before it anneals and stops.
-_SETTLE_STEPS = 100
-#: Optimizer steps of the warm-up after a warm start's restart (see StopWhenSettled).
-_RESTART_RAMP_STEPS = 500
-#: Optimizer steps a cold fit with the automatic budget trains before it may look
-#: settled (StopWhenSettled's ``earliest``; at most a quarter of the cap): twice the
-#: longest early plateau measured (~500 steps, see there).
-_COLD_MIN_STEPS = 1000
-
-
-def _epochs_for(steps, steps_per_epoch, max_epochs):
-    """Whole epochs covering ``steps`` optimizer steps, at most a tenth of ``max_epochs``
-    (and at least one)."""
-    return max(1, min(-(-steps // steps_per_epoch), max_epochs // 10))
-
 
 class BaseDGated(BaseEstimator):
     """Base class of the D-gated estimators (not for direct use).
@@ -101,8 +73,8 @@ class BaseDGated(BaseEstimator):
     pass it on to ``_fit``; their criterion then receives it (mean 1) as a third argument.
     """
 
-    #: The skorch net that trains the module (a :class:`PenalizedNet`; subclasses may
-    #: declare their own, e.g. to add hooks).
+    #: The skorch net class the engine trains with (a :class:`PenalizedNet`; a subclass
+    #: may declare its own, e.g. to add skorch hooks).
     _net_class = PenalizedNet
     #: Rows per forward pass at prediction time.
     _predict_batch = 8192
@@ -249,37 +221,30 @@ class BaseDGated(BaseEstimator):
                     init = self._fresh_init
                     self._init_module(module, dataset, targets)
                 self._gate_module(module, init)
-                net = self._make_net(module, dataset, seed)
-                # the divergence guard judges an epoch before the stopping rules act on it
-                # (an exploded loss is an error, not a warm start to restart)
-                baseline = functools.partial(self._baseline_loss, targets, n_outputs, module)
-                guard = DivergenceGuard(baseline, self._divergence_message(X, y))
-                net.callbacks.append(("divergence", guard))
-                self._plan_stopping(net, len(dataset), warm_module is not None, X, y)
-                try:
-                    net.fit(dataset, None)
-                except FloatingPointError as exc:  # raised inside a module's forward
-                    if isinstance(exc, TrainingDivergedError):
-                        raise
-                    epoch = len(net.history)
-                    message = self._divergence_message(X, y)(epoch, float("nan"))
-                    raise TrainingDivergedError(
-                        f"{message} ({exc})", lam=self.lam, epoch=epoch
-                    ) from exc
-            self._finish_fit(net, X, y, scaling, sample_weight)
+                trained = self._trainer().train(
+                    self,
+                    module,
+                    dataset,
+                    seed=seed,
+                    warm=warm_module is not None,
+                    baseline=functools.partial(self._baseline_loss, targets, n_outputs, module),
+                    describe=self._divergence_message(X, y),
+                    weight_scale=functools.partial(self._weight_scale, X, y),
+                )
+            self._finish_fit(trained, X, y, scaling, sample_weight)
         if warm_module is None:  # a warm start's first epoch is the previous fit's model
-            warn_first_epoch_restored(self, dict(net.callbacks_).get("early_stopping"))
+            warn_first_epoch_restored(self, trained.callbacks.get("early_stopping"))
         return self
 
-    def _finish_fit(self, net, X, y, scaling, sample_weight=None):
-        """Fitted attributes from the trained net: exact zeros, gap, importances."""
-        self.history_ = net.history
-        self.n_iter_ = len(net.history)
-        plan = dict(net.callbacks_).get("lr_schedule")
+    def _finish_fit(self, trained, X, y, scaling, sample_weight=None):
+        """Fitted attributes from the trained module: exact zeros, gap, importances."""
+        self.history_ = trained.history
+        self.n_iter_ = len(trained.history)
+        plan = trained.callbacks.get("lr_schedule")
         # the share of the learning rate this fit ended stable at: where a warm start
         # from it begins, unless lr has been changed since (see _plan_stopping)
         self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0))
-        module = net.module_.to("cpu")
+        module = trained.module.to("cpu")
         zero_tol = self.zero_tol * self._weight_scale(X, y)
         raw, keep = self._collapse(module, zero_tol)
         if not all(np.all(np.isfinite(v)) for v in raw.values()):  # belt and braces
@@ -303,9 +268,9 @@ class BaseDGated(BaseEstimator):
             self.module_.double()
         scaling.fold(self, self.module_)  # the fitted module takes the user's units
         self._after_fit(X, y, sample_weight)
-        monitor = dict(net.callbacks_).get("convergence")
+        monitor = trained.callbacks.get("convergence")
         if monitor is not None and self.n_iter_ >= monitor.max_epochs:
-            losses = net.history[:, "train_loss"]
+            losses = trained.history[:, "train_loss"]
             warn_not_converged(self, monitor.diagnose(losses, raw, zero_tol), monitor.max_epochs)
         return self
 
@@ -345,120 +310,38 @@ class BaseDGated(BaseEstimator):
 
         return describe
 
-    def _make_net(self, module, dataset, seed):
-        optimizer, opt_kwargs = resolve_optimizer(self.optimizer)
-        batch_size = len(dataset) if self.batch_size is None else min(self.batch_size, len(dataset))
-        max_epochs = self._max_epochs(len(dataset), batch_size)
-        plan = LRPlan(max_epochs, self.lr_schedule)
-        ridge = self._ridge(module)
-        callbacks = make_callbacks(lr_plan=plan, tol=self.tol, verbose=self.verbose)
-        train_split = None
-        if self.early_stopping:
-            train_split = RandomSplit(self.validation_fraction, seed)
-            callbacks.append(
-                (
-                    "early_stopping",
-                    EarlyStopping(patience=self.n_iter_no_change),
-                )
-            )
-        callbacks.append(("convergence", ConvergenceMonitor(max_epochs)))
-        return self._net_class(
-            module,
-            criterion=self._criterion(),
-            lam=self.lam,
-            ridge=ridge,
-            optimizer=optimizer,
-            lr=self.lr,
-            max_epochs=max_epochs,
-            batch_size=batch_size,
-            iterator_train=BatchIterator,
-            iterator_train__shuffle=batch_size < len(dataset),
-            iterator_valid=BatchIterator,
-            train_split=train_split,
-            callbacks=callbacks,
-            # skorch's PrintLog formats a table row every epoch even when nothing is
-            # printed (a quarter of a small fit); progress is the ProgressBar's job
-            callbacks__print_log=None,
-            device=self.device,
-            verbose=0,
-            **{f"optimizer__{k}": v for k, v in opt_kwargs.items()},
-            **self._factor_step_sizes(module, optimizer, ridge),
+    # ----------------------------------------------------- training hooks
+    def _trainer(self):
+        """What trains the gated module: the engine's
+        :class:`~sksparse_nn.training.GradientTrainer` (a family with an exact solver
+        returns its own subclass, which may finish a fit before any gradient step)."""
+        return GradientTrainer()
+
+    def _optimizer(self, module, ridge):
+        """``(optimizer class, options)``: the ``optimizer`` parameter's class and its
+        default options, with parameter groups capping the SGD steps of the penalty's
+        factors by their curvature and carrying ``weight_decay`` (families that have it).
+        ``options`` are the optimizer's keyword arguments (``param_groups``: skorch's
+        ``(pattern, options)`` pairs)."""
+        optimizer, options = resolve_optimizer(self.optimizer)
+        options = dict(options)
+        groups = step_size_groups(
+            module, optimizer, self.lam, self.lr, ridge, getattr(self, "weight_decay", 0.0)
         )
+        if groups:
+            options["param_groups"] = groups
+        return optimizer, options
 
-    def _plan_stopping(self, net, n_samples, warm, X, y):
-        """When ``net`` stops: a learning-rate warm-up for warm starts, and with the
-        automatic budget (``max_epochs=None``) the rule that ends a settled fit early."""
-        plan = dict(net.callbacks)["lr_schedule"]
-        steps_per_epoch = -(-n_samples // net.batch_size)
-        if warm and net.optimizer is not torch.optim.LBFGS:  # a line search needs none
-            plan.warmup = _epochs_for(_WARMUP_STEPS, steps_per_epoch, plan.max_epochs)
-            # at the rate the previous fit ended stable at: a warm start whose loss rose
-            # went back to its start at half the rate (StopWhenSettled), and the next
-            # point of a path, a similar problem, broke at the full rate again (default
-            # MLP path on wine: 27 restarts in 19 points, each with its 500-step ramp)
-            lr, scale = getattr(self, "_warm_rate_scale", (None, 1.0))
-            plan.scale = scale if lr == self.lr else 1.0
-        if self.max_epochs is None and plan.max_epochs > 0:
-            window = _epochs_for(_SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
-            if plan.schedule == "cosine" and (warm or self._hold_cold_rate):
-                # the full rate until the settled rule anneals; a cosine over the cap's
-                # last quarter when it never does
-                plan.hold = plan.max_epochs - max(window, plan.max_epochs // 4)
-            zero_tol = self.zero_tol * self._weight_scale(X, y)
-            nonconvex = any(s.nonconvex for *_, s in sparsified_tensors(net.module))
-            # after a loss spike: an anneal over a quarter of the cap (the loss recovers)
-            recover = max(window, plan.max_epochs // 4)
-            # a warm start whose loss rises far above its start goes back to it at half
-            # the rate, warmed up to again gently (a line search needs none)
-            restore = warm and net.optimizer is not torch.optim.LBFGS
-            ramp = _epochs_for(_RESTART_RAMP_STEPS, steps_per_epoch, plan.max_epochs)
-            cold = min(-(-_COLD_MIN_STEPS // steps_per_epoch), plan.max_epochs // 4)
-            earliest = 0 if warm else cold
-            settled = StopWhenSettled(
-                plan,
-                window,
-                zero_tol,
-                window,
-                nonconvex,
-                recover=recover,
-                restore=restore,
-                ramp=ramp,
-                earliest=earliest,
-            )
-            net.callbacks.append(("settled", settled))
+    def _early_stopper(self):
+        """The callback that stops training on held-out rows (``None``: train on all rows):
+        :class:`~sksparse_nn.training.EarlyStopping` when ``early_stopping``."""
+        if not self.early_stopping:
+            return None
+        return EarlyStopping(patience=self.n_iter_no_change)
 
-    def _factor_step_sizes(self, module, optimizer, ridge=None):
-        """Optimizer parameter groups: SGD step sizes of the D-Gating factors (and of the
-        weights under ``ridge``, :meth:`_ridge`'s), bounded by the penalty's curvature,
-        and (families with ``weight_decay``) L2 on ungated weights.
-
-        ``lam * penalty`` is quadratic in each factor with curvature ``lam * c``
-        (:func:`~sksparse_nn.gating.gate_factors`); an SGD step of size ``lr`` with
-        Nesterov momentum 0.9 is stable only while ``lr * lam * c`` stays below about
-        1.36. The factors' step is capped at ``0.5 / (lam * c)``: unchanged for the usual
-        lam, and for any large lam the penalty then contracts unused groups by about
-        half per step instead of blowing up (adaptive optimizers normalize their steps
-        and are left alone).
-        """
-        groups = []
-        sgd = isinstance(optimizer, type) and issubclass(optimizer, torch.optim.SGD)
-        if sgd and self.lam > 0:
-            curvatures = [(name, c) for name, _, c in penalty_curvatures(module)]
-            # the ridge's weights: curvature 2 c of lam * c * ||V||^2 (see _ridge)
-            curvatures += [
-                (name, 2.0 * float(torch.as_tensor(c).max())) for name, c in (ridge or {}).items()
-            ]
-            for name, curvature in curvatures:
-                cap = 0.5 / (self.lam * curvature) if curvature > 0 else np.inf
-                if cap < self.lr:
-                    groups.append((name, {"lr": cap}))
-        # families with a weight_decay parameter: L2 on the ungated weights only (skorch
-        # gives a parameter to the first pattern it matches; the D-Gating factors' names
-        # end in "original" / "gates", and biases are left alone)
-        decay = getattr(self, "weight_decay", 0.0)
-        if decay:
-            groups.append(("*weight", {"weight_decay": decay}))
-        return {"optimizer__param_groups": groups} if groups else {}
+    def _training_callbacks(self, module):
+        """Further ``(name, skorch callback)`` pairs a family's fits need (default: none)."""
+        return []
 
     #: Families whose D-gated layer feeds ungated weights through positively homogeneous
     #: activations (ReLU) set this; see :meth:`_ridge`.
@@ -499,22 +382,6 @@ class BaseDGated(BaseEstimator):
     #: steps and epochs (families set their own).
     _auto_min_steps = 4000
     _auto_min_epochs = 100
-
-    def _max_epochs(self, n_samples, batch_size):
-        """``max_epochs``, or for ``None`` at least ``_auto_min_epochs`` epochs and
-        ``_auto_min_steps`` optimizer steps.
-
-        Unused groups shrink geometrically at a rate proportional to ``lam * lr`` per
-        step, so exact zeros need a number of steps rather than of epochs: small data
-        sets get more epochs. With the automatic budget a cold fit's learning rate
-        decays over this cap (see ``_schedule``; a family with ``_hold_cold_rate`` holds
-        it as warm starts do), so the cap also sets how long a cold fit keeps a high
-        rate.
-        """
-        if self.max_epochs is not None:
-            return self.max_epochs
-        steps_per_epoch = -(-n_samples // batch_size)
-        return max(self._auto_min_epochs, -(-self._auto_min_steps // steps_per_epoch))
 
     # ---------------------------------------------------------- inference
     def _forward(self, X):

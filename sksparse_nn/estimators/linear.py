@@ -29,7 +29,7 @@ from ..groups import AxisGroups
 from ..penalties import group_norms, penalty_value
 from ..solvers._data import column_moments, column_squares
 from ..sparsifiers import ZERO_TOL, dgate, gated_tensors, set_weight
-from ..training import as_numpy
+from ..training import GradientTrainer, Trained, as_numpy
 from ..utils.convergence import warn_convergence
 from ._base import BaseDGated
 from ._docs import fill
@@ -143,24 +143,50 @@ class _ProjectNonNegative(Callback):
                 weight.clamp_(min=0.0)
 
 
-class _CertifiedNet:
-    """What a fit certified by the block steps trains with: nothing.
+class _BlockStepTrainer(GradientTrainer):
+    """The linear family's trainer: exact block steps from the module's start (see
+    ``_gated_least_squares``), then the engine's gradient steps (L-BFGS finishes the
+    smooth D-gated problem), unless the block steps certified the solution (relative KKT
+    violation below ``KKT_TOL``): such a fit ends there, with no epoch trained.
 
-    It answers what the fit reads of a skorch net (``fit``, ``module_``, an empty
-    ``history``, ``callbacks``) without building one: the block steps certified the
-    solution, so a net would run no epoch (the fitted attributes are those of a net with
-    ``max_epochs=0``).
+    L-BFGS stops when one of its iterations lowers the objective by less than ``tol``
+    (relative to the block steps' objective), not only at the end of an epoch.
     """
 
-    optimizer = torch.optim.LBFGS
-
-    def __init__(self, module, batch_size):
-        self.module_, self.batch_size = module, batch_size
-        self.history = History()
-        self.callbacks, self.callbacks_ = [], []
-
-    def fit(self, dataset, y=None):
-        return self
+    def train(self, est, module, dataset, **kwargs):
+        if est.positive and module.out_features > 1 and is_classifier(est):
+            raise ValueError(
+                "positive=True is supported for binary problems only: multinomial "
+                f"coefficients ({module.out_features} classes) are defined up to a "
+                "constant per feature and cannot all be made non-negative."
+            )
+        objective, certified = None, False
+        est._fit_memo = None  # set by the block steps on working sets (_data_memo)
+        if est._runs_block_steps(dataset.X) and est._penalizes(module):
+            objective, certified = est._run_block_steps(module, dataset)
+        if certified:  # nothing left to train (nor gates, see _gate_module)
+            return Trained(module, History(), {})
+        options, callbacks = {}, []
+        # Nothing left for gradient steps after the constrained block steps with L-BFGS,
+        # whose projected steps would only undo their work.
+        if est.positive and objective is not None and est.optimizer == "lbfgs":
+            options["max_epochs"] = 0
+            if est.D == 2:  # convex: the steps should have certified the solution
+                warn_convergence(
+                    f"{type(est).__name__}(positive=True, D=2): the block steps stopped "
+                    f"before the KKT conditions held to the relative tolerance {KKT_TOL:g} "
+                    "(their working sets stalled), and no gradient training follows "
+                    "under the constraint: the coefficients are a feasible point near "
+                    "the solution, not the certified solution.",
+                    stacklevel=4,
+                )
+        if objective is not None and est.optimizer == "lbfgs" and est.tol is not None:
+            options["optimizer__tolerance_change"] = est.tol * abs(objective)
+        if est.positive:
+            callbacks.append(("nonnegative", _ProjectNonNegative()))
+        return super().train(
+            est, module, dataset, net_options=options, callbacks=callbacks, **kwargs
+        )
 
 
 class _SparseLinearModel(BaseDGated):
@@ -376,52 +402,8 @@ class _SparseLinearModel(BaseDGated):
         state.pop("_fit_memo", None)
         return state
 
-    def _make_net(self, module, dataset, seed):
-        """The skorch net, after exact block steps from the module's start (regression).
-
-        The block steps (see ``_block_descent``) bring the D-gated factors close to a
-        stationary point at the cost of one linear solve each; L-BFGS then finishes the
-        smooth D-gated problem. L-BFGS stops when one of its iterations lowers the
-        objective by less than ``tol`` (relative), not only at the end of an epoch.
-        """
-        if self.positive and module.out_features > 1 and is_classifier(self):
-            raise ValueError(
-                "positive=True is supported for binary problems only: multinomial "
-                f"coefficients ({module.out_features} classes) are defined up to a "
-                "constant per feature and cannot all be made non-negative."
-            )
-        objective, certified = None, False
-        self._fit_memo = None  # set by the block steps on working sets (_data_memo)
-        if self._runs_block_steps(dataset.X) and self._penalizes(module):
-            objective, certified = self._run_block_steps(module, dataset)
-        if certified:  # nothing left to train: no skorch net (nor gates, see _gate_module)
-            return _CertifiedNet(module, len(dataset))
-        net = super()._make_net(module, dataset, seed)
-        # Nothing left for gradient steps after the constrained block steps with L-BFGS,
-        # whose projected steps would only undo their work (nor, above, when the block
-        # steps certified the D = 2 solution: relative KKT violation below KKT_TOL).
-        positive_done = self.positive and objective is not None and self.optimizer == "lbfgs"
-        if positive_done:
-            net.set_params(max_epochs=0)
-            if self.D == 2:  # convex: the steps should have certified the solution
-                warn_convergence(
-                    f"{type(self).__name__}(positive=True, D=2): the block steps stopped "
-                    f"before the KKT conditions held to the relative tolerance {KKT_TOL:g} "
-                    "(their working sets stalled), and no gradient training follows "
-                    "under the constraint: the coefficients are a feasible point near "
-                    "the solution, not the certified solution.",
-                    stacklevel=4,
-                )
-        if objective is not None and self.optimizer == "lbfgs" and self.tol is not None:
-            net.set_params(optimizer__tolerance_change=self.tol * abs(objective))
-        if self.positive:
-            net.callbacks.append(("nonnegative", _ProjectNonNegative()))
-        return net
-
-    def _plan_stopping(self, net, *args, **kwargs):
-        """No stopping plan for a certified fit (it trains nothing)."""
-        if not isinstance(net, _CertifiedNet):
-            super()._plan_stopping(net, *args, **kwargs)
+    def _trainer(self):
+        return _BlockStepTrainer()
 
     def _runs_block_steps(self, X):
         """Whether a fit on ``X`` starts with exact block steps (at D = 2 on any data;

@@ -240,15 +240,13 @@ class _DGatedNAM(BaseDGated):
         module.centers.copy_(module.centers.double() * scale)
         module.intercept.copy_(module.intercept.double() * scale + torch.as_tensor(shift))
 
-    def _make_net(self, module, dataset, seed):
-        net = super()._make_net(module, dataset, seed)
-        if self.max_grad_norm is not None:
-            # Safety net, rarely active: when a large lam has made the first layers small,
-            # the later layers grow to compensate (ReLU is positively homogeneous) and
-            # the loss gets stiff along the first layer; a single noisy SGD step can then
-            # blow up. Typical gradient norms on standardized data are ~1-5.
-            net.callbacks.append(("grad_clip", PenaltyAwareClipping(self.max_grad_norm)))
-        return net
+    def _training_callbacks(self, module):
+        if self.max_grad_norm is None:
+            return []
+        # Safety net, rarely active: when a large lam has made the first layers small, the
+        # later layers grow to compensate (ReLU is positively homogeneous) and the loss
+        # gets stiff along the first layer; a single noisy SGD step can then blow up.
+        return [("grad_clip", PenaltyAwareClipping(self.max_grad_norm))]
 
     def _input_weight(self, module):
         """First-layer weights and biases of each feature's term, one column per feature:

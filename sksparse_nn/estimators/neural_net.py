@@ -225,6 +225,7 @@ class _DGatedNeuralNet(BaseDGated):
                 self._sparsify(owner, attr, groups, init, f"groups of {name}")
             except ValueError as exc:
                 raise ValueError(f"gates[{name!r}]: {exc}") from None
+        self._group_counts_ = [s.n_groups for _, _, _, s in sparsified_tensors(module)]
 
     def _feature_importances(self, module):
         return None  # the declared groups are the model's own units, not input features
@@ -237,10 +238,6 @@ class _DGatedNeuralNet(BaseDGated):
             for name, a, b in zip(self.gates, bounds[:-1], bounds[1:], strict=True)
         }
         self.selected_components_ = np.flatnonzero(self.group_norms_ > 0)
-
-    def _make_net(self, module, dataset, seed):
-        self._group_counts_ = [s.n_groups for _, _, _, s in sparsified_tensors(module)]
-        return super()._make_net(module, dataset, seed)
 
     def compact(self, return_report=False):
         """A smaller copy of the fitted model without its removable units (same outputs).

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
 from ..solvers._data import column_moments
-from ..sparsifiers import ZERO_TOL, dgate, gate_factors
+from ..sparsifiers import ZERO_TOL, dgate, penalty_curvatures
 from ..training import (
     TINY,
     ArrayDataset,
@@ -190,46 +190,40 @@ class _NODEFamily(BaseDGated):
             return self.max_epochs is None
         return bool(self.early_stopping)
 
-    def _make_net(self, module, dataset, seed):
-        net = super()._make_net(module, dataset, seed)  # holds out rows if early_stopping
-        if not self._early_stopping():  # "auto" with a given max_epochs: train on all rows
-            net.set_params(train_split=None)
-            net.callbacks = [(name, cb) for name, cb in net.callbacks if name != "early_stopping"]
-        else:  # lam > 0: the restored model must be a sparse one (see the class)
-            stopper = (
-                CleanEarlyStopping(self.n_iter_no_change, self.zero_tol)
-                if self.lam > 0
-                else AveragingEarlyStopping(self.n_iter_no_change, smooth=True)
-            )
-            net.callbacks = [
-                (name, stopper if name == "early_stopping" else cb) for name, cb in net.callbacks
-            ]
+    def _early_stopper(self):
+        """``"auto"``: early stopping with the automatic budget; with lam > 0 the restored
+        model must be a sparse one (see the class)."""
+        if not self._early_stopping():
+            return None
+        if self.lam > 0:
+            return CleanEarlyStopping(self.n_iter_no_change, self.zero_tol)
+        return AveragingEarlyStopping(self.n_iter_no_change, smooth=True)
+
+    def _optimizer(self, module, ridge):
+        """The leaf responses' factors by plain SGD (exact zeros) inside the chosen
+        optimizer (:class:`~sksparse_nn.training.FactorSGD`), unless ``response_lr=None``."""
+        optimizer, options = super()._optimizer(module, ridge)
         if self.response_lr is None:
-            return net
-        if net.optimizer is torch.optim.LBFGS:
+            return optimizer, options
+        if optimizer is torch.optim.LBFGS:
             raise ValueError(
                 "optimizer='lbfgs' cannot train the responses with their own SGD; "
                 "set response_lr=None or use another optimizer."
             )
-        # response factors: plain SGD (exact zeros), step response_lr in units of the output;
-        # the gated tensors are the layers' leaf responses: each omega, then its gates
-        names = [name for name, _, _ in gate_factors(module)]
-        scale = float(module.output_scale)
-        sgd_lr = self.response_lr / scale
-        # the penalty alone shrinks each factor by lr * lam * rho * 2/D per step; beyond
-        # ~1.3 Nesterov momentum oscillates instead of converging: cap it at 0.5
-        curvature = self.lam * scale ** (2.0 / self.D) * 2.0 / self.D
+        # step response_lr in units of the output, capped at 0.5 / curvature (the
+        # penalty alone shrinks a factor by lr * lam * curvature per step; beyond ~1.3
+        # Nesterov momentum oscillates instead of converging)
+        factors = list(penalty_curvatures(module))
+        sgd_lr = self.response_lr / float(module.output_scale)
+        curvature = self.lam * max((c for _, _, c in factors), default=0.0)
         if curvature > 0:
             sgd_lr = min(sgd_lr, 0.5 / curvature)
-        return net.set_params(
-            optimizer=FactorSGD,
-            optimizer__inner=net.optimizer,
-            optimizer__param_groups=[
-                # trust units: a row of omega per tree, each gate alone
-                (name, {"sgd": True, "lr": sgd_lr, "trust_dim": 0 if k % 2 == 0 else None})
-                for k, name in enumerate(names)
-            ],
-        )
+        groups = [
+            # trust units: a row of omega per tree, each gate alone
+            (name, {"sgd": True, "lr": sgd_lr, "trust_dim": 0 if k % 2 == 0 else None})
+            for k, (name, _, _) in enumerate(factors)
+        ]
+        return FactorSGD, {**options, "inner": optimizer, "param_groups": groups}
 
     def lambda_max(self, X, y):
         """Top of the default lam grid: the D=2 lam that keeps every tree at zero.

@@ -3,6 +3,8 @@
 Families declare what a fit needs (see :class:`sksparse_nn.estimators.BaseDGated`'s hook
 table); this package does the rest and knows no family:
 
+- :mod:`.engine`: :class:`GradientTrainer`, which builds the net a family declared,
+  trains it and returns a :class:`Trained`;
 - :mod:`.data`: the training rows (dense or CSR, standardized per batch), batches;
 - :mod:`.net`: :class:`PenalizedNet`, the skorch net whose loss adds ``lam`` times the
   sparsifiers' penalty, with Ctrl-C and :class:`StopTraining` handled;
@@ -24,6 +26,7 @@ from .early_stopping import (
     EarlyStopping,
     StopWhenConverged,
 )
+from .engine import GradientTrainer, Trained, epoch_budget, step_size_groups
 from .guards import (
     ConvergenceMonitor,
     DivergenceGuard,
@@ -48,6 +51,7 @@ __all__ = [
     "DivergenceGuard",
     "EarlyStopping",
     "FactorSGD",
+    "GradientTrainer",
     "LRPlan",
     "PenaltyAwareClipping",
     "PenalizedNet",
@@ -56,14 +60,17 @@ __all__ = [
     "StopTraining",
     "StopWhenConverged",
     "StopWhenSettled",
+    "Trained",
     "as_numpy",
     "weighted_mean",
     "check_device",
     "data_scale",
+    "epoch_budget",
     "flush_denormals",
     "make_callbacks",
     "resolve_optimizer",
     "seeded",
+    "step_size_groups",
     "thread_policy",
     "warn_first_epoch_restored",
     "warn_not_converged",
