@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from sksparse_nn.training import early_stopping as node_module
 from sksparse_nn.estimators.node import NODEClassifier, NODERegressor
 from sksparse_nn.gating import gated_tensors
 from sksparse_nn.nn.node import NODE, compact_node, entmax15, entmoid15
 from sksparse_nn.training import ArrayDataset, epoch_budget
+from sksparse_nn.training import early_stopping as node_module
 
 
 def _cap(est, n_samples, batch_size):
