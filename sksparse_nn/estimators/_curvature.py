@@ -22,7 +22,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .._labels import same_group_pairs
+from ..groups import same_group_pairs
 from ..solvers._coordinate_descent import SparseColumns, column_entries
 from ..solvers._data import column_squares
 

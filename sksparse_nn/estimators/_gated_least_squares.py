@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .._labels import count_groups
+from ..groups import count_groups
 from ..penalties import group_norms, penalty_value
 from ..solvers._coordinate_descent import least_squares_cd, wide_set
 from ..solvers._data import extended_groups

@@ -72,7 +72,7 @@ same for both losses: the largest KKT violation relative to the largest gradient
 norm at the null model.
 """
 
-from .._labels import check_groups, count_groups, resolve_group_weights  # noqa: F401 (re-exported)
+from ..groups import check_groups, count_groups, resolve_group_weights  # noqa: F401 (re-exported)
 from ._estimators import GroupLassoClassifier, GroupLassoRegressor
 from ._lambda_max import lambda_max
 from ._least_squares import GroupLassoResult, group_lasso_path, solve_group_lasso

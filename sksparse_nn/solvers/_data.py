@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from .._labels import count_groups
+from ..groups import count_groups
 
 
 def extended_groups(labels, rho):
