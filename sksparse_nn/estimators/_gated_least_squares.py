@@ -15,8 +15,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..groups import count_groups
-from ..penalties import group_norms, penalty_value
+from ..groups import count_groups, norms_by_label, penalty_value
 from ..solvers._coordinate_descent import least_squares_cd, wide_set
 from ..solvers._data import extended_groups
 from ..solvers._design import GramCache
@@ -225,7 +224,7 @@ class GatedLeastSquares:
         return group if lam > 0 else np.full_like(group, -1)
 
     def norms(self, W):
-        return group_norms(W, self.group, self.rho.size)
+        return norms_by_label(W, self.group, self.rho.size)
 
     def objective(self, W):
         """The objective at ``W`` and its group norms; the data term from the kept

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
-from ..penalties import penalty_value
+from ..groups import penalty_value
 from ..solvers._coordinate_descent import SparseColumns, solve_set_cd
 from ..solvers._lipschitz import BlockLipschitz
 from ..solvers._logistic_newton import update_hessian

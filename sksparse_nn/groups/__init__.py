@@ -4,7 +4,8 @@ model, share a gate and a penalty.
 The package holds, by job: the groupings of weight tensors (:class:`Grouping`, resolved
 from the specifications below; ``_tensors``), the group specifications of the linear
 models, one integer label per feature (:func:`group_labels_from_sizes` and the checks the
-solvers and the D-gated linear estimators share; ``_features``).
+solvers and the D-gated linear estimators share; ``_features``), the arithmetic of the
+group penalty on labelled rows (``_penalty``).
 
 A grouping maps every entry of a tensor of a fixed shape to one of ``J`` groups (or to
 no group at all). It answers two questions, both as batched tensor operations:
@@ -31,15 +32,18 @@ an integer array of the weight's shape
     (such entries are neither gated nor penalized). Groups are numbered by sorted label.
 """
 
-# __all__ is the public API. The names re-exported by alias (check_groups, count_groups,
-# resolve_group_weights, same_group_pairs) are the package-internal API: the group
-# specifications of the linear models, shared by the proximal solvers and the D-gated
-# linear estimators.
+# __all__ is the public API. The names re-exported by alias are the package-internal API,
+# shared by the proximal solvers and the D-gated linear estimators: the group
+# specifications of the linear models (check_groups, count_groups, resolve_group_weights,
+# same_group_pairs) and the group penalty's arithmetic on labelled rows (norms_by_label,
+# penalty_value).
 from ._features import check_groups as check_groups
 from ._features import count_groups as count_groups
 from ._features import group_labels_from_sizes
 from ._features import resolve_group_weights as resolve_group_weights
 from ._features import same_group_pairs as same_group_pairs
+from ._penalty import norms_by_label as norms_by_label
+from ._penalty import penalty_value as penalty_value
 from ._tensors import AxisGroups, Grouping, resolve_groups
 
 __all__ = ["AxisGroups", "Grouping", "group_labels_from_sizes", "resolve_groups"]
