@@ -1,5 +1,6 @@
-"""Input conversion and argument checks shared by the solvers: float matrices, sample
-weights, group labels extended by the unpenalized features."""
+"""Input conversion and argument checks shared by the solvers: float matrices, group
+labels extended by the unpenalized features. (Sample weights:
+:func:`sksparse_nn.utils.validation.check_sample_weight`.)"""
 
 from __future__ import annotations
 
@@ -92,21 +93,6 @@ def column_moments(X):
     if exact.any():
         var[exact] = np.var(X[:, exact], axis=0, dtype=np.float64)
     return mean, var
-
-
-def check_sample_weight(sample_weight, n):
-    """Sample weights rescaled to sum to ``n`` (None: all ones, returned as None)."""
-    if sample_weight is None:
-        return None
-    from sklearn.utils.validation import _check_sample_weight
-
-    s = _check_sample_weight(
-        sample_weight, np.empty((n, 0)), dtype=np.float64, ensure_non_negative=True
-    )
-    total = float(s.sum())
-    if not total > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    return s * (n / total)
 
 
 def check_solver_args(lam, tol, max_iter):
