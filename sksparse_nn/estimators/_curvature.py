@@ -23,8 +23,8 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..groups import same_group_pairs
-from ..solvers._coordinate_descent import SparseColumns, column_entries
-from ..solvers._data import column_squares
+from ..solvers import SparseColumns, column_entries
+from ..utils.columns import column_squares
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 

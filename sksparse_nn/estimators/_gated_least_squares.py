@@ -16,13 +16,19 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..groups import count_groups, norms_by_label, penalty_value
-from ..solvers._coordinate_descent import least_squares_cd, wide_set
-from ..solvers._data import extended_groups
-from ..solvers._design import GramCache
-from ..solvers._kkt import group_violations, kkt_scale, row_squares
-from ..solvers._lipschitz import BlockLipschitz
-from ..solvers._proximal import anderson_extrapolation
-from ..solvers._working_set import working_set, ws_fista
+from ..solvers import (
+    BlockLipschitz,
+    GramCache,
+    anderson_extrapolation,
+    extended_groups,
+    group_violations,
+    kkt_scale,
+    least_squares_cd,
+    row_squares,
+    wide_set,
+    working_set,
+    ws_fista,
+)
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 
 __all__ = [

@@ -26,9 +26,9 @@ from skorch.callbacks import Callback
 from skorch.history import History
 
 from ..groups import AxisGroups, norms_by_label, penalty_value
-from ..solvers._data import column_moments, column_squares
 from ..sparsifiers import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..training import as_numpy
+from ..utils.columns import column_moments, column_squares
 from ..utils.convergence import warn_convergence
 from ._base import BaseDGated
 from ._docs import fill
