@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from sksparse_nn._labels import same_group_pairs
+from sksparse_nn.groups import same_group_pairs
 from sksparse_nn.solvers._lipschitz import BlockLipschitz
 
 pytestmark = pytest.mark.numerics

@@ -555,7 +555,7 @@ def test_sklearn_compatible(estimator, check):
 def test_column_moments_and_squares_follow_their_definition(fmt):
     # columns far off centre (mean 1e4, spread 1: a one-pass E[x^2] - mean^2 would lose
     # 8 digits), explicit zeros, an empty and a constant column, and duplicate entries
-    from sksparse_nn.solvers._data import column_moments, column_squares
+    from sksparse_nn.utils.columns import column_moments, column_squares
 
     rng = np.random.default_rng(0)
     D = rng.normal(size=(40, 6)) * (rng.random((40, 6)) < 0.4)

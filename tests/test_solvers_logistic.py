@@ -28,7 +28,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksparse_nn import GroupLassoClassifier
-from sksparse_nn._labels import check_groups, resolve_group_weights
+from sksparse_nn.groups import check_groups, resolve_group_weights
 from sksparse_nn.solvers import lambda_max, solve_group_logistic
 
 # ------------------------------------------------------------------------------------

@@ -23,8 +23,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._labels import check_groups, resolve_group_weights
 from ..exceptions import TrainingDivergedError
+from ..groups import check_groups, resolve_group_weights
 from ..path import regularization_path
 from ..solvers import lambda_max
 from ..sparsifiers import (

@@ -22,9 +22,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .._labels import same_group_pairs
-from ..solvers._coordinate_descent import SparseColumns, column_entries
-from ..solvers._data import column_squares
+from ..groups import same_group_pairs
+from ..solvers import SparseColumns, column_entries
+from ..utils.columns import column_squares
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 

@@ -15,15 +15,20 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .._labels import count_groups
-from ..penalties import group_norms, penalty_value
-from ..solvers._coordinate_descent import least_squares_cd, wide_set
-from ..solvers._data import extended_groups
-from ..solvers._design import GramCache
-from ..solvers._kkt import group_violations, kkt_scale, row_squares
-from ..solvers._lipschitz import BlockLipschitz
-from ..solvers._proximal import anderson_extrapolation
-from ..solvers._working_set import working_set, ws_fista
+from ..groups import count_groups, norms_by_label, penalty_value
+from ..solvers import (
+    BlockLipschitz,
+    GramCache,
+    anderson_extrapolation,
+    extended_groups,
+    group_violations,
+    kkt_scale,
+    least_squares_cd,
+    row_squares,
+    wide_set,
+    working_set,
+    ws_fista,
+)
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 
 __all__ = [
@@ -225,7 +230,7 @@ class GatedLeastSquares:
         return group if lam > 0 else np.full_like(group, -1)
 
     def norms(self, W):
-        return group_norms(W, self.group, self.rho.size)
+        return norms_by_label(W, self.group, self.rho.size)
 
     def objective(self, W):
         """The objective at ``W`` and its group norms; the data term from the kept

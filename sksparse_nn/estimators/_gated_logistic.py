@@ -8,10 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
-from ..penalties import penalty_value
-from ..solvers._coordinate_descent import SparseColumns, solve_set_cd
-from ..solvers._lipschitz import BlockLipschitz
-from ..solvers._logistic_newton import update_hessian
+from ..groups import penalty_value
+from ..solvers import BlockLipschitz, SparseColumns, solve_set_cd, update_hessian
 from ._gated_least_squares import (
     BLOCK_STEPS_PATIENCE,
     BLOCK_STEPS_TOL,

@@ -25,11 +25,10 @@ from sklearn.utils._param_validation import StrOptions
 from skorch.callbacks import Callback
 from skorch.history import History
 
-from ..groups import AxisGroups
-from ..penalties import group_norms, penalty_value
-from ..solvers._data import column_moments, column_squares
+from ..groups import AxisGroups, norms_by_label, penalty_value
 from ..sparsifiers import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..training import GradientTrainer, Trained, as_numpy
+from ..utils.columns import column_moments, column_squares
 from ..utils.convergence import warn_convergence
 from ._base import BaseDGated
 from ._docs import fill
@@ -342,7 +341,7 @@ class _SparseLinearModel(BaseDGated):
         labels, rho = self._penalty_groups(n_features)
         if self.positive or np.any(labels < 0) or not np.all(rho > 0):
             return False
-        norms = group_norms(np.asarray(gradient, dtype=np.float64), labels, rho.size)
+        norms = norms_by_label(np.asarray(gradient, dtype=np.float64), labels, rho.size)
         if self.D == 2:
             return bool(self.lam >= np.max(norms / rho, initial=0.0))
         power = 2.0 / self.D
@@ -445,7 +444,7 @@ class _SparseLinearModel(BaseDGated):
         if self.D == 2:
             if self.positive:  # only a positive gradient can grow a coefficient from 0
                 gradient = np.maximum(gradient, 0.0)
-            grad_norms = group_norms(gradient, labels, rho.size)
+            grad_norms = norms_by_label(gradient, labels, rho.size)
             # strictly violated only: at equality (lam = lam_max) zero is the solution,
             # and gates of 1 would let L-BFGS creep away from it
             violated = grad_norms > self.lam * rho * (1.0 + _REVIVE_MARGIN)
@@ -485,7 +484,7 @@ class _SparseLinearModel(BaseDGated):
         if _is_gated(module) or not np.any(labels >= 0):
             return super()._collapse(module, zero_tol)
         weight = module.weight
-        norms = group_norms(as_numpy(weight).T, labels, rho.size)
+        norms = norms_by_label(as_numpy(weight).T, labels, rho.size)
         keep = norms >= zero_tol
         with torch.no_grad():
             dead = np.flatnonzero((labels >= 0) & ~keep[np.maximum(labels, 0)])
@@ -519,7 +518,7 @@ class _SparseLinearModel(BaseDGated):
         self.group_labels_ = labels
         weight = as_numpy(self.module_.weight)
         bias = as_numpy(self.module_.bias) if self.fit_intercept else np.zeros(weight.shape[0])
-        self.group_norms_ = group_norms(weight.T, labels, rho.size)
+        self.group_norms_ = norms_by_label(weight.T, labels, rho.size)
         self.selected_groups_ = np.flatnonzero(self.group_norms_)
         self.coef_, self.intercept_ = self._coef_shape(weight, bias)
         penalty = penalty_value(self.group_norms_, rho, self.D)

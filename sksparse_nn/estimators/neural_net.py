@@ -15,9 +15,9 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..compaction import compact_module
 from ..groups import resolve_groups
-from ..solvers._data import column_moments
 from ..sparsifiers import ZERO_TOL, sparsified_tensors
 from ..training import ArrayDataset, Scaling, seeded
+from ..utils.columns import column_moments
 from ._base import BaseDGated
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin

@@ -26,7 +26,6 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..groups import AxisGroups
 from ..nn.node import NODE, compact_node
-from ..solvers._data import column_moments
 from ..sparsifiers import ZERO_TOL, dgate, penalty_curvatures
 from ..training import (
     TINY,
@@ -37,6 +36,7 @@ from ..training import (
     as_numpy,
     seeded,
 )
+from ..utils.columns import column_moments
 from ..utils.convergence import warn_convergence
 from ._base import BaseDGated
 from ._docs import fill

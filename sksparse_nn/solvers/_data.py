@@ -1,5 +1,7 @@
-"""Input conversion and argument checks shared by the solvers: float matrices, sample
-weights, group labels extended by the unpenalized features."""
+"""Input conversion and argument checks shared by the solvers: float matrices, group
+labels extended by the unpenalized features. (Sample weights:
+:func:`sksparse_nn.utils.validation.check_sample_weight`; column statistics:
+:mod:`sksparse_nn.utils.columns`.)"""
 
 from __future__ import annotations
 
@@ -7,9 +9,8 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from .._labels import count_groups
+from ..groups import count_groups
 
 
 def extended_groups(labels, rho):
@@ -43,70 +44,6 @@ def as_float_matrix(X):
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d, got shape {X.shape}.")
     return X
-
-
-def _canonical(X):
-    """A CSR/CSC ``X`` without duplicate entries (summed on a copy when it has any)."""
-    X = X if X.format in ("csr", "csc") else X.tocsr()
-    if not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
-    return X
-
-
-def _sparse_columns(X):
-    """``(column index of every stored entry, entries)`` of a sparse matrix."""
-    X = _canonical(X)
-    if X.format == "csr":
-        return X.indices, X.data
-    return np.repeat(np.arange(X.shape[1]), np.diff(X.indptr)), X.data
-
-
-def column_squares(X):
-    """Sum of squares of every column of a dense or sparse ``X`` (float64): ``O(nnz)``
-    and without a temporary of the size of ``X``."""
-    if not sp.issparse(X):
-        return np.einsum("ij,ij->j", X, X, dtype=np.float64)
-    cols, data = _sparse_columns(X)
-    data = data.astype(np.float64, copy=False)
-    return np.bincount(cols, weights=data * data, minlength=X.shape[1])
-
-
-def column_moments(X):
-    """Mean and variance of every column of a dense or sparse ``X`` (float64).
-
-    Sparse ``X`` costs ``O(nnz)`` and no copy of a CSR/CSC matrix without duplicate
-    entries (scikit-learn's ``mean_variance_axis``, which accumulates deviations: no
-    cancellation). Dense ``X``: ``mean(x^2) - mean(x)^2`` without a temporary of the
-    size of ``X``, and ``np.var`` on the columns where that difference cancels (spread
-    below 1e-3 of the mean: its rounding is then beyond ``1e6 eps`` relative) or is zero
-    (constant columns, exactly).
-    """
-    n = X.shape[0]
-    if sp.issparse(X):
-        mean, var = mean_variance_axis(_canonical(X), axis=0)
-        return np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
-    mean = X.mean(axis=0, dtype=np.float64)
-    var = column_squares(X) / n - mean**2
-    exact = ~(var > 1e-6 * mean**2)
-    if exact.any():
-        var[exact] = np.var(X[:, exact], axis=0, dtype=np.float64)
-    return mean, var
-
-
-def check_sample_weight(sample_weight, n):
-    """Sample weights rescaled to sum to ``n`` (None: all ones, returned as None)."""
-    if sample_weight is None:
-        return None
-    from sklearn.utils.validation import _check_sample_weight
-
-    s = _check_sample_weight(
-        sample_weight, np.empty((n, 0)), dtype=np.float64, ensure_non_negative=True
-    )
-    total = float(s.sum())
-    if not total > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    return s * (n / total)
 
 
 def check_solver_args(lam, tol, max_iter):

@@ -7,8 +7,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
+from ..utils.columns import column_squares
+from ..utils.validation import check_sample_weight
 from ._coordinate_descent import column_entries
-from ._data import as_float_matrix, check_sample_weight, column_squares
+from ._data import as_float_matrix
 from ._lipschitz import BlockLipschitz, top_eigenvalue
 from ._threads import SMALL_WORK
 

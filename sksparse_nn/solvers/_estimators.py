@@ -13,7 +13,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._labels import check_groups, resolve_group_weights
+from ..groups import check_groups, resolve_group_weights
 from ..utils.convergence import warn_convergence
 from ..utils.validation import check_range, check_warm_start_targets, value_limit
 from ._least_squares import solve_group_lasso

@@ -9,7 +9,8 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ..utils.convergence import warn_convergence
-from ._data import as_float_matrix, check_sample_weight, extended_groups
+from ..utils.validation import check_sample_weight
+from ._data import as_float_matrix, extended_groups
 from ._logistic import solve_group_logistic
 from ._logistic_design import as_logistic_targets, probabilities, wmean
 

@@ -10,7 +10,8 @@ import scipy.sparse as sp
 import scipy.special
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ._data import as_float_matrix, check_sample_weight
+from ..utils.validation import check_sample_weight
+from ._data import as_float_matrix
 from ._lipschitz import top_eigenvalue
 from ._threads import SMALL_WORK
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .._labels import same_group_pairs
+from ..groups import same_group_pairs
 from ._kkt import group_violations
 from ._proximal import fista_steps
 

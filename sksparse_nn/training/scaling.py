@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from ..solvers._data import column_moments
+from ..utils.columns import column_moments
 
 __all__ = ["Scaling"]
 

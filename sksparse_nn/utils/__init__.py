@@ -2,6 +2,8 @@
 
 - :mod:`.validation`: value ranges the training arithmetic holds, sample weights,
   warm-start compatibility of targets (numpy only);
+- :mod:`.columns`: column statistics of dense or sparse ``X`` (sums of squares, means and
+  variances; numpy/scipy only);
 - :mod:`.convergence`: :func:`~.convergence.warn_convergence`, how every fit of the
   package says it did not converge, and the per-thread collection a path uses;
 - :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import assert_all_finite
@@ -88,13 +90,16 @@ def check_warm_start_targets(estimator, y, classifier):
 
 
 def check_sample_weight(sample_weight, X):
-    """Validated sample weights rescaled to mean 1 (so that ``lam`` keeps its meaning,
-    as scikit-learn's Lasso does), or None when not given.
+    """Validated sample weights rescaled to mean 1, i.e. to sum to ``n`` (so that ``lam``
+    keeps its meaning, as scikit-learn's Lasso does), or None when not given.
 
-    Weights must be finite, non-negative and not all zero; ``X`` gives the length.
+    Weights must be finite, non-negative and not all zero; ``X`` (the data, or the number
+    of samples ``n`` as an int) gives the length.
     """
     if sample_weight is None:
         return None
+    if isinstance(X, Integral):
+        X = np.empty((int(X), 0))  # the solvers pass n
     weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     total = float(weight.sum())
     if not total > 0:

@@ -1,18 +1,22 @@
 """The group penalty ``sum_j rho_j ||w_j||^(2/D)`` on labelled rows (numpy only).
 
-One place for its arithmetic: the norms of labelled groups of rows and the penalty's value.
-Rows are features (a coefficient matrix has one row per feature and one column per
-output or class); ``labels[i]`` is row ``i``'s group, ``-1`` for rows outside every group.
+One place for its arithmetic: the norms of labelled groups of rows
+(:func:`norms_by_label`) and the penalty's value (:func:`penalty_value`). Rows are
+features (a coefficient matrix has one row per feature and one column per output or
+class); ``labels[i]`` is row ``i``'s group, ``-1`` for rows outside every group.
+
+(``group_norms`` and ``penalty`` of a sparsified torch module are
+:func:`sksparse_nn.sparsifiers.group_norms` and :func:`sksparse_nn.sparsifiers.penalty`.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["group_norms", "penalty_value"]
+__all__ = ["norms_by_label", "penalty_value"]
 
 
-def group_norms(W, labels, n_groups):
+def norms_by_label(W, labels, n_groups):
     """Euclidean norm of every group's rows of ``W``.
 
     Parameters
@@ -30,7 +34,7 @@ def group_norms(W, labels, n_groups):
     Examples
     --------
     >>> import numpy as np
-    >>> group_norms(np.array([3.0, 4.0, 1.0]), np.array([0, 0, -1]), 2)
+    >>> norms_by_label(np.array([3.0, 4.0, 1.0]), np.array([0, 0, -1]), 2)
     array([5., 0.])
     """
     W = np.asarray(W, dtype=np.float64)

@@ -1,28 +1,8 @@
-"""Group structures: which entries of a weight tensor share a gate.
+"""Groupings of weight tensors: which entries share a gate (torch).
 
-A grouping maps every entry of a tensor of a fixed shape to one of ``J`` groups (or to
-no group at all). It answers two questions, both as batched tensor operations:
-
-* :meth:`Grouping.expand` turns one value per group (shape ``(J,)``) into a tensor that
-  broadcasts against the weight, with 1 for entries in no group;
-* :meth:`Grouping.group_sum` sums a weight-shaped tensor within each group, giving ``(J,)``.
-
-Specifications accepted by :func:`resolve_groups` (and therefore by
-:func:`sksparse_nn.gating.dgate`):
-
-``"in"``
-    one group per input column of a ``Linear`` weight ``(out, in)``, i.e. per input
-    feature; for a convolution ``(out, in, *k)``, per input channel.
-``"out"``
-    one group per output neuron (row) or convolution filter.
-``"element"``
-    every entry is its own group (deep weight factorization).
-``AxisGroups(dim, labels)``
-    entries grouped by an integer label along one axis, e.g. attention heads as blocks of
-    rows of a projection matrix, or groups of input features of a linear model.
-an integer array of the weight's shape
-    explicit labels per entry. Labels ``>= 0`` name groups, ``-1`` means "in no group"
-    (such entries are neither gated nor penalized). Groups are numbered by sorted label.
+:func:`resolve_groups` turns a specification ("in", "out", "element", :class:`AxisGroups`
+or a label array, described in the docstring of :mod:`sksparse_nn.groups`) into a
+:class:`Grouping` for tensors of one shape.
 """
 
 from __future__ import annotations
@@ -33,35 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["AxisGroups", "Grouping", "group_labels_from_sizes", "resolve_groups"]
-
-
-def group_labels_from_sizes(sizes):
-    """One group label per feature from contiguous group sizes (skglm's and celer's form).
-
-    The estimators' ``groups`` reads a list of integers as one label per feature, so
-    sizes such as ``[1, 3, 2]`` must be converted first.
-
-    Parameters
-    ----------
-    sizes : array-like of int
-        Number of consecutive features in each group, all >= 1.
-
-    Returns
-    -------
-    labels : ndarray of int of shape (sum(sizes),)
-
-    Examples
-    --------
-    >>> group_labels_from_sizes([1, 3, 2])
-    array([0, 1, 1, 1, 2, 2])
-    """
-    sizes = np.asarray(sizes)
-    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(f"sizes must be a non-empty 1-d array of integers, got {sizes!r}.")
-    if np.any(sizes < 1):
-        raise ValueError(f"Every group size must be >= 1, got {sizes.tolist()}.")
-    return np.repeat(np.arange(sizes.size), sizes)
+__all__ = ["AxisGroups", "Grouping", "resolve_groups"]
 
 
 @dataclass(frozen=True)

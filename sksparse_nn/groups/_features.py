@@ -2,7 +2,8 @@
 
 ``groups`` as users give them (None, a group size, lists of feature indices, or one
 integer label per feature with ``-1`` for unpenalized features) become a label array;
-``group_weights`` (None, "sqrt" or explicit) become one weight per group. Shared by the
+``group_weights`` (None, "sqrt" or explicit) become one weight per group;
+:func:`group_labels_from_sizes` turns contiguous group sizes into labels. Shared by the
 proximal solvers and the D-gated linear estimators.
 """
 
@@ -12,7 +13,41 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_groups", "count_groups", "resolve_group_weights"]
+__all__ = [
+    "check_groups",
+    "count_groups",
+    "group_labels_from_sizes",
+    "resolve_group_weights",
+    "same_group_pairs",
+]
+
+
+def group_labels_from_sizes(sizes):
+    """One group label per feature from contiguous group sizes (skglm's and celer's form).
+
+    The estimators' ``groups`` reads a list of integers as one label per feature, so
+    sizes such as ``[1, 3, 2]`` must be converted first.
+
+    Parameters
+    ----------
+    sizes : array-like of int
+        Number of consecutive features in each group, all >= 1.
+
+    Returns
+    -------
+    labels : ndarray of int of shape (sum(sizes),)
+
+    Examples
+    --------
+    >>> group_labels_from_sizes([1, 3, 2])
+    array([0, 1, 1, 1, 2, 2])
+    """
+    sizes = np.asarray(sizes)
+    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(f"sizes must be a non-empty 1-d array of integers, got {sizes!r}.")
+    if np.any(sizes < 1):
+        raise ValueError(f"Every group size must be >= 1, got {sizes.tolist()}.")
+    return np.repeat(np.arange(sizes.size), sizes)
 
 
 def _is_sequence(obj):

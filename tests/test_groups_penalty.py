@@ -1,17 +1,17 @@
-"""The group penalty's arithmetic (sksparse_nn.penalties) against explicit loops."""
+"""The group penalty's arithmetic on labelled rows (sksparse_nn.groups) against explicit loops."""
 
 import numpy as np
 import pytest
 
-from sksparse_nn.penalties import group_norms, penalty_value
+from sksparse_nn.groups import norms_by_label, penalty_value
 
 
 @pytest.mark.parametrize("columns", [None, 3])
-def test_group_norms_equal_the_norm_of_each_groups_block(columns):
+def test_norms_by_label_equal_the_norm_of_each_groups_block(columns):
     rng = np.random.default_rng(0)
     labels = rng.integers(-1, 5, size=20)  # -1: rows outside every group
     W = rng.normal(size=20 if columns is None else (20, columns))
-    norms = group_norms(W, labels, 6)  # group 5 has no rows
+    norms = norms_by_label(W, labels, 6)  # group 5 has no rows
     for g in range(6):
         expected = np.linalg.norm(W[labels == g])
         assert norms[g] == pytest.approx(expected, rel=1e-14)  # float64 sums of <= 60 terms
