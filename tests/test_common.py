@@ -29,8 +29,8 @@ from sksparse_nn import (
     SparsePathCV,
     VariableModel,
 )
-from sksparse_nn._path_points import selection
 from sksparse_nn.exceptions import TrainingDivergedError
+from sksparse_nn.path._points import selection
 
 _TINY_NAM = {"hidden_layer_sizes": (8,), "batch_size": 32, "max_epochs": 10, "random_state": 0}
 

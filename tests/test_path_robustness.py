@@ -571,7 +571,8 @@ def test_a_default_grid_that_cannot_reach_the_empty_model_says_so(monkeypatch):
     # path stops short of the empty model (it used to end silently)
     from sklearn.datasets import make_regression
 
-    from sksparse_nn import SparseLinearRegressor, _path_points
+    from sksparse_nn import SparseLinearRegressor
+    from sksparse_nn.path import _points
 
     X, y = make_regression(100, 8, n_informative=4, noise=1.0, random_state=0)
     est = SparseLinearRegressor(D=3)
@@ -579,7 +580,7 @@ def test_a_default_grid_that_cannot_reach_the_empty_model_says_so(monkeypatch):
         warnings.simplefilter("error")  # the full extension reaches the empty model
         path = est.regularization_path(X, y, n_lams=3, lam_min_ratio=0.1)
     assert path.n_selected[-1] == 0 and path.n_selected[2] > 0
-    monkeypatch.setattr(_path_points, "MAX_EXTRA_POINTS", 0)
+    monkeypatch.setattr(_points, "MAX_EXTRA_POINTS", 0)
     with pytest.warns(UserWarning, match="does not reach the empty model"):
         path = est.regularization_path(X, y, n_lams=3, lam_min_ratio=0.1)
     assert len(path.lams) == 3 and path.n_selected[-1] > 0
@@ -589,7 +590,7 @@ def test_the_upward_extension_grows_its_step_while_nothing_changes():
     # the extension looks for the empty end: a step that removed nothing is squared (at
     # most MAX_EXTENSION_STEP), a step that removed something keeps its size, and it
     # stops at the first empty point
-    from sksparse_nn._path_points import MAX_EXTENSION_STEP, extended_grid
+    from sksparse_nn.path._points import MAX_EXTENSION_STEP, extended_grid
 
     selections = iter([[0, 1, 2], [0, 1], [0, 1], [0, 1], [0], [0], [0], [0], []])
     lams, points = [1.0, 2.0], []

@@ -23,15 +23,17 @@ Real data:
 For a small data set that needs no download at all, use the ones bundled with
 scikit-learn (:func:`sklearn.datasets.load_diabetes`, :func:`~sklearn.datasets.load_digits`,
 :func:`~sklearn.datasets.load_breast_cancer`).
+
+Modules: ``_regression`` (group-sparse linear and additive regression),
+``_classification``, ``_latent`` (latent manifolds), ``_checks`` (the simulations'
+parameter checks), ``_loaders`` (benchmark sets from files or their source) and ``_fetch``
+(the downloads).
 """
 
+from ._classification import make_sparse_classification
+from ._latent import make_latent_manifold
 from ._loaders import BENCHMARK_NAMES, DATA_HOME_ENV, load_benchmark, load_wine_quality
-from ._simulated import (
-    make_additive_regression,
-    make_group_regression,
-    make_latent_manifold,
-    make_sparse_classification,
-)
+from ._regression import make_additive_regression, make_group_regression
 
 __all__ = [
     "BENCHMARK_NAMES",

@@ -56,7 +56,7 @@ def _unwrap(est, X):
 
 
 def _sources_of(model):
-    from ..compose import variable_groups
+    from ..variables import variable_groups
 
     return variable_groups(model.encoder_)[0]
 

@@ -1,5 +1,5 @@
 """CV folds in parallel (joblib) while the calling process runs the full-data path,
-with Ctrl-C forwarded to the workers through a flag file (:mod:`sksparse_nn._interrupt`)."""
+with Ctrl-C forwarded to the workers through a flag file (:mod:`sksparse_nn.utils.interrupt`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from contextlib import contextmanager
 
 from joblib import Parallel, delayed
 
-from ._path_points import fold_scores, run_path
-from .utils.interrupt import interrupt_on
+from ..utils.interrupt import interrupt_on
+from ._points import fold_scores, run_path
 
 __all__ = ["n_workers", "parallel_path"]
 

@@ -16,9 +16,9 @@ from sklearn import config_context
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 
-from .exceptions import TrainingDivergedError
-from .utils.convergence import collecting_convergence
-from .utils.interrupt import InterruptRequested, interrupt_requested
+from ..exceptions import TrainingDivergedError
+from ..utils.convergence import collecting_convergence
+from ..utils.interrupt import InterruptRequested, interrupt_requested
 
 __all__ = ["extended_grid", "fold_scores", "run_path", "torch_threads"]
 

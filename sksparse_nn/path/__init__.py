@@ -1,0 +1,37 @@
+"""Regularization paths for every estimator: one warm-started fit per lam, dense to sparse.
+
+For ``D > 2`` a group at exactly zero is a local minimum that never comes back, so paths
+run from small lam (dense) to large lam (sparse), each fit starting from the previous
+solution re-split into balanced factors. An estimator whose problem is convex may ask for
+the other order (``path_order()``: the D = 2 linear models run sparse to dense, their
+working sets growing from the empty model). The engine uses only the estimators' public
+path protocol (see :func:`regularization_path`); it knows nothing of gating.
+
+With ``cv``, every fold runs the same warm-started path on a common grid, in parallel
+through joblib (so ``joblib.parallel_config(backend="dask")`` spreads the folds over a
+cluster), while the calling process runs the path on all the data; the result then holds
+per-fold scores, their mean and standard error, ``best_lam_`` and ``lam_1se_``.
+
+Failures: a diverged point is recorded as failed and ends its path; Ctrl-C returns the
+finished points and folds (``completed=False``) and chooses no lam. Parallel folds do not
+receive the calling process's SIGINT: it is forwarded to them through a flag file
+(:func:`sksparse_nn.utils.interrupt.interrupt_on`), and a fold that received the
+signal itself (a terminal signals the whole process group) raises the flag for the others.
+
+Modules, one job each:
+
+* ``_engine``: :func:`regularization_path`, which runs the full-data path and the folds;
+* ``_grid``: :func:`lambda_grid` and the checks of the grid arguments;
+* ``_points``: one warm-started path on one data set (a grid, a fold), point by point;
+* ``_parallel``: the CV folds in joblib workers, with Ctrl-C forwarded to them;
+* ``_assemble``: the result from the points and folds, and the one-standard-error rule;
+* ``_result``: :class:`RegularizationPath`;
+* ``_warnings``: the path's warnings, raised once in the calling process.
+"""
+
+from ._assemble import _one_se_rule  # noqa: F401 (sksparse_nn.path._one_se_rule, as before)
+from ._engine import regularization_path
+from ._grid import lambda_grid
+from ._result import RegularizationPath
+
+__all__ = ["RegularizationPath", "lambda_grid", "regularization_path"]

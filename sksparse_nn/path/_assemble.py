@@ -1,0 +1,99 @@
+"""The :class:`RegularizationPath` built from the finished points and CV folds, with
+``best_lam_`` and ``lam_1se_`` chosen by the one-standard-error rule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._result import RegularizationPath
+
+
+def _one_se_rule(lams, mean, se, converged=None):
+    """(best_lam, lam_1se) from the mean CV scores (NaN: not eligible).
+
+    ``lam_1se`` is the largest lam at or above the best one whose mean is within one
+    standard error of the best. With ``converged`` (the lams whose full-data fit
+    converged, i.e. has a clean gap) both prefer those within that band: ``lam_1se``
+    the largest converged lam in it, ``best_lam`` the best converged lam in it; a band
+    without one keeps the plain choices.
+    """
+    ok = np.isfinite(mean)
+    if not ok.any():
+        return None, None
+    best = int(np.nanargmax(np.where(ok, mean, -np.inf)))
+    band = ok & (mean >= mean[best] - se[best])
+    one_se = int(np.flatnonzero(band[best:]).max()) + best  # sparser (larger) lams only
+    if converged is not None:
+        clean = band & converged
+        if clean.any():  # (the largest clean lam is at or above the best clean one)
+            best = int(np.nanargmax(np.where(clean, mean, -np.inf)))
+            one_se = int(np.flatnonzero(clean).max())
+    return float(lams[best]), float(lams[one_se])
+
+
+def _rows(points, key):
+    """The points' vectors under ``key`` as one (n_points, width) array; failed points
+    (None) become NaN rows."""
+    width = max((len(p[key]) for p in points if p[key] is not None), default=0)
+    rows = [np.full(width, np.nan) if p[key] is None else p[key] for p in points]
+    return np.vstack(rows) if rows else np.empty((0, 0))
+
+
+def _assemble(full, folds, splits, estimator, completed):
+    points = full["points"]
+    n = len(points)
+    lams = np.array([p["lam"] for p in points], dtype=float)
+    failed = np.array([p["failed"] for p in points], dtype=bool)
+    norms, importances = _rows(points, "norms"), _rows(points, "importances")
+    has_coef = full["has_coef"] and n > 0
+    path = RegularizationPath(
+        lams=lams,
+        n_selected=np.array([p["selected"].size for p in points], dtype=int),
+        selected=[p["selected"] for p in points],
+        group_norms=norms,
+        importances=importances,
+        coefs=_stack([p["coefs"] for p in points]) if has_coef else None,
+        intercepts=_stack([p["intercepts"] for p in points]) if has_coef else None,
+        train_objective=np.array([p["obj"] for p in points], dtype=float),
+        train_score=np.array([p["train"] for p in points], dtype=float),
+        val_score=(
+            np.array([p["val"] for p in points], dtype=float)
+            if points and "val" in points[0]
+            else None
+        ),
+        feature_names=full["feature_names"],
+        D=getattr(estimator, "D", None),
+        estimators=[p["estimator"] for p in points if "estimator" in p],
+        completed=completed,
+        failed=failed,
+        converged=np.array(
+            [not p["failed"] and p["not_converged"] is None for p in points], dtype=bool
+        ),
+        selection_unit=full.get("selection_unit", "features"),
+    )
+    if splits and folds:
+        # every finished fold covers the whole grid; keep the lams of the full-data path
+        scores = np.vstack([f["scores"][:n] for f in folds])
+        path.cv_scores = scores
+        path.cv_failed = np.vstack([f["failed"][:n] for f in folds])
+        path.cv_mean = scores.mean(axis=0)
+        path.cv_se = (
+            scores.std(axis=0, ddof=1) / np.sqrt(len(scores))
+            if len(scores) > 1
+            else np.zeros(scores.shape[1])
+        )
+        if completed:
+            # only lams whose full-data fit exists and that no fold failed at (NaN mean);
+            # within one SE of the best, converged ones first: the chosen model is that
+            # fit, and one with groups half-way to zero has no clean gap
+            mean = np.where(failed, np.nan, path.cv_mean)
+            path.best_lam_, path.lam_1se_ = _one_se_rule(lams, mean, path.cv_se, path.converged)
+    return path
+
+
+def _stack(values):
+    """Stack per-lam arrays; a failed point's NaN placeholder takes the others' shape."""
+    shapes = [np.shape(v) for v in values if np.ndim(v) > 0]
+    if not shapes:
+        return np.asarray(values, dtype=float)
+    return np.stack([np.full(shapes[0], np.nan) if np.ndim(v) == 0 else v for v in values])

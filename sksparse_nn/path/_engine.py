@@ -1,0 +1,132 @@
+"""The engine: :func:`regularization_path` checks its arguments, builds the grid, runs the
+full-data path and the CV folds (in this process or in parallel) and assembles the
+result."""
+
+from __future__ import annotations
+
+from sklearn.base import clone, is_classifier
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils import indexable
+
+from ._assemble import _assemble
+from ._grid import _check_lams, _grid_args, lambda_grid
+from ._parallel import n_workers, parallel_path
+from ._points import fold_scores, run_path
+from ._warnings import _report
+
+
+def regularization_path(
+    estimator,
+    X,
+    y,
+    *,
+    lams=None,
+    n_lams=None,
+    lam_min_ratio=None,
+    X_val=None,
+    y_val=None,
+    cv=None,
+    scoring=None,
+    n_jobs=None,
+    verbose=0,
+    keep_estimators=False,
+):
+    """Fit ``estimator`` along a lam grid with warm starts from dense to sparse (or, for
+    an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
+
+    An estimator whose ``path_start()`` returns a lam first fits there, a start model
+    that is not a point, and warm-starts the first point from it (NODERegressor starts
+    from its dense ensemble).
+
+    Parameters
+    ----------
+    estimator : a D-gated estimator of this package
+        Not modified (cloned). Its parameters are validated before any work.
+    X, y : training data
+    lams : array-like of float, default=None
+        The grid: finite values > 0, sorted ascending before fitting. ``None`` builds
+        ``n_lams`` log-spaced values from ``lam_min_ratio * lam_max`` to ``lam_max``,
+        where ``lam_max`` is the smallest lam with an all-zero group-lasso (D=2)
+        solution; without ``cv`` the grid is extended upward until no feature is
+        selected (a non-convex fit, D > 2, can keep live groups beyond ``lam_max``), by
+        20 points at most (a warning says when that was not enough): with the grid's
+        ratio, squared after each step that changed no selection (at most 10x a step).
+    n_lams : int >= 1, default=None
+    lam_min_ratio : float in (0, 1], default=None
+        ``None``: the estimator's ``default_grid()`` (30 and 1e-3 for an estimator
+        without one): networks, whose points each train a model, use a shorter grid
+        that stops above the nearly unpenalized end.
+    X_val, y_val : validation data, default=None
+        Scored at every lam (``val_score``).
+    cv : int, cross-validation generator or iterable, default=None
+        Also run the path on every fold (common grid, in parallel) and record its
+        validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
+        ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
+    scoring : str or callable, default=None
+        Scorer for validation and CV scores; ``None`` uses ``estimator.score``.
+    n_jobs : int, default=None
+        Parallel jobs over the folds (joblib; ``-1`` all cores); the full-data path runs
+        in the calling process meanwhile. Each of these processes uses
+        ``cpu_count // (n_jobs + 1)`` torch threads.
+    verbose : int, default=0
+        Progress bars over lams (and folds).
+    keep_estimators : bool, default=False
+        Keep a fitted copy of the estimator at every lam in ``path.estimators``.
+
+    Returns
+    -------
+    path : RegularizationPath
+        A point whose training diverges is recorded as failed and ends the path, with a
+        warning. An interrupted computation (Ctrl-C) returns the points and the CV folds
+        finished so far with ``completed=False`` and a warning, and chooses no lam.
+    """
+    base = clone(estimator)
+    if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work
+        base._validate_params()
+    n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
+    if lams is not None:
+        lams = _check_lams(lams)
+    if (X_val is None) != (y_val is None) and y is not None:
+        raise ValueError("Give both X_val and y_val, or neither.")
+    X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    extend = lams is None and cv is None
+    if lams is None:
+        lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
+    scorer = check_scoring(base, scoring) if scoring is not None else None
+
+    splits = []
+    if cv is not None:
+        splitter = check_cv(cv, y, classifier=is_classifier(base))
+        splits = list(splitter.split(X, y))
+    workers = n_workers(n_jobs, len(splits))
+    full_kwargs = {
+        "extend": extend,
+        "X_val": X_val,
+        "y_val": y_val,
+        "scorer": scorer,
+        "keep_estimators": keep_estimators,
+    }
+
+    if workers == 1 or not splits:
+        full = run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
+        folds = []
+        for k, (train, test) in enumerate(splits):
+            if not full["completed"] or (folds and not folds[-1]["completed"]):
+                break
+            if verbose:
+                print(f"[regularization_path] fold {k + 1}/{len(splits)}")
+            try:
+                folds.append(fold_scores(base, X, y, train, test, lams, scorer, None))
+            except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
+                folds.append({"completed": False})
+    else:
+        full, folds, error = parallel_path(
+            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs
+        )
+        if error is not None:
+            raise error
+    finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
+    completed = full["completed"] and len(finished) == len(splits)
+    _report(full, finished, splits, completed, base)
+    return _assemble(full, finished, splits, base, completed)
