@@ -90,11 +90,11 @@ def run_path(
     Every point is recorded whole or not at all (one list append), so a KeyboardInterrupt
     keeps exactly the points finished so far (``completed=False``; ``interrupted`` is
     "here" for a Ctrl-C that reached this thread, "forwarded" for an
-    :func:`~sksparse_nn.estimators._training.interrupt_on` flag). A point whose training
+    :func:`~sksparse_nn.utils.interrupt.interrupt_on` flag). A point whose training
     diverges is recorded as failed (NaN scores) and ends the path: later points would
     start from a broken warm start (``diverged`` holds its lam and message). Nothing is
     warned here (workers' warnings are lost): the caller reports. What a point's fit says
-    through :func:`~sksparse_nn._convergence.warn_convergence` (it did not converge) is
+    through :func:`~sksparse_nn.utils.convergence.warn_convergence` (it did not converge) is
     kept per point (``not_converged``) and reported once by the caller; the collection is
     per thread, so the paths of a thread-based joblib backend's folds keep their own.
     (An estimator that raises a plain ConvergenceWarning instead is heard by the caller
@@ -203,7 +203,7 @@ def _fit_start(est, lam, X, y):
 
 def _fit(est, X, y):
     """``est.fit(X, y)`` without re-validating parameters; the first message of the
-    fit's :func:`~sksparse_nn._convergence.warn_convergence` (it did not converge), or
+    fit's :func:`~sksparse_nn.utils.convergence.warn_convergence` (it did not converge), or
     None. Other warnings pass on as they are."""
     # the path checked the estimator's parameters before any work (scikit-learn's
     # nested-validation skip; lam comes from a checked grid)
