@@ -74,6 +74,7 @@ import copy
 import json
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -188,7 +189,7 @@ class L1MLPClassifier(HeldMLPClassifier):
     """The same network and training as the estimator, with the plain L1 penalty on every
     weight by subgradient steps instead of D-Gating (a benchmark-local baseline)."""
 
-    _net_class = _L1Net
+    _traits = replace(HeldMLPClassifier._traits, net_class=_L1Net)
 
     def _gate_module(self, module, init):
         pass

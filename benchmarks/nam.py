@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,7 @@ class _GroupLassoNet(PenalizedNet):
 class SNAMRegressor(DGatedNAMRegressor):
     """Sparse NAM of Xu et al. (2023): direct group-lasso subgradient training."""
 
-    _net_class = _GroupLassoNet  # the estimator's declared net hook
+    _traits = replace(DGatedNAMRegressor._traits, net_class=_GroupLassoNet)
 
     def _gate_module(self, module, init):  # the family hook: here, no gates
         with torch.no_grad():  # same warm-start bookkeeping as the gated model

@@ -37,6 +37,7 @@ import pstats
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -314,9 +315,13 @@ class ProtoNet(PenalizedNet):
 
 
 def proto_estimator(fixes, **params):
-    """A DGatedMLPClassifier whose net (its declared ``_net_class``) is a ProtoNet."""
+    """A DGatedMLPClassifier whose net (its declared ``Traits.net_class``) is a ProtoNet."""
     net_class = type("ProtoNet_", (ProtoNet,), {"fixes": frozenset(fixes)})
-    cls = type("DGatedMLPClassifier", (DGatedMLPClassifier,), {"_net_class": net_class})
+    cls = type(
+        "DGatedMLPClassifier",
+        (DGatedMLPClassifier,),
+        {"_traits": replace(DGatedMLPClassifier._traits, net_class=net_class)},
+    )
     return cls(**params)
 
 

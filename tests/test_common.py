@@ -137,7 +137,7 @@ BAD_FIT_INPUTS = [
     "name, corrupt, message", BAD_FIT_INPUTS, ids=[b[0] for b in BAD_FIT_INPUTS]
 )
 def test_bad_fit_input_raises_a_clear_error(estimator, name, corrupt, message):
-    if name == "3-d X" and getattr(estimator, "_X_validation", {}).get("allow_nd"):
+    if name == "3-d X" and estimator._traits.X_validation.get("allow_nd"):
         return  # images and sequences are this estimator's input: n-d X is valid
     X, y = _data(estimator)
     X_bad, y_bad = corrupt(X, y)
@@ -234,7 +234,11 @@ def test_huge_lam_with_all_defaults_gives_the_empty_model(estimator):
 
 @pytest.mark.parametrize(
     "estimator",
-    [e for e in _having("lam") if getattr(e, "_torch_dtype", None) == torch.float32],
+    [
+        e
+        for e in _having("lam")
+        if getattr(getattr(e, "_traits", None), "dtype", None) == torch.float32
+    ],
     ids=_ids,
 )
 def test_a_lam_beyond_the_training_dtype_is_a_clear_error(estimator):

@@ -24,7 +24,7 @@ from sksparse_nn.estimators import _base
 from sksparse_nn.gating import dgate, penalty
 from sksparse_nn.training import PenalizedNet
 
-KAPPA = _base.BaseDGated._ridge_scale
+KAPPA = _base.BaseDGated._traits.ridge_scale
 
 
 def _gated_module(est, n_features=4, n_outputs=1):

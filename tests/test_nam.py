@@ -19,7 +19,11 @@ from sksparse_nn.training import epoch_budget
 def _cap(est, n_samples, batch_size):
     """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
     return epoch_budget(
-        est.max_epochs, n_samples, batch_size, est._auto_min_steps, est._auto_min_epochs
+        est.max_epochs,
+        n_samples,
+        batch_size,
+        est._traits.auto_min_steps,
+        est._traits.auto_min_epochs,
     )
 
 

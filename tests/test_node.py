@@ -17,7 +17,11 @@ from sksparse_nn.training import early_stopping as node_module
 def _cap(est, n_samples, batch_size):
     """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
     return epoch_budget(
-        est.max_epochs, n_samples, batch_size, est._auto_min_steps, est._auto_min_epochs
+        est.max_epochs,
+        n_samples,
+        batch_size,
+        est._traits.auto_min_steps,
+        est._traits.auto_min_epochs,
     )
 
 

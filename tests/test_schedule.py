@@ -34,7 +34,11 @@ class _PlanSpy(Callback):
 def _cap(est, n_samples, batch_size):
     """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
     return epoch_budget(
-        est.max_epochs, n_samples, batch_size, est._auto_min_steps, est._auto_min_epochs
+        est.max_epochs,
+        n_samples,
+        batch_size,
+        est._traits.auto_min_steps,
+        est._traits.auto_min_epochs,
     )
 
 
@@ -304,8 +308,8 @@ def test_with_the_automatic_budget_warm_starts_hold_their_rate(family):
     assert cold_fixed == 0 and warm_fixed == 0
     cap = _cap(family(), X.shape[0], est.batch_size)
     assert 0 < warm < cap
-    assert cold == (warm if family._hold_cold_rate else 0)
-    assert family._hold_cold_rate == (family is DGatedNAMRegressor)
+    assert cold == (warm if family._traits.hold_cold_rate else 0)
+    assert family._traits.hold_cold_rate == (family is DGatedNAMRegressor)
 
 
 @pytest.mark.parametrize(

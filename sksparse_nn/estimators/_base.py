@@ -40,7 +40,6 @@ from ..training import (
     ArrayDataset,
     EarlyStopping,
     GradientTrainer,
-    PenalizedNet,
     Scaling,
     as_numpy,
     check_device,
@@ -58,9 +57,15 @@ from ..utils.validation import (
     check_warm_start_targets,
     value_limit,
 )
+from ._contract import Traits
 from ._docs import fill
 
-__all__ = ["BaseDGated"]
+__all__ = ["BaseDGated", "column_norms"]
+
+
+def column_norms(weight):
+    """Euclidean norm of each column of a ``(n_out, n_features)`` weight (float64)."""
+    return np.linalg.norm(as_numpy(weight), axis=0)
 
 
 class BaseDGated(BaseEstimator):
@@ -73,43 +78,7 @@ class BaseDGated(BaseEstimator):
     pass it on to ``_fit``; their criterion then receives it (mean 1) as a third argument.
     """
 
-    #: The skorch net class the engine trains with (a :class:`PenalizedNet`; a subclass
-    #: may declare its own, e.g. to add skorch hooks).
-    _net_class = PenalizedNet
-    #: Rows per forward pass at prediction time.
-    _predict_batch = 8192
-    #: dtype of training. Linear models train in float64 (they are checked against exact
-    #: solvers); networks in float32.
-    _torch_dtype = torch.float32
-    #: dtype of predictions (see ``_module_output``): float64 makes a row's output
-    #: independent of the batch it is predicted in; ``None`` keeps the training dtype
-    #: (user modules may not run in float64).
-    _inference_dtype = torch.float64
-    #: How a freshly built module is gated: "identity" (gates 1, the papers' choice for
-    #: networks) or "balanced" (factors already at the stationarity condition).
-    _fresh_init = "identity"
-    #: Families whose module can absorb an affine map of its inputs (``_rescale_inputs``)
-    #: train on standardized inputs, so that ``lr`` and ``lam`` do not depend on the
-    #: units of X; likewise regressors of families that can absorb an affine map of
-    #: their outputs (``_rescale_outputs``) train on standardized targets. The fitted
-    #: module always takes and returns the user's units.
-    _standardize_inputs = False
-    _standardize_targets = False
-    #: Whether the module takes sparse input batches as they are (its first operation a
-    #: linear map on the raw features): sparse X is then never densified in training.
-    _sparse_batches = False
-    #: The default lam grid of paths (see ``default_grid``).
-    _default_grid = {"n_lams": 16, "lam_min_ratio": 0.02}
-    #: With the automatic budget a warm start holds the full rate until the settled rule
-    #: anneals (groups on their way to zero shrink at a pace proportional to the rate);
-    #: a cold fit decays it by a cosine over the cap, unless its family sets this. The
-    #: cosine is what brings a network from its random init down to a fine fit within
-    #: the cap (a default MLP held at its rate: train R^2 0.68 instead of 0.94 at a
-    #: path's first point on an additive problem, 900 rows, still falling at the cap).
-    _hold_cold_rate = False
-    #: How X is validated (``validate_data`` keywords): CSR or dense 2-d arrays; a family
-    #: taking images or sequences adds ``allow_nd``.
-    _X_validation = {"accept_sparse": "csr"}
+    _traits = Traits()
 
     _parameter_constraints = {
         "lam": [Interval(Real, 0, None, closed="left")],
@@ -175,7 +144,7 @@ class BaseDGated(BaseEstimator):
             self,
             X,
             y,
-            **self._X_validation,
+            **self._traits.X_validation,
             dtype=(np.float64, np.float32),
             order="C",  # row-major whatever the input (pandas is column-major): the same
             # model from the same numbers, bit for bit
@@ -196,9 +165,9 @@ class BaseDGated(BaseEstimator):
         scaling = self._fit_scaling(X, targets)
         _, targets = scaling.transform(None, targets)
         if targets.dtype.is_floating_point:
-            targets = targets.to(self._torch_dtype)
+            targets = targets.to(self._traits.dtype)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        dtype = self._torch_dtype
+        dtype = self._traits.dtype
         rows = X.shape[0] if self.batch_size is None else min(self.batch_size, X.shape[0])
         with thread_policy(self.n_threads, rows * X.shape[1]):
             with seeded(seed, self.device):
@@ -210,7 +179,7 @@ class BaseDGated(BaseEstimator):
                     shift=scaling.x_shift,
                     scale=scaling.x_scale,
                     weight=sample_weight,
-                    sparse_rows=self._sparse_batches,
+                    sparse_rows=self._traits.sparse_batches,
                 )
                 if warm_module is not None:
                     module, init = copy.deepcopy(warm_module), "balanced"
@@ -218,7 +187,7 @@ class BaseDGated(BaseEstimator):
                     module = module.to(dtype=dtype)
                 else:
                     module = self._build_module(X.shape[1], n_outputs).to(dtype=dtype)
-                    init = self._fresh_init
+                    init = self._traits.fresh_init
                     self._init_module(module, dataset, targets)
                 self._gate_module(module, init)
                 trained = self._trainer().train(
@@ -277,7 +246,7 @@ class BaseDGated(BaseEstimator):
     # ------------------------------------------------------- fit helpers
     @property
     def _numpy_dtype(self):
-        return np.float32 if self._torch_dtype == torch.float32 else np.float64
+        return np.float32 if self._traits.dtype == torch.float32 else np.float64
 
     def _dtype_name(self):
         return np.dtype(self._numpy_dtype).name
@@ -285,15 +254,17 @@ class BaseDGated(BaseEstimator):
     def _fit_scaling(self, X, targets):
         """The standardization the family trains in (identity unless it opts in)."""
         return Scaling.fit(
-            X if self._standardize_inputs else None,
-            targets if self._standardize_targets and targets.dtype.is_floating_point else None,
+            X if self._traits.standardize_inputs else None,
+            targets
+            if self._traits.standardize_targets and targets.dtype.is_floating_point
+            else None,
         )
 
     def _divergence_message(self, X, y):
         """A callable ``(epoch, loss) -> str`` explaining a diverged fit (the data's scale
         is read only then: a pass over ``X`` per fit otherwise)."""
         name, lam, lr, optimizer = type(self).__name__, self.lam, self.lr, self.optimizer
-        standardized = self._standardize_inputs
+        standardized = self._traits.standardize_inputs
 
         def describe(epoch, loss):
             scale = data_scale(X, y)
@@ -343,16 +314,6 @@ class BaseDGated(BaseEstimator):
         """Further ``(name, skorch callback)`` pairs a family's fits need (default: none)."""
         return []
 
-    #: Families whose D-gated layer feeds ungated weights through positively homogeneous
-    #: activations (ReLU) set this; see :meth:`_ridge`.
-    _ridge_downstream = False
-    #: ``kappa``: the ridge's L2 as a fraction of what a D-Gating factor carries (1 / D).
-    #: Measured on y = x0 + sin(2 x1) (400 rows, lam 0.03, 10 fits), test R^2 mean 0.918
-    #: without the ridge, 0.941 at 0.1 and 0.873 at 1: at 1 the product of gated and
-    #: ridged weights makes zero a trap for the sine's hidden units too (3 of 10 fits
-    #: stayed at the linear fit for their whole budget); iris NAM paths 15 -> 12 s at 0.1.
-    _ridge_scale = 0.1
-
     def _ridge(self, module):
         """``{parameter name: c}``: the L2 term ``lam * c * ||V||^2`` (``c`` a number, or
         a tensor of per-entry weights: ``lam * sum(c * V^2)``) on the ungated
@@ -370,25 +331,25 @@ class BaseDGated(BaseEstimator):
         ``sum_j rho_j ||w_j||^(2/D) = kappa ||V||^2`` for the weights ``V`` the gated
         layer feeds (in a NAM, per term).
         """
-        if not self._ridge_downstream or not self._sparsifier_class().downstream_ridge:
+        if not self._traits.ridge_downstream or not self._sparsifier_class().downstream_ridge:
             return None
         return {
-            name: self._ridge_scale / self.D
+            name: self._traits.ridge_scale / self.D
             for name, param in module.named_parameters()
             if param.dim() >= 2 and "parametrizations" not in name.split(".")
         }
-
-    #: The automatic budget (``max_epochs=None``): a cap of at least this many optimizer
-    #: steps and epochs (families set their own).
-    _auto_min_steps = 4000
-    _auto_min_epochs = 100
 
     # ---------------------------------------------------------- inference
     def _forward(self, X):
         """Raw module output on X as CPU float64 numpy, evaluated in batches."""
         check_is_fitted(self, "module_")
         X = validate_data(
-            self, X, **self._X_validation, dtype=(np.float64, np.float32), order="C", reset=False
+            self,
+            X,
+            **self._traits.X_validation,
+            dtype=(np.float64, np.float32),
+            order="C",
+            reset=False,
         )
         return self._module_output(X)
 
@@ -400,15 +361,18 @@ class BaseDGated(BaseEstimator):
         products round differently for different batch sizes, so a float32 prediction
         of a row would depend, at the 1e-7 level, on which rows are predicted with it.
         """
-        module, dtype = self.module_, self._torch_dtype
-        if self._inference_dtype is not None and self._inference_dtype != dtype:
-            module, dtype = copy.deepcopy(module).to(self._inference_dtype), self._inference_dtype
+        module, dtype = self.module_, self._traits.dtype
+        if self._traits.inference_dtype is not None and self._traits.inference_dtype != dtype:
+            module, dtype = (
+                copy.deepcopy(module).to(self._traits.inference_dtype),
+                self._traits.inference_dtype,
+            )
         call = module if method is None else getattr(module, method)
         dataset = ArrayDataset(X, None, dtype=dtype)
         with torch.no_grad():
             outs = [
-                call(dataset.rows(slice(i, i + self._predict_batch)))
-                for i in range(0, len(dataset), self._predict_batch)
+                call(dataset.rows(slice(i, i + self._traits.predict_batch)))
+                for i in range(0, len(dataset), self._traits.predict_batch)
             ]
         return as_numpy(torch.cat(outs))
 
@@ -447,8 +411,8 @@ class BaseDGated(BaseEstimator):
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
         targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
         scaling = Scaling.fit(
-            X if self._standardize_inputs else None,
-            targets if self._standardize_targets and is_regressor(self) else None,
+            X if self._traits.standardize_inputs else None,
+            targets if self._traits.standardize_targets and is_regressor(self) else None,
         )
         X, targets = scaling.transform(X, targets)
         labels, rho = self._penalty_groups(X.shape[1])
@@ -476,7 +440,7 @@ class BaseDGated(BaseEstimator):
         grid : dict
             ``{"n_lams": int, "lam_min_ratio": float}``.
         """
-        return dict(self._default_grid)
+        return dict(self._traits.default_grid)
 
     def path_order(self):
         """The order in which a path fits its lams, each point warm-started from the last.
@@ -556,10 +520,6 @@ class BaseDGated(BaseEstimator):
         labels = check_groups(getattr(self, "groups", None), n_features)
         return labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
 
-    def _input_weight(self, module):
-        """The (n_out, n_features) weight whose columns belong to the input features."""
-        raise NotImplementedError
-
     def _collapse(self, module, zero_tol):
         """Remove the trained module's sparsifiers in place; ``(norms, keep)``.
 
@@ -573,9 +533,10 @@ class BaseDGated(BaseEstimator):
         return raw, keep
 
     def _feature_importances(self, module):
-        """Norm of each input feature's weights: exactly 0 for removed features (``None``
-        for families whose groups are not input features: no ``feature_importances_``)."""
-        return np.linalg.norm(as_numpy(self._input_weight(module)), axis=0)
+        """Norm of each input feature's weights, exactly 0 for removed features (see
+        :func:`column_norms`); ``None`` (the default) for families whose groups are not
+        input features: no ``feature_importances_``."""
+        return None
 
     def _init_module(self, module, dataset, targets):
         """Data-dependent initialization of a freshly built module (default: none).

@@ -95,7 +95,7 @@ class ClassifierTaskMixin(ClassifierMixin):
         counts = torch.bincount(targets, minlength=len(self.classes_)).double()
         log_prior = (counts.clamp_min(0.5) / counts.sum()).log()
         logits = (log_prior[1:] - log_prior[:1]) if n_outputs == 1 else log_prior
-        return logits.to(self._torch_dtype).expand(len(targets), -1)
+        return logits.to(self._traits.dtype).expand(len(targets), -1)
 
     def _path_targets(self, y):
         classes, index = np.unique(y, return_inverse=True)

@@ -17,7 +17,8 @@ from ..nn.mlp import ACTIVATIONS
 from ..path import regularization_path
 from ..sparsifiers import ZERO_TOL
 from ..training import resolve_optimizer, weighted_mean
-from ._base import BaseDGated
+from ._base import BaseDGated, column_norms
+from ._contract import Traits
 from ._docs import fill
 
 __all__ = ["DGatedAutoencoder"]
@@ -127,9 +128,8 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     (400, 2)
     """
 
-    _standardize_inputs = True
-    _standardize_targets = True
-    _fresh_init = "balanced"  # the pre-trained weights, split at the method's preferred point
+    # the pre-trained weights, split at the method's preferred point
+    _traits = Traits(standardize_inputs=True, standardize_targets=True, fresh_init="balanced")
     _target_validation = {"y_numeric": True, "multi_output": True}
 
     _parameter_constraints = {
@@ -275,12 +275,12 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     def _feature_importances(self, module):
         """Encoder weight norms of each feature; all 0 when no bottleneck unit is left
         (the model then reads no feature: its output is constant)."""
-        importances = super()._feature_importances(module)
+        importances = column_norms(self._encoder_weight(module))
         if not bool(module.bottleneck.units.detach().abs().sum() > 0):
             importances = np.zeros_like(importances)
         return importances
 
-    def _input_weight(self, module):
+    def _encoder_weight(self, module):
         if len(module.encoder):
             return module.encoder[0].weight
         return module.bottleneck.units[:, : module.bottleneck.n_in]

@@ -30,7 +30,8 @@ from ..sparsifiers import ZERO_TOL, dgate, gated_tensors, set_weight
 from ..training import GradientTrainer, Trained, as_numpy
 from ..utils.columns import column_moments, column_squares
 from ..utils.convergence import warn_convergence
-from ._base import BaseDGated
+from ._base import BaseDGated, column_norms
+from ._contract import Traits
 from ._docs import fill
 from ._gated_least_squares import (
     BLOCK_STEPS_TOL,
@@ -191,13 +192,17 @@ class _BlockStepTrainer(GradientTrainer):
 class _SparseLinearModel(BaseDGated):
     """The linear model family: one ``nn.Linear``, groups of input features gated."""
 
-    _torch_dtype = torch.float64  # small problems, compared against exact solvers
-    _sparse_batches = True  # nn.Linear: sparse X trains as torch sparse batches
-    _fresh_init = "balanced"  # the ridge start, split into balanced factors
+    # float64: small problems, compared against exact solvers; nn.Linear takes torch
+    # sparse batches; the ridge start is split into balanced factors; cheap exact
+    # points: the usual lasso grid, down to the nearly unpenalized end
+    _traits = Traits(
+        dtype=torch.float64,
+        sparse_batches=True,
+        fresh_init="balanced",
+        default_grid={"n_lams": 30, "lam_min_ratio": 1e-3},
+    )
     _block_steps = False  # exact block steps before L-BFGS (squared error only)
     _block_steps_max_features = None  # widest data the block steps run on (None: any)
-    # cheap exact points: the usual lasso grid, down to the nearly unpenalized end
-    _default_grid = {"n_lams": 30, "lam_min_ratio": 1e-3}
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -491,8 +496,8 @@ class _SparseLinearModel(BaseDGated):
             weight[:, torch.as_tensor(dead)] = 0.0
         return {"weight": norms}, {"weight": keep}
 
-    def _input_weight(self, module):
-        return module.weight
+    def _feature_importances(self, module):
+        return column_norms(module.weight)
 
     def _weight_scale(self, X, y):
         """``std(y) / std(X)`` (medians over columns): the size of coefficients in the

@@ -12,7 +12,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
 from ..sparsifiers import ZERO_TOL, get_sparsifier
-from ._base import BaseDGated
+from ._base import BaseDGated, column_norms
+from ._contract import Traits
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
@@ -22,10 +23,7 @@ __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 class _DGatedMLP(BaseDGated):
     """The MLP family: first-layer input-feature groups, optionally hidden neurons."""
 
-    _ridge_downstream = True
-
-    _standardize_inputs = True
-    _standardize_targets = True
+    _traits = Traits(standardize_inputs=True, standardize_targets=True, ridge_downstream=True)
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -136,8 +134,8 @@ class _DGatedMLP(BaseDGated):
         for layer in module.linears:
             self._sparsify(layer, "weight", "element", init, "weights")
 
-    def _input_weight(self, module):
-        return module.linears[0].weight
+    def _feature_importances(self, module):
+        return column_norms(module.linears[0].weight)
 
     @torch.no_grad()
     def _rescale_inputs(self, module, shift, scale):

@@ -35,7 +35,8 @@ from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
 from ..sparsifiers import ZERO_TOL
 from ..training import ArrayDataset, PenaltyAwareClipping, as_numpy
-from ._base import BaseDGated
+from ._base import BaseDGated, column_norms
+from ._contract import Traits
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
@@ -52,23 +53,24 @@ class _DGatedNAM(BaseDGated):
     their own that are never gated.
     """
 
-    _ridge_downstream = True
-
-    _standardize_inputs = True
     #: The automatic budget's cap. A cold fit at a path's smallest default lam needs up
     #: to ~3400 steps to settle with a clean gap (breast_cancer + 30 noise columns: 60
     #: groups still in transit at a cap of 2000 or 4000 steps, whose cosine decays the
     #: rate before they are done; 5 live groups, gap 5e-8 / 0.24, at 8000); warm starts
     #: and settled fits stop long before it.
-    _auto_min_steps = 8000
     #: Cold fits hold the full rate as warm starts do: under the cosine over the cap a
     #: feature that begins to leave late shrinks ever more slowly (a default path's
     #: first point on 133 rows of scikit-learn's wine: a group at 0.3 at epoch 900 of
     #: 2667 stalled at 1e-4, in transit at the cap; held, it reached zero and the fit
     #: settled at epoch 1669, the path 18.5 -> 13.9 s). The NAM's searches on four
     #: additive problems chose the same features either way.
-    _hold_cold_rate = True
-    _standardize_targets = True
+    _traits = Traits(
+        standardize_inputs=True,
+        standardize_targets=True,
+        ridge_downstream=True,
+        auto_min_steps=8000,
+        hold_cold_rate=True,
+    )
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -248,7 +250,10 @@ class _DGatedNAM(BaseDGated):
         # gets stiff along the first layer; a single noisy SGD step can then blow up.
         return [("grad_clip", PenaltyAwareClipping(self.max_grad_norm))]
 
-    def _input_weight(self, module):
+    def _feature_importances(self, module):
+        return column_norms(self._term_weights(module))
+
+    def _term_weights(self, module):
         """First-layer weights and biases of each feature's term, one column per feature:
         shape ((m + 1) h1, p); the features of one term share its column."""
         per_term = module.first.detach().reshape(module.n_terms, -1)

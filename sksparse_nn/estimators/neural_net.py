@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..sparsifiers import ZERO_TOL, sparsified_tensors
 from ..training import ArrayDataset, Scaling, seeded
 from ..utils.columns import column_moments
 from ._base import BaseDGated
+from ._contract import Traits
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
@@ -68,10 +70,11 @@ def _input_scaling(X):
 class _DGatedNeuralNet(BaseDGated):
     """A user's module with declared gates (see the public classes)."""
 
-    _X_validation = {"accept_sparse": "csr", "allow_nd": True}
     # inputs are standardized in float64 before training (per feature or channel) and
     # the map is folded into the Standardized wrapper's buffers afterwards
-    _standardize_inputs = True
+    _traits = Traits(
+        X_validation={"accept_sparse": "csr", "allow_nd": True}, standardize_inputs=True
+    )
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
@@ -344,7 +347,7 @@ class _DGatedNeuralNet(BaseDGated):
 
 
 class DGatedNeuralNetRegressor(RegressorTaskMixin, _DGatedNeuralNet):
-    _standardize_targets = True
+    _traits = replace(_DGatedNeuralNet._traits, standardize_targets=True)
 
     def _check_output_width(self, width):
         if width != self.n_outputs_:

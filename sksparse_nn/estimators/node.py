@@ -16,6 +16,7 @@ prediction, so ``lam`` means the same for any number of trees.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -39,6 +40,7 @@ from ..training import (
 from ..utils.columns import column_moments
 from ..utils.convergence import warn_convergence
 from ._base import BaseDGated
+from ._contract import Traits
 from ._docs import fill
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
@@ -56,17 +58,17 @@ _FLOAT32_OFFSET_LIMIT = 1e6
 class _NODEFamily(BaseDGated):
     """The NODE family: one D-Gating group per tree (its leaf responses)."""
 
-    _predict_batch = 2048  # rows per forward pass: trees x leaves activations per row
     #: The automatic budget (``max_epochs=None``): at least 100 epochs and 2000 steps.
     #: Early stopping ends default fits long before (15-90 epochs measured on wine
     #: quality, diabetes and Friedman #1); the cap bounds a fit that never looks done.
-    _auto_min_steps = 2000
     #: The default path grid of the classifier (the regressor's: see NODERegressor): 10
     #: lams from 0.1 lam_max. Below ~0.1 lam_max an unused tree loses a few percent an
     #: epoch, so those points end with trees in transit (a ConvergenceWarning each: 6-7
     #: of the 16 points of the networks' grid on 800-1,000 rows of white wine, the same
     #: 116-128 trees at every one of them); CV scores along the grid are flat there.
-    _default_grid = {"n_lams": 10, "lam_min_ratio": 0.1}
+    _traits = Traits(  # rows per forward pass: trees x leaves activations per row
+        predict_batch=2048, auto_min_steps=2000, default_grid={"n_lams": 10, "lam_min_ratio": 0.1}
+    )
     #: (trees per layer, layers) of ``num_trees=None`` / ``num_layers=None``
     _default_trees = (128, 1)
 
@@ -476,7 +478,11 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
     #: 12 validation rows a fit; 5 splits) its full-data path from the dense ensemble
     #: kept 120 trees in transit at every lam on one split (cold: 3 clean trees), and
     #: test accuracy was 1.4 points lower (breast cancer: level, 35% less time).
-    _default_grid = {"n_lams": 7, "lam_min_ratio": 0.25}
+    _traits = replace(
+        _NODEFamily._traits,
+        standardize_targets=True,
+        default_grid={"n_lams": 7, "lam_min_ratio": 0.25},
+    )
 
     __doc__ = (
         """NODE regressor whose trees are removed by D-Gating during training.
@@ -502,11 +508,6 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
     >>> small = reg.compact()  # a NODE with only the active trees
     """
     )
-
-    # the trees fit targets standardized in float64 (the squared error in units of each
-    # target's standard deviation: lam and the learning rates do not depend on the
-    # units of y); the map is folded into the module's target_mean / target_scale
-    _standardize_targets = True
 
     @torch.no_grad()
     def _rescale_outputs(self, module, shift, scale):

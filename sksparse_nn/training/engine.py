@@ -150,7 +150,7 @@ class GradientTrainer:
         n = len(dataset)
         batch_size = n if est.batch_size is None else min(est.batch_size, n)
         max_epochs = epoch_budget(
-            est.max_epochs, n, batch_size, est._auto_min_steps, est._auto_min_epochs
+            est.max_epochs, n, batch_size, est._traits.auto_min_steps, est._traits.auto_min_epochs
         )
         ridge = est._ridge(module)
         optimizer, options = est._optimizer(module, ridge)
@@ -185,7 +185,7 @@ class GradientTrainer:
             **{f"optimizer__{k}": v for k, v in options.items()},
         )
         kwargs.update(net_options or {})
-        return est._net_class(module, **kwargs)
+        return est._traits.net_class(module, **kwargs)
 
     def plan_stopping(self, est, net, n_samples, warm, weight_scale):
         """When ``net`` stops: a learning-rate warm-up for warm starts, and with the
@@ -201,7 +201,7 @@ class GradientTrainer:
             plan.scale = scale if lr == est.lr else 1.0
         if est.max_epochs is None and plan.max_epochs > 0:
             window = _epochs_for(SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
-            if plan.schedule == "cosine" and (warm or est._hold_cold_rate):
+            if plan.schedule == "cosine" and (warm or est._traits.hold_cold_rate):
                 # the full rate until the settled rule anneals; a cosine over the cap's
                 # last quarter when it never does
                 plan.hold = plan.max_epochs - max(window, plan.max_epochs // 4)
