@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from _minimal_family import OneHiddenRegressor
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -76,6 +77,8 @@ ESTIMATORS = [
         StandardScaler(),
         DGatedMLPClassifier(lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
     ),
+    # a family written from the hook table alone (tests/_minimal_family.py)
+    OneHiddenRegressor(random_state=0),
 ]
 
 

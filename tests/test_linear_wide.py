@@ -200,12 +200,14 @@ def test_a_path_keeps_its_targets_moments_and_new_targets_replace_them(wide, mon
     # X^T y and the gradient at the last solution are kept along a path on the same
     # targets (one product with X each per point); other targets on the same X must not
     # see them: the warm fit then equals a cold fit on the new targets
-    from sksparse_nn.estimators import linear
+    from sksparse_nn.estimators import _linear_training
 
     calls = []
-    original = linear.centered_moments
+    original = _linear_training.centered_moments
     monkeypatch.setattr(
-        linear, "centered_moments", lambda *a, **k: calls.append(1) or original(*a, **k)
+        _linear_training,
+        "centered_moments",
+        lambda *a, **k: calls.append(1) or original(*a, **k),
     )
     X, y, labels = wide
     lam_max = lambda_max(X, y, labels, np.ones(labels.max() + 1))

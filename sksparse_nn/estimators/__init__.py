@@ -1,5 +1,14 @@
-"""scikit-learn estimators trained with D-Gating (each wraps a skorch net)."""
+"""scikit-learn estimators that select their own groups of weights, one module a family.
 
+The families (linear, MLP, NAM, NODE, a user's module, the autoencoder) derive from
+:class:`BaseDGated` and answer its hook table; a new family does the same with the
+extension names exported here (:class:`BaseDGated`, :class:`Traits`, the task mixins,
+:func:`column_norms`).
+"""
+
+from ._base import BaseDGated, column_norms
+from ._contract import HOOKS, Traits
+from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from .autoencoder import DGatedAutoencoder
 from .linear import SparseLinearClassifier, SparseLinearRegressor
 from .mlp import DGatedMLPClassifier, DGatedMLPRegressor
@@ -8,6 +17,9 @@ from .neural_net import DGatedNeuralNetClassifier, DGatedNeuralNetRegressor
 from .node import NODEClassifier, NODERegressor
 
 __all__ = [
+    "HOOKS",
+    "BaseDGated",
+    "ClassifierTaskMixin",
     "DGatedAutoencoder",
     "DGatedMLPClassifier",
     "DGatedMLPRegressor",
@@ -17,6 +29,9 @@ __all__ = [
     "DGatedNeuralNetRegressor",
     "NODEClassifier",
     "NODERegressor",
+    "RegressorTaskMixin",
     "SparseLinearClassifier",
     "SparseLinearRegressor",
+    "Traits",
+    "column_norms",
 ]

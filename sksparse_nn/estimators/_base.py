@@ -1,32 +1,32 @@
-"""The shared scikit-learn estimator base: validation, the skorch fit, exact zeros.
+"""The base every family derives from: validation, the fit's orchestration, exact zeros.
 
-Every estimator is ``(model family mixin) + (task mixin) + BaseDGated``. The family says
-which torch module to build and which of its tensors to D-gate (``_build_module``,
-``_gate_module``); the task mixin says how targets are encoded and predictions decoded.
-Neither knows how gating is parametrized: they attach a sparsifier with
-:meth:`BaseDGated._sparsify` (:func:`sksparse_nn.sparsifiers.sparsify`, D-Gating or the
-method the ``sparsifier`` parameter names) and read
-:func:`sksparse_nn.sparsifiers.group_norms` / :func:`~sksparse_nn.sparsifiers.support`.
+An estimator is ``(task mixin) + (family) + BaseDGated``. The family answers the hooks of
+the contract (:data:`~sksparse_nn.estimators._contract.HOOKS`: which module to build,
+which of its tensors to sparsify, what its training needs); the task mixin encodes
+targets and decodes predictions; :mod:`sksparse_nn.training` builds and trains the net.
+No family knows how a sparsifier is parametrized: it attaches one with
+:meth:`BaseDGated._sparsify` and the base reads :func:`~sksparse_nn.sparsifiers.group_norms`
+and :func:`~sksparse_nn.sparsifiers.support`.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import textwrap
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
 import torch
 from sklearn import get_config
-from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import TrainingDivergedError
 from ..groups import check_groups, resolve_group_weights
-from ..path import regularization_path
-from ..solvers import lambda_max
 from ..sparsifiers import (
     DEFAULT_METHOD,
     collapse,
@@ -57,8 +57,9 @@ from ..utils.validation import (
     check_warm_start_targets,
     value_limit,
 )
-from ._contract import Traits
+from ._contract import Traits, hook_table
 from ._docs import fill
+from ._paths import PathProtocol
 
 __all__ = ["BaseDGated", "column_norms"]
 
@@ -68,14 +69,16 @@ def column_norms(weight):
     return np.linalg.norm(as_numpy(weight), axis=0)
 
 
-class BaseDGated(BaseEstimator):
-    """Base class of the D-gated estimators (not for direct use).
+class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
+    """Base class of the sparse estimators (not for direct use): the family contract.
 
-    Subclasses define ``__init__`` (storing parameters only) and the hooks
-    ``_build_module(n_features, n_outputs)``, ``_gate_module(module, init)`` and
-    ``_criterion()``; they may override ``_input_weight(module)`` and
-    ``_after_fit(X, y, sample_weight)``. Families whose ``fit`` takes ``sample_weight``
-    pass it on to ``_fit``; their criterion then receives it (mean 1) as a third argument.
+    A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
+    ``__init__`` (storing its parameters only) and overrides only these hooks; the fit
+    itself (validation, scaling, seeding, building the dataset, training through
+    :mod:`sksparse_nn.training`, exact zeros, fitted attributes) is the base's.
+    ``tests/test_contract_table.py`` holds every family to the table.
+
+$hook_table
     """
 
     _traits = Traits()
@@ -376,102 +379,6 @@ class BaseDGated(BaseEstimator):
             ]
         return as_numpy(torch.cat(outs))
 
-    # --------------------------------------------------------------- paths
-    def regularization_path(self, X, y, **kwargs):
-        """Fit along a lam grid with warm starts from dense to sparse (optionally with CV).
-
-        ``regularization_path(self, X, y, **kwargs)`` of
-        :func:`sksparse_nn.regularization_path`, whose keywords (``lams``,
-        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``scoring``,
-        ``n_jobs``, ``verbose``, ``keep_estimators``) it takes; this estimator is not
-        modified.
-
-        Returns
-        -------
-        path : RegularizationPath
-        """
-        return regularization_path(self, X, y, **kwargs)
-
-    def lambda_max(self, X, y):
-        """Top of the default lam grid: where the D=2 penalty zeroes every group.
-
-        Part of the path protocol (see :func:`~sksparse_nn.regularization_path`): the
-        lam of the D = 2 (group-lasso) model of this family's penalized groups, in the
-        units the penalty sees, computed by :func:`sksparse_nn.solvers.lambda_max`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-
-        Returns
-        -------
-        lam_max : float
-        """
-        X = check_array(X, accept_sparse="csr", dtype=np.float64)
-        targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
-        scaling = Scaling.fit(
-            X if self._traits.standardize_inputs else None,
-            targets if self._traits.standardize_targets and is_regressor(self) else None,
-        )
-        X, targets = scaling.transform(X, targets)
-        labels, rho = self._penalty_groups(X.shape[1])
-        fit_intercept = getattr(self, "fit_intercept", True)
-        targets = targets.numpy()
-        if is_classifier(self) and not fit_intercept:
-            # the log-loss gradient at zero logits: probabilities 1/2 (one logit) or 1/K
-            targets = targets - (0.5 if targets.shape[1] == 1 else 1.0 / targets.shape[1])
-        # the squared-error form on the (centered) targets; for classifiers it equals
-        # lambda_max(..., loss="log_loss") on the class labels when no feature is
-        # unpenalized
-        return lambda_max(X, targets, labels, rho, fit_intercept=fit_intercept)
-
-    def default_grid(self):
-        """Size and depth of the default lam grid of this family's paths.
-
-        Part of the path protocol: ``regularization_path`` and ``SparsePathCV`` use these
-        where ``n_lams`` / ``lam_min_ratio`` are ``None``. Every point of a network's path
-        trains a model, and its dense end (lam near 0) keeps every feature and overfits
-        small data, so networks use a short grid that stops at ``lam_min_ratio *
-        lam_max`` with ``lam_min_ratio`` far from 0.
-
-        Returns
-        -------
-        grid : dict
-            ``{"n_lams": int, "lam_min_ratio": float}``.
-        """
-        return dict(self._traits.default_grid)
-
-    def path_order(self):
-        """The order in which a path fits its lams, each point warm-started from the last.
-
-        Part of the path protocol. ``"ascending"`` (the default): dense to sparse, where
-        a warm start from a denser model lets the penalty remove groups (at D > 2 zero is
-        a trap a sparse start could not leave). Families whose problem is convex at this
-        ``D`` may return ``"descending"``: the solution does not depend on the start, and
-        working sets grown from the empty model cost what the active set costs.
-
-        Returns
-        -------
-        order : {"ascending", "descending"}
-        """
-        return "ascending"
-
-    def path_start(self):
-        """The lam of the model an ascending path starts from, or None.
-
-        Part of the path protocol (optional). ``None`` (the default): the path's first
-        point is a cold fit. A number: the path first fits at that lam, a start model
-        it does not record, and warm-starts its first point from it; a family whose
-        cold fits at a small lam are slow to remove what they do not need can start
-        from its dense fit instead (see :class:`~sksparse_nn.NODERegressor`).
-
-        Returns
-        -------
-        lam : float >= 0 or None
-        """
-        return None
-
     # ---------------------------------------------------------- sparsifier
     def _sparsifier_class(self):
         """The estimator's sparsifier: its ``sparsifier`` parameter's method, else the
@@ -538,6 +445,35 @@ class BaseDGated(BaseEstimator):
         input features: no ``feature_importances_``."""
         return None
 
+    @abstractmethod
+    def _build_module(self, n_features, n_outputs):
+        """The plain torch module of a fresh fit (required)."""
+
+    @abstractmethod
+    def _gate_module(self, module, init):
+        """Sparsify the module's groups with :meth:`_sparsify` (required); ``init`` is
+        ``_traits.fresh_init`` for a fresh module, ``"balanced"`` for a warm start."""
+
+    # ------------------------------------------------- task hooks (task mixins)
+    #: ``validate_data`` keywords for y.
+    _target_validation = {}
+
+    @abstractmethod
+    def _fit_targets(self, y):
+        """``(targets tensor, n_outputs)`` from the validated y."""
+
+    @abstractmethod
+    def _criterion(self):
+        """The data loss: ``criterion(output, targets[, sample_weight])``, a mean."""
+
+    @abstractmethod
+    def _constant_output(self, targets, n_outputs):
+        """The output of the best constant model (the divergence guard's yardstick)."""
+
+    def _path_targets(self, y):
+        """Targets in the squared-error form :meth:`lambda_max` uses."""
+        raise NotImplementedError
+
     def _init_module(self, module, dataset, targets):
         """Data-dependent initialization of a freshly built module (default: none).
 
@@ -581,3 +517,8 @@ class BaseDGated(BaseEstimator):
         tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
+
+
+BaseDGated.__doc__ = BaseDGated.__doc__.replace(
+    "$hook_table", textwrap.indent(hook_table(format="rst"), "    ")
+)

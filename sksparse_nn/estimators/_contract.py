@@ -105,7 +105,6 @@ HOOKS = (
     Hook("path_start", "path", "() -> lam of an unrecorded start model, or None"),
     Hook("regularization_path", "path", "(X, y, **kwargs) -> RegularizationPath"),
     Hook("fit", "scikit-learn", "a signature with sample_weight, or y=None"),
-    Hook("score", "scikit-learn", "a family's own score"),
     Hook("get_params", "scikit-learn", "module__* parameters"),
     Hook("set_params", "scikit-learn", "module__* parameters"),
     Hook("_validate_params", "scikit-learn", "checks beyond _parameter_constraints"),
@@ -115,8 +114,16 @@ HOOKS = (
 )
 
 
-def hook_table():
-    """The contract as a Markdown table (docs/architecture.md carries it verbatim)."""
-    rows = ["| hook | kind | what it does |", "|---|---|---|"]
-    rows += [f"| `{h.name}` | {h.kind} | {h.does} |" for h in HOOKS]
-    return "\n".join(rows)
+def hook_table(format="markdown"):
+    """The contract as a table: Markdown (docs/architecture.md carries it verbatim) or
+    reStructuredText (the base's docstring)."""
+    if format == "markdown":
+        rows = ["| hook | kind | what it does |", "|---|---|---|"]
+        return "\n".join(rows + [f"| `{h.name}` | {h.kind} | {h.does} |" for h in HOOKS])
+    name = max(len(h.name) for h in HOOKS) + 4
+    kind = max(len(h.kind) for h in HOOKS)
+    does = max(len(h.does) for h in HOOKS)
+    rule = " ".join(["=" * name, "=" * kind, "=" * does])
+    rows = [rule, f"{'hook':{name}} {'kind':{kind}} what it does", rule]
+    rows += [f"{'``' + h.name + '``':{name}} {h.kind:{kind}} {h.does}" for h in HOOKS]
+    return "\n".join([*rows, rule])
