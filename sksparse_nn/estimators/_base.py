@@ -72,13 +72,13 @@ def column_norms(weight):
 class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
     """Base class of the sparse estimators (not for direct use): the family contract.
 
-    A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
-    ``__init__`` (storing its parameters only) and overrides only these hooks; the fit
-    itself (validation, scaling, seeding, building the dataset, training through
-    :mod:`sksparse_nn.training`, exact zeros, fitted attributes) is the base's.
-    ``tests/test_contract_table.py`` holds every family to the table.
+        A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
+        ``__init__`` (storing its parameters only) and overrides only these hooks; the fit
+        itself (validation, scaling, seeding, building the dataset, training through
+        :mod:`sksparse_nn.training`, exact zeros, fitted attributes) is the base's.
+        ``tests/test_contract_table.py`` holds every family to the table.
 
-$hook_table
+    $hook_table
     """
 
     _traits = Traits()
