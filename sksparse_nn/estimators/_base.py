@@ -33,6 +33,7 @@ from ..sparsifiers import (
     get_sparsifier,
     group_norms,
     penalty,
+    sparsifier_names,
     sparsify,
     support,
 )
@@ -390,15 +391,18 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
 
         ``units`` names what the groups are ("input features", "hidden neurons"): methods
         that mask groups in a fixed order only apply to interchangeable units, never to
-        features. ``D`` goes to D-Gating, ``sparsifier_params`` to the method.
+        features. The method's ``estimator_options`` (D-Gating's ``D``) and
+        ``sparsifier_params`` go to the method.
         """
         method = self._sparsifier_class()
         if method.ordered and "feature" in units:
+            others = [repr(n) for n in sparsifier_names() if not get_sparsifier(n).ordered]
             raise ValueError(
                 f"sparsifier={method.method!r} masks groups in a fixed order, which suits "
                 f"interchangeable units such as hidden neurons but cannot choose {units}. "
                 "Use it on hidden neurons only (e.g. gate_inputs=False, gate_hidden=True "
-                "for the MLPs), or choose 'dgating', 'ds' or 'l21' to select features."
+                f"for the MLPs), or choose {', '.join(others[:-1])} or {others[-1]} to "
+                "select features."
             )
         options = dict(getattr(self, "sparsifier_params", None) or {})
         for option in method.estimator_options:  # e.g. D-Gating's D
