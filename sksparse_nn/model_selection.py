@@ -50,10 +50,12 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     lams : array-like of float, default=None
         Grid; ``None`` uses ``n_lams`` values down from the data's ``lam_max``.
     n_lams : int, default=None
+        Grid size; ``None``: the estimator's ``default_grid()``.
     lam_min_ratio : float, default=None
-        ``None``: the estimator's ``default_grid()`` (see
-        :func:`~sksparse_nn.regularization_path`).
+        Smallest lam of the grid as a fraction of ``lam_max``; ``None``: the estimator's
+        ``default_grid()`` (see :func:`~sksparse_nn.regularization_path`).
     cv : int, CV splitter or iterable, default=5
+        Integers mean (Stratified)KFold, as in scikit-learn.
     rule : {"1se", "best"}, default="1se"
         ``"1se"``: the sparsest lam whose mean CV score is within one standard error of
         the best (robust, sparser); ``"best"``: the best mean CV score. Within one
@@ -65,9 +67,9 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         Parallel jobs over folds (joblib; works with the dask or ray backends); the
         full-data path runs in the calling process meanwhile. Each worker process
         imports torch first (a few seconds), so it pays off when a fold's path takes
-        well over that: ``n_jobs=2`` made a 5-fold ``DGatedNAMRegressor`` search on
-        900 rows 1.7x faster on 2 cores (202 s -> 118 s).
+        well over that.
     verbose : int, default=0
+        Progress bars over lams and folds.
 
     Attributes
     ----------

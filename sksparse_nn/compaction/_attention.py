@@ -23,8 +23,29 @@ class CompactAttention(nn.Module):
     ``n_heads * head_dim``): what :func:`compact_attention` returns.
 
     Same call as ``nn.MultiheadAttention(embed_dim, ..., batch_first=...)`` for query, key
-    and value (``key_padding_mask``, ``attn_mask`` and ``need_weights`` included; the
-    returned weights are averaged over heads).
+    and value (``key_padding_mask``, ``attn_mask``, ``need_weights`` and
+    ``average_attn_weights`` included).
+
+    Parameters
+    ----------
+    embed_dim : int
+        Width of the queries, keys, values and output.
+    n_heads : int
+        Number of heads (may be 0).
+    head_dim : int
+        Width of each head.
+    batch_first : bool, default=False
+        Inputs and outputs are ``(batch, seq, feature)`` rather than
+        ``(seq, batch, feature)``.
+    bias : bool, default=True
+        Biases in the four projections.
+
+    Attributes
+    ----------
+    q_proj, k_proj, v_proj : nn.Linear
+        ``embed_dim -> n_heads * head_dim``, heads as consecutive blocks of rows.
+    out_proj : nn.Linear
+        ``n_heads * head_dim -> embed_dim``.
     """
 
     def __init__(self, embed_dim, n_heads, head_dim, batch_first=False, bias=True):

@@ -9,7 +9,16 @@ from ._attention import CompactAttention
 
 
 def count_parameters(model):
-    """Number of scalar parameters of ``model``."""
+    """Number of scalar parameters of ``model``.
+
+    Parameters
+    ----------
+    model : nn.Module
+
+    Returns
+    -------
+    n_parameters : int
+    """
     return int(sum(p.numel() for p in model.parameters()))
 
 
@@ -20,8 +29,18 @@ def count_flops(model, example_input):
     groups) k_h k_w C_out H_out W_out``; :class:`CompactAttention` and
     ``nn.MultiheadAttention``: their projections plus ``4 L S h d`` for the scores and the
     weighted sum (``h`` heads of width ``d``, ``L`` queries, ``S`` keys). Element-wise
-    layers, normalization and pooling are not counted. ``example_input`` is one batch
-    (its first axis is divided out).
+    layers, normalization and pooling are not counted.
+
+    Parameters
+    ----------
+    model : nn.Module
+    example_input : tensor or tuple of tensors
+        One batch of inputs; the count is divided by its first axis.
+
+    Returns
+    -------
+    flops : int
+        Per sample.
     """
     total = [0]
 

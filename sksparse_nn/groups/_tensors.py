@@ -61,15 +61,15 @@ def _as_labels(labels, expected_shape, what):
     if arr.size and arr.min() < -1:
         raise ValueError(f"{what} must be >= 0, or -1 for 'in no group'; got {arr.min()}.")
     grouped = arr >= 0
-    # (return_inverse takes NumPy's sorting route: its hash route, for the values alone,
-    # is ~10x slower on 10^4 distinct labels)
+    # (with return_inverse NumPy sorts, faster on many labels than the hash route it
+    # takes for the values alone)
     ids, inverse = np.unique(arr[grouped], return_inverse=True)
     if ids.size == 0:
         raise ValueError(f"{what} put every entry in no group (-1): nothing to gate.")
     complete = bool(grouped.all())
     if complete and ids.size == arr.size and np.array_equal(inverse, np.arange(arr.size)):
         # one group per slice (entry), in order: the identity, which Grouping computes
-        # without gathers (a NAM's terms: ~3% of its training step went to them)
+        # without gathers
         return None, ids, complete
     index = np.full(arr.shape, ids.size, dtype=np.int64)  # ungrouped -> extra slot J
     index[grouped] = inverse
@@ -78,6 +78,22 @@ def _as_labels(labels, expected_shape, what):
 
 class Grouping(nn.Module):
     """A resolved group structure for tensors of one shape (no parameters, only buffers).
+
+    Built by :func:`resolve_groups`.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    n_groups : int
+    group_ids : array-like of shape (n_groups,)
+    dim : int, default=None
+        The axis of an axis grouping (one group per slice along it); None for an
+        entry-wise one.
+    index : tensor of int, default=None
+        Group of each slice (axis grouping) or entry, ``n_groups`` for "no group";
+        None for one group per slice (entry), in order.
+    complete : bool, default=True
+        Whether every entry belongs to a group.
 
     Attributes
     ----------

@@ -100,6 +100,13 @@ class Autoencoder(nn.Module):
 def compact_autoencoder(model, keep_units):
     """A copy of a (collapsed) autoencoder with only the bottleneck units ``keep_units``.
 
+    Parameters
+    ----------
+    model : Autoencoder
+        A module without parametrizations.
+    keep_units : array-like of int
+        Bottleneck units to keep, in the order the compact codes list them.
+
     Returns
     -------
     compact : Autoencoder

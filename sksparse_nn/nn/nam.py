@@ -249,10 +249,7 @@ class NAM(nn.Module):
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into one matrix product on the
             # (n, p * h) activations per chunk of features. Chunks keep the activations
-            # near _CHUNK_ELEMENTS floats (cache-sized): one (n, p, h) tensor for large
-            # batches made a step at batch 1024 1.7x slower than chunks of it (and than a
-            # Python loop over per-feature networks), and a batch of 8192 rows at
-            # prediction time held n * p * h floats at once.
+            # near _CHUNK_ELEMENTS floats: cache-sized, and bounded for large batches.
             out_weight = self.out
             n, h1 = x.shape[0], first.shape[2]
             step = max(1, _CHUNK_ELEMENTS // max(1, n * h1))

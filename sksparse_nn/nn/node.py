@@ -50,10 +50,8 @@ __all__ = ["NODE", "ObliviousTreeLayer", "compact_node", "entmax15", "entmoid15"
 def _sorted_descending(z):
     """``z`` sorted along its last axis, largest first (values only, no gradient).
 
-    CPU tensors are sorted by numpy: torch's CPU sort of many short rows is an order of
-    magnitude slower (384 rows of 75 values, one thread: ~45 us against ~600 us), and
-    NODE sorts its choice logits at every step.
-    """
+    CPU tensors are sorted by numpy, far faster than torch's CPU sort of many short rows
+    (NODE sorts its choice logits at every step)."""
     if z.device.type == "cpu":
         return torch.from_numpy(-np.sort(-z.detach().numpy(), axis=-1))  # a new array
     return torch.sort(z.detach(), dim=-1, descending=True).values
@@ -119,9 +117,8 @@ def entmoid15(x):
 
     Closed form :math:`(x + \sqrt{8 - x^2})^2 / 16` for :math:`|x| < 2`, exactly 0 below
     ``-2`` and exactly 1 above ``2``; ``entmoid15(-x) = 1 - entmoid15(x)``. Its derivative
-    :math:`(4 - x^2) / (4 \sqrt{8 - x^2})` is continuous and vanishes at :math:`\pm 2`
-    (and is 0 beyond), and is computed in that closed form rather than through the
-    forward's five operations (first derivatives only).
+    :math:`(4 - x^2) / (4 \sqrt{8 - x^2})` is continuous, vanishes at :math:`\pm 2` (and
+    beyond) and is computed in that closed form (first derivatives only).
     """
     return _Entmoid15.apply(x)
 
@@ -164,9 +161,8 @@ def _evaluate_trees(right, response):
     returns (T, C, n). The leaf weight factorizes over the two halves of the questions,
     ``w_{ab} = u_a v_b`` (``a`` indexes the answers to the first ``d1`` questions, ``b``
     to the rest), so the sum is ``sum_a u_a sum_b R_{ab} v_b``: a batched matrix product
-    over trees plus a small weighted sum. For depth 6 that touches ``2 * 8`` instead of
-    ``64`` leaf weights per sample and tree, several times faster than materializing all
-    leaves.
+    over trees plus a small weighted sum: for depth 6, ``2 * 8`` leaf weights per sample
+    and tree instead of ``64``.
     """
     trees, depth, n = right.shape
     c = response.shape[1]
@@ -273,11 +269,8 @@ class ObliviousTreeLayer(nn.Module):
         return _leaf_products(self._answers(x.T)).permute(2, 0, 1)
 
     def forward_t(self, xt):
-        """:meth:`forward` with the samples last: ``xt`` (in_features, n) -> (T, tree_dim, n).
-
-        The layout the computation runs in (every elementwise product over contiguous
-        rows of samples); :class:`NODE` chains its layers in it.
-        """
+        """:meth:`forward` with the samples last: ``xt`` (in_features, n) -> (T, tree_dim, n),
+        the layout the computation runs in and :class:`NODE` chains its layers in."""
         return _evaluate_trees(self._answers(xt), self.response)
 
     def forward(self, x):

@@ -29,7 +29,7 @@ Modules, one job each:
 * ``_warnings``: the path's warnings, raised once in the calling process.
 """
 
-from ._assemble import _one_se_rule  # noqa: F401 (sksparse_nn.path._one_se_rule, as before)
+from ._assemble import _one_se_rule  # noqa: F401 (importable as sksparse_nn.path._one_se_rule)
 from ._engine import regularization_path
 from ._grid import lambda_grid
 from ._result import RegularizationPath

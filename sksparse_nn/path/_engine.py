@@ -43,7 +43,8 @@ def regularization_path(
     ----------
     estimator : a D-gated estimator of this package
         Not modified (cloned). Its parameters are validated before any work.
-    X, y : training data
+    X, y : array-like
+        Training data (``y`` None for an unsupervised estimator).
     lams : array-like of float, default=None
         The grid: finite values > 0, sorted ascending before fitting. ``None`` builds
         ``n_lams`` log-spaced values from ``lam_min_ratio * lam_max`` to ``lam_max``,
@@ -53,12 +54,13 @@ def regularization_path(
         20 points at most (a warning says when that was not enough): with the grid's
         ratio, squared after each step that changed no selection (at most 10x a step).
     n_lams : int >= 1, default=None
+        Grid size (see ``lam_min_ratio``).
     lam_min_ratio : float in (0, 1], default=None
         ``None``: the estimator's ``default_grid()`` (30 and 1e-3 for an estimator
         without one): networks, whose points each train a model, use a shorter grid
         that stops above the nearly unpenalized end.
-    X_val, y_val : validation data, default=None
-        Scored at every lam (``val_score``).
+    X_val, y_val : array-like, default=None
+        Validation data, scored at every lam (``val_score``).
     cv : int, cross-validation generator or iterable, default=None
         Also run the path on every fold (common grid, in parallel) and record its
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
@@ -80,6 +82,15 @@ def regularization_path(
         A point whose training diverges is recorded as failed and ends the path, with a
         warning. An interrupted computation (Ctrl-C) returns the points and the CV folds
         finished so far with ``completed=False`` and a warning, and chooses no lam.
+
+    Examples
+    --------
+    >>> from sksparse_nn import SparseLinearRegressor, regularization_path
+    >>> from sksparse_nn.datasets import make_group_regression
+    >>> data = make_group_regression(random_state=0)
+    >>> path = regularization_path(SparseLinearRegressor(groups=5), data.X, data.y, n_lams=5)
+    >>> int(path.n_selected[0]), int(path.n_selected[-1])  # dense end, empty end
+    (200, 0)
     """
     base = clone(estimator)
     if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work

@@ -53,9 +53,8 @@ def extended_grid(lams, extend, points, max_extra=None):
     until no feature is selected, by ``max_extra`` points at most (the caller warns when
     the last one still selects something). The extension starts with the grid's own
     ratio and squares it (up to ``MAX_EXTENSION_STEP``) after every step that left the
-    selection unchanged: it looks for the empty end, whose distance is unknown (2.8 to 6
-    times lam_max for default D = 3 networks on small data), and a step that removed
-    something keeps its size.
+    selection unchanged: it looks for the empty end, whose distance is unknown, and a
+    step that removed something keeps its size.
     """
     yield from list(lams)
     step = lams[-1] / lams[-2] if len(lams) > 1 else 2.0
@@ -245,8 +244,8 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer):
 def _score(est, X, y):
     """``est.score(X, y)`` without re-validating the metric's arguments: they are the
     estimator's own predictions and targets of a checked shape (scikit-learn's nested
-    validation skip; the data are still checked by ``predict``). About half of the
-    call's cost on small data, paid at every path point."""
+    validation skip; the data are still checked by ``predict``), a cost otherwise paid
+    at every path point."""
     with config_context(skip_parameter_validation=True):
         return est.score(X, y)
 

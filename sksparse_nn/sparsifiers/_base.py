@@ -5,49 +5,7 @@ A *sparsifier* rewrites a weight tensor ``W`` (split into groups by a
 and adds a penalty on them to the training loss, so that training with any gradient method
 removes whole groups. Every method is one subclass of :class:`Sparsifier`, registered under
 its ``method`` name; everything else (attaching with :func:`sparsify`, the summed penalty,
-group norms, the support, :func:`collapse`) works on any of them.
-
-A subclass defines
-
-``forward(original)``
-    the effective weight from the stored tensor ``original`` (the parametrization's
-    ``original``, of the weight's shape) and the sparsifier's own parameters;
-``penalty(original)``
-    its differentiable penalty (the training loss is ``loss + lam * penalty``);
-``initialize(original, init)``
-    sets ``original`` and its own parameters, in place, so that the effective weight equals
-    the tensor's value when it was attached (``init="identity"``, a fresh model) or, for a
-    warm start (``init="balanced"``), the same effective weight at the method's preferred
-    representation, with groups at zero kept at zero;
-
-and may override ``keep(weight, zero_tol)`` (which groups survive :func:`collapse`),
-``add_penalty_grad_`` (a closed-form penalty gradient, added after ``backward``),
-``curvatures(original)`` (the penalty's curvature along each of its factors, which bounds
-a stable SGD step: :func:`penalty_curvatures`) and the class attributes ``ordered`` (the
-method masks groups in a fixed order, so they must be interchangeable units such as the
-neurons of a layer, never input features), ``exact_zeros`` (training itself produces
-exact zeros; ``False`` for penalties whose selection needs a magnitude threshold),
-``estimator_options`` (estimator parameters passed on to the method, e.g. D-Gating's
-``D``) and ``downstream_ridge`` (the estimators add a small L2 on the ungated weights a
-sparsified layer feeds, see ``BaseDGated._ridge``), and the property ``nonconvex`` (the
-penalty's slope is infinite at zero: a tiny group is on its way out).
-
-Two uses the protocol admits by construction:
-
-- *a gated weight computed once per training step*: ``forward`` is a pure function of
-  ``original`` and the sparsifier's parameters, so a training step may evaluate every
-  sparsified tensor once inside :func:`torch.nn.utils.parametrize.cached` (exported here
-  as :func:`cached`) instead of on every access;
-- *one group spanning slices of several tensors* (a conv filter with its BatchNorm's
-  scale and shift and the next layer's input slice): the group structure lives in the
-  :class:`~sksparse_nn.groups.Grouping` and the factors in the sparsifier, so one
-  sparsifier instance whose parameters are shared by the parametrizations of several
-  tensors, each with its own grouping onto the same ``J`` groups, describes such a group;
-  the functions here visit sparsified *tensors*, and a method with shared parameters
-  counts them once in its ``penalty`` (the per-tensor penalty covers ``original``, the
-  shared factors are counted by the first tensor).
-
-Pure PyTorch; nothing here knows scikit-learn.
+group norms, the support, :func:`collapse`) works on any of them. Pure PyTorch.
 """
 
 from __future__ import annotations
@@ -87,7 +45,30 @@ _REGISTRY = {}
 
 
 class Sparsifier(nn.Module):
-    """Base class of the structured-sparsity parametrizations (see the module docstring).
+    """Base class of the structured-sparsity parametrizations.
+
+    A subclass sets ``method`` (the name it is registered under) and defines
+
+    ``forward(original)``
+        the effective weight from the stored tensor ``original`` (the parametrization's
+        ``original``, of the weight's shape) and the sparsifier's own parameters: a pure
+        function of them, so a training step may evaluate every sparsified tensor once
+        inside :func:`cached`;
+    ``penalty(original)``
+        its differentiable penalty (the training loss is ``loss + lam * penalty``);
+    ``initialize(original, init)``
+        sets ``original`` and its own parameters in place so that the effective weight is
+        the tensor's value when it was attached (``init="identity"``) or, for a warm start
+        (``init="balanced"``), the same weight at the method's preferred representation,
+        groups at zero kept at zero.
+
+    It may override :meth:`keep`, :meth:`add_penalty_grad_`, :meth:`curvatures`, the
+    property :attr:`nonconvex` and the class attributes below.
+
+    One instance may be shared by the parametrizations of several tensors, each with its
+    own grouping onto the same ``J`` groups (a conv filter, its BatchNorm's scale and
+    shift and the next layer's input slice); such a method counts its shared factors once
+    in its ``penalty``, with the first tensor.
 
     Parameters
     ----------
@@ -157,7 +138,7 @@ class Sparsifier(nn.Module):
         """``(parameter, curvature)`` for each factor of the penalty with a known
         curvature: ``lam * penalty`` has second derivative at most ``lam * curvature``
         along it, so an SGD step of size above ``~1 / (lam * curvature)`` oscillates.
-        None by default (no bound is known; optimizers leave the factor alone)."""
+        Empty by default (no bound is known; optimizers leave the factor alone)."""
         return ()
 
     def group_norms(self, weight):
@@ -173,12 +154,34 @@ class Sparsifier(nn.Module):
 
 
 def sparsifier_names():
-    """Names of the registered sparsifiers (the ``method`` values of :func:`sparsify`)."""
+    """Names of the registered sparsifiers (the ``method`` values of :func:`sparsify`).
+
+    Returns
+    -------
+    names : list of str
+        Sorted.
+    """
     return sorted(_REGISTRY)
 
 
 def get_sparsifier(method):
-    """The :class:`Sparsifier` subclass registered as ``method``."""
+    """The :class:`Sparsifier` subclass registered as ``method``.
+
+    Parameters
+    ----------
+    method : str or Sparsifier subclass
+        A registered name (see :func:`sparsifier_names`); a subclass is returned as is.
+
+    Returns
+    -------
+    cls : type
+        The :class:`Sparsifier` subclass.
+
+    Raises
+    ------
+    ValueError
+        If no sparsifier is registered under ``method``.
+    """
     if isinstance(method, type) and issubclass(method, Sparsifier):
         return method
     try:
@@ -302,6 +305,10 @@ def sparsify(
 def sparsified_tensors(model):
     """Iterate over every sparsified tensor of ``model``.
 
+    Parameters
+    ----------
+    model : nn.Module
+
     Yields
     ------
     qualified_name : str
@@ -323,9 +330,16 @@ def sparsified_tensors(model):
 
 
 def penalty(model):
-    """Sum of the penalties of every sparsified tensor of ``model`` (0-dim tensor).
+    """Sum of the penalties of every sparsified tensor of ``model``.
 
-    Differentiable; add ``lam * penalty(model)`` to the training loss.
+    Parameters
+    ----------
+    model : nn.Module
+
+    Returns
+    -------
+    penalty : tensor
+        0-dim and differentiable: add ``lam * penalty(model)`` to the training loss.
     """
     return penalty_function(model)()
 
@@ -334,9 +348,20 @@ def penalty_function(model, *, direct=True):
     """A callable returning :func:`penalty` of ``model``, with the tensors looked up once.
 
     For training loops: calling it costs only the penalty arithmetic, not a walk over the
-    model's modules. Re-create it if sparsifiers are added or removed. ``direct=False``
-    leaves out the sparsifiers with a closed-form gradient
-    (:meth:`Sparsifier.add_penalty_grad_`), for loops that add those to the gradients.
+    model's modules. Re-create it if sparsifiers are added or removed.
+
+    Parameters
+    ----------
+    model : nn.Module
+    direct : bool, default=True
+        ``False`` leaves out the sparsifiers with a closed-form gradient
+        (:meth:`Sparsifier.add_penalty_grad_`), for loops that add those to the
+        gradients themselves.
+
+    Returns
+    -------
+    penalty : callable
+        Without arguments; returns a 0-dim tensor.
     """
     terms = [
         (sparsifier, module.parametrizations[name].original)
@@ -392,6 +417,10 @@ cached = parametrize.cached
 def group_norms(model):
     """Norm of every group of every sparsified tensor's effective weight.
 
+    Parameters
+    ----------
+    model : nn.Module
+
     Returns
     -------
     norms : dict of str to tensor of shape (J,)
@@ -407,9 +436,17 @@ def group_norms(model):
 def support(model, zero_tol=ZERO_TOL):
     """Which groups of every sparsified tensor survive :func:`collapse` at ``zero_tol``.
 
+    Parameters
+    ----------
+    model : nn.Module
+    zero_tol : float, default=float32 eps
+        Absolute threshold on group norms (methods without exact zeros may apply a
+        larger one of their own).
+
     Returns
     -------
     keep : dict of str to bool tensor of shape (J,)
+        Keyed by the tensor's qualified name.
     """
     return {
         qname: sparsifier.keep(getattr(module, name), zero_tol).detach()

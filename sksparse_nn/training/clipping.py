@@ -1,4 +1,4 @@
-"""Gradient clipping that knows the penalty's pull (a safety net for large steps)."""
+"""Gradient clipping that leaves the penalty's own pull unclipped."""
 
 from __future__ import annotations
 
@@ -19,10 +19,15 @@ def _norms(tensors):
 class PenaltyAwareClipping(Callback):
     """Clip the gradient norm at ``max_norm`` plus the norm of the penalty's own gradient.
 
-    Plain norm clipping would also clip the pull of a large ``lam * penalty`` on the
-    D-Gating factors (``lam * curvature * factor``; and of the net's ``ridge`` on the
-    weights it names), so unused groups would shrink at the clip rate instead of
-    geometrically; only the data's share of the gradient is bounded.
+    Plain norm clipping would also clip the pull of ``lam * penalty`` on the D-Gating
+    factors (``lam * curvature * factor``, plus the net's ``ridge`` on the weights it
+    names), so unused groups would shrink at the clip rate instead of geometrically.
+    Only the data's share of the gradient is bounded.
+
+    Parameters
+    ----------
+    max_norm : float
+        Largest norm of the data's share of the gradient.
     """
 
     def __init__(self, max_norm):
@@ -33,16 +38,13 @@ class PenaltyAwareClipping(Callback):
         self.factors_ = [param for _, param, _ in factors]
         self.curvatures_ = np.array([curvature for _, _, curvature in factors])
         self.ridged_ = bool(getattr(net, "ridge_", ()))
-        # the parameters, listed once (walking the module for them every step cost as
-        # much as the clipping itself)
+        # listed once: walking the module every step costs as much as the clipping
         self.params_ = [param for _, param in net.get_all_learnable_params()]
 
     def on_grad_computed(self, net, named_parameters, **kwargs):
-        # every step: the gradient's norm in one fused kernel (torch's own gradient
-        # clipping uses the same), not one norm and one float conversion per tensor; the
+        # the gradient's norm in one fused kernel (as torch's own clipping); the
         # penalty's pull only when that norm exceeds max_norm (below it no step is
-        # clipped, whatever the pull: ~14% of a small NAM's step went to computing
-        # the pull every time)
+        # clipped, whatever the pull)
         with torch.no_grad():
             grads = [p.grad for p in self.params_ if p.grad is not None]
             if not grads:
@@ -53,8 +55,8 @@ class PenaltyAwareClipping(Callback):
                 total = float(np.hypot.reduce(norms, initial=0.0))
             if total + 1e-6 <= self.max_norm:
                 return
-            # in float64 (as the total): at a huge lam (1e20) the pull's square overflows
-            # float32 and an inf / inf clip coefficient turned every gradient into NaN
+            # in float64, as the total: at a huge lam the pull's square overflows float32
+            # and an inf / inf coefficient would turn every gradient into NaN
             pull = 0.0
             if self.factors_:
                 norms = _norms(self.factors_)

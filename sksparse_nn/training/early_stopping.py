@@ -69,13 +69,9 @@ _DUST = 1e-2
 
 
 #: Early stopping restores the average of the weights of the best epoch and of the
-#: epochs just before it (at most this many in all, with the same live trees). Measured
-#: in one run on the same training trajectories (benchmarks/node_defaults.py's tasks,
-#: 3 splits): dense NODE's test RMSE 0.4-1.5% lower on all four tasks than restoring
-#: the best epoch alone; the default sparse model from -0.9% (Friedman #1) to +2.1%
-#: (diabetes, 35 validation rows), neutral on average. Restoring the average only when
-#: its validation loss beats the best epoch's almost never does (that epoch's loss is
-#: the minimum of noisy values, biased low), so the average is restored as it is.
+#: epochs just before it (at most this many in all, with the same live trees). The
+#: average is restored as it is: the best epoch's own validation loss, the minimum of
+#: noisy values, is biased low and would almost always be preferred.
 _AVERAGE_EPOCHS = 5
 
 
@@ -111,25 +107,25 @@ def _average_states(states):
 class AveragingEarlyStopping(EarlyStopping):
     """Early stopping that restores the average of the weights of the last epochs.
 
-    At every new best validation loss the restore point becomes the mean of the
-    weights of that epoch and of up to ``window - 1`` epochs before it (those kept by
-    :meth:`_remember`), a Polyak / stochastic-weight average at the best point (the
-    NODE paper averages its last checkpoints too). A trained NODE's test error
-    fluctuates from epoch to epoch with the Adam steps; the average of neighbouring
-    epochs is a smoother, better model than any one of them.
+    At every new best validation value the restore point becomes the mean of the weights
+    of that epoch and of up to ``window - 1`` epochs before it (those kept by
+    :meth:`_remember`): a Polyak (stochastic weight) average at the best point, as the
+    NODE paper averages its last checkpoints. A trained NODE's test error fluctuates from
+    epoch to epoch with the Adam steps; the average of neighbouring epochs is a smoother,
+    better model than any one of them.
 
-    With ``smooth`` the epochs are compared by the mean validation value of the epochs
-    averaged (the window), not by the last one's: the restored model is that average,
-    and one epoch's value on a small validation set is mostly noise whose minimum is
-    biased low. Dense NODE on scikit-learn's diabetes (25-35 validation rows) stopped
-    at epoch 13 on a lucky third epoch (panel split 1: test RMSE 0.840 in units of y's
-    sd); judged by the window's mean, 0.718. Measured in one run over the
-    node_defaults tasks (3 splits) and the defaults panel's diabetes / red wine (4
-    seeds), dense fits: diabetes 2.7% / 4.5% lower mean test RMSE, red wine level /
-    2.4% lower, white wine 1.5% lower, Friedman #1 0.5% higher; default sparse fits
-    (:class:`CleanEarlyStopping`, smoothed too): diabetes 2.8% / 4.9% lower, red wine
-    level / 0.4% higher, white 0.3% and Friedman #1 0.6% lower, with fewer trees in
-    transit (red wine's second split 46 -> 15 trees, Friedman #1's third 74 -> 47).
+    Parameters
+    ----------
+    patience : int
+        Epochs without a new best value before training stops.
+    window : int, default=5
+        Epochs averaged, the best one included.
+    monitor : str, default="valid_loss"
+        The history entry watched.
+    smooth : bool, default=False
+        Compare epochs by the mean value over the window instead of the last epoch's
+        own: the restored model is that average, and the minimum of single epochs'
+        values on a small validation set is mostly noise, biased low.
     """
 
     def __init__(self, patience, window=_AVERAGE_EPOCHS, monitor="valid_loss", smooth=False):
@@ -174,53 +170,46 @@ class AveragingEarlyStopping(EarlyStopping):
 class CleanEarlyStopping(AveragingEarlyStopping):
     """Early stopping at epochs with clean zeros, on the model with the final support.
 
-    It watches the validation *objective*, the validation loss plus ``lam`` times the
-    penalty of the trees (history entry ``"valid_objective"``), the quantity the fit
-    minimizes measured on held-out rows (LassoNet's paths stop on it too). On the loss
-    alone, a warm-started path point whose first epoch validates best (the previous
-    point's model, already overfitting) restored that epoch at every lam: a default
-    path on 800 rows of white wine kept the same 83-116 trees from 0.1 to 385 times
-    lam_max, and a lam above lam_max restored the first, untrained epoch of a cold fit
-    (every tree kept, R^2 near 0) where the empty model is the answer.
+    It watches the validation *objective* (history entry ``"valid_objective"``): the
+    validation loss plus ``lam`` times the trees' penalty, the quantity the fit minimizes,
+    on held-out rows (LassoNet's paths stop on it too). On the loss alone, a warm-started
+    path point whose first epoch (the previous point's model) validates best would be
+    restored at every lam, and a lam above ``lam_max`` would restore an untrained cold
+    fit where the empty model is the answer.
 
-    An epoch is a candidate for the best one only if its sparsity gap is clean: every
-    tree is below ``DUST * zero_tol`` (dead: collapsing it to 0 removes only dust) or at
-    least ``TINY`` times the largest tree of any epoch so far (live). Epochs with trees
-    half-way to zero neither count towards ``patience`` nor can be restored, and when the set of
-    live trees changes the search starts again: the restored model is the one with the
-    fewest trees training reached, at its best validation objective. Plain early stopping
-    would stop a sparse fit while unused trees are still shrinking (the validation loss
-    no longer changes) and restore them "alive" at 1e-6, or restore an earlier epoch
-    with more trees.
+    An epoch is a candidate only if its sparsity gap is clean: every tree is dead (below
+    ``_DUST * zero_tol``: collapsing it removes only dust) or live (at least ``TINY``
+    times the largest tree of any epoch so far). Epochs with trees in transit neither
+    count towards ``patience`` nor can be restored, and a change of the live set starts
+    the search again, so the restored model has the fewest trees training reached, at its
+    best validation objective. Plain early stopping would stop while unused trees are
+    still shrinking and restore them alive. The restored weights are the window average
+    of the base class, judged by the window's mean (``smooth``); a tree dead in every
+    averaged epoch is dead in the average.
 
-    The restored weights are the average of the best epoch and the clean epochs with
-    the same live trees just before it (see the base class), and an epoch is judged by
-    the mean validation objective of that window (``smooth``): a dead tree is below
-    ``DUST * zero_tol`` in every averaged epoch, so also in the average.
+    When no epoch was clean, or the best clean one validates more than ``_CLEAN_SLACK``
+    worse than the best epoch overall (a clean gap is worth a little accuracy, not a lot),
+    the best window of any support is restored instead, judged and averaged alike.
 
-    If no epoch was clean (trees kept dying until ``max_epochs``), or the best clean
-    epoch validates more than ``_CLEAN_SLACK`` worse than the best epoch overall (a
-    small ``lam`` shrinks unused trees so slowly that the only clean epochs are the
-    first, nearly untrained ones; or the sparser model the penalty reached validates
-    worse than an earlier, denser epoch), the best window of epochs of any support is
-    restored, judged and averaged alike (its trees in transit show in the sparsity gap). The
-    validation objective decides, as early stopping does: keeping the clean sparser model
-    whatever it validated made default fits on 1,500 standardized rows of white / red
-    wine with noise columns keep 24 / 25 trees at test RMSE 0.98 / 0.91 (in units of
-    y's sd) where the best epoch's model (128 trees) had 0.86 / 0.74. Training also
-    stops once no epoch, clean or not, has improved the validation objective for
-    ``_STALL_FACTOR * patience`` epochs, unless trees are in transit and a clean gap is
-    in reach (:meth:`_clean_in_time`: trees keep arriving below dust, or every one in
-    transit gets there before ``max_epochs`` at its pace; and :meth:`_restorable`: a
-    clean epoch arriving now would validate within the slack), or the last epoch is clean
-    (its support then ends training by its own patience): the validation loss stops
-    improving while unused trees die, and stopping then restored a model with trees in
-    transit (red wine, default lam: 126 / 46 / 8 trees kept on three splits, the first
-    two with no gap, largest removed 1e-7 next to smallest kept 2e-7); but a gap that
-    cannot be clean in time is not waited for (at a small lam unused trees lose a few
-    percent an epoch or stall: the dense end of a default path on 800 rows trained ~490
-    epochs per point while its validation loss rose from 0.42 to 0.70, for a model
-    still in transit).
+    Training stops once no epoch has improved the validation objective for
+    ``_STALL_FACTOR * patience`` epochs, unless the last epoch is clean (its support then
+    ends training by its own patience) or a clean gap is in reach: trees still arrive at
+    dust in time for ``max_epochs`` (:meth:`_clean_in_time`) and a clean epoch arriving now
+    would validate within the slack (:meth:`_restorable`). Stopping at the stall alone
+    would restore trees in transit; waiting for a gap that cannot come in time only trains
+    an overfitting model longer.
+
+    Parameters
+    ----------
+    patience : int
+        Epochs without a new best clean epoch of the current support before training
+        stops.
+    zero_tol : float
+        Tree norms below it count as zero (as in the fit's collapse).
+    window : int, default=5
+        See :class:`AveragingEarlyStopping`.
+    smooth : bool, default=True
+        See :class:`AveragingEarlyStopping`.
     """
 
     def __init__(self, patience, zero_tol, window=_AVERAGE_EPOCHS, smooth=True):
@@ -243,11 +232,10 @@ class CleanEarlyStopping(AveragingEarlyStopping):
     def _in_transit(self, layer_norms):
         """Mask of the trees on their way to zero (``layer_norms``: their norms, one
         tensor per layer; layers concatenated): above dust and below ``TINY`` times the
-        largest tree of the model in any epoch of this fit (every layer's trees feed the
-        output at the same scale; per layer, the trees of a layer on its way out looked
-        live next to each other; and at a lam too large for the data every tree shrinks
-        alike, so the largest one now is no reference). An epoch is clean when there is
-        none."""
+        largest tree of the model in any epoch of this fit. The reference is model-wide
+        (every layer's trees feed the output at the same scale) and over all epochs (at
+        a lam too large for the data every tree shrinks alike). An epoch is clean when
+        no tree is in transit."""
         norms = torch.cat(layer_norms)
         return ((norms >= _DUST * self.zero_tol) & (norms < TINY * self.largest_)).numpy()
 
@@ -275,12 +263,8 @@ class CleanEarlyStopping(AveragingEarlyStopping):
         ``_STALL_FACTOR * patience`` epochs (at the stall, every epoch since the best
         one) is judged within ``_CLEAN_SLACK`` of the best epoch. When the model keeps
         overfitting while trees die, the clean model that would end the wait is stale
-        before it exists, and the best epoch is restored anyway (a default path on 800
-        rows of white wine spent a fifth of its epochs so). The whole stall, not a
-        shorter window: 128 validation rows of red wine move the objective by +-15% from
-        epoch to epoch, and a window of ``patience`` epochs read that noise as
-        overfitting (one default fit kept 46 trees in transit instead of reaching 8
-        clean ones)."""
+        before it exists. The whole stall is read, not a shorter window, which would
+        take a small validation set's epoch-to-epoch noise for overfitting."""
         recent = min(self.judged_)
         return recent <= _within_slack(self.any_.best_loss_)
 

@@ -35,8 +35,8 @@ SETTLE_STEPS = 100
 #: Optimizer steps of the warm-up after a warm start's restart (see StopWhenSettled).
 RESTART_RAMP_STEPS = 500
 #: Optimizer steps a cold fit with the automatic budget trains before it may look
-#: settled (StopWhenSettled's ``earliest``; at most a quarter of the cap): twice the
-#: longest early plateau measured.
+#: settled (StopWhenSettled's ``earliest``; at most a quarter of the cap): from a random
+#: init, training can rest on an early plateau for hundreds of steps.
 COLD_MIN_STEPS = 1000
 
 
@@ -194,9 +194,8 @@ class GradientTrainer:
         steps_per_epoch = -(-n_samples // net.batch_size)
         if warm and net.optimizer is not torch.optim.LBFGS:  # a line search needs none
             plan.warmup = _epochs_for(WARMUP_STEPS, steps_per_epoch, plan.max_epochs)
-            # at the rate the previous fit ended stable at: a warm start whose loss rose
-            # went back to its start at half the rate, and the next point of a path, a
-            # similar problem, broke at the full rate again
+            # at the rate the previous fit ended stable at (halved by its restarts): the
+            # next point of a path is a similar problem, which the full rate would break
             lr, scale = getattr(est, "_warm_rate_scale", (None, 1.0))
             plan.scale = scale if lr == est.lr else 1.0
         if est.max_epochs is None and plan.max_epochs > 0:

@@ -1,16 +1,17 @@
-"""Guards against silent failure: data range, divergence, non-convergence, threads.
+"""Guards against silent failure: divergence and non-convergence.
 
-Each guard turns a way a fit can go wrong without anyone noticing into an error or a
-warning that names the cause and the parameter to change:
+Each guard turns a way a fit can go wrong unnoticed into an error or a warning that
+names the cause and the parameter to change:
 
-- :class:`DivergenceGuard`: a skorch callback; a non-finite or exploding training loss
-  stops training with :class:`~sksparse_nn.exceptions.TrainingDivergedError`, and a fit
-  that ends far above where it began is a ConvergenceWarning.
-- :class:`ConvergenceMonitor`: a skorch callback; when ``max_epochs`` ends training
-  while the loss is still falling or groups are still on their way to zero, a
-  :class:`~sklearn.exceptions.ConvergenceWarning` says so.
-- :func:`thread_policy`: one torch intra-op thread (and one BLAS thread) for small
-  problems, restored afterwards.
+- :class:`DivergenceGuard`: a non-finite or exploding training loss stops training with
+  :class:`~sksparse_nn.exceptions.TrainingDivergedError`; a fit that ends far above
+  where it began is a ConvergenceWarning.
+- :class:`ConvergenceMonitor`, :func:`warn_not_converged`: a ConvergenceWarning when
+  ``max_epochs`` ends training while the loss is still falling or groups are still on
+  their way to zero.
+- :func:`warn_first_epoch_restored`: a ConvergenceWarning when early stopping restored
+  a barely trained model.
+- :func:`data_scale`: the data's range, for error messages.
 """
 
 from __future__ import annotations
@@ -63,11 +64,9 @@ class DivergenceGuard(Callback):
 
     A fit that ends far above where it began (its last epoch's training objective over
     ``BROKE_DOWN`` times its first epoch's, by more than ``BROKE_DOWN_SHARE`` of
-    ``baseline``) did not diverge to infinity but broke down on the way: the model is
-    not a minimum, and a ConvergenceWarning says so. Minimization only lowers the
-    objective, up to mini-batch noise; seen on warm-started CNN path points at the edge
-    of stability, whose loss climbed from 0.5 to chance level (3.0) over some epochs
-    while every filter died, and which ended without a word.
+    ``baseline``) did not diverge to infinity but broke down on the way (a learning rate
+    at the edge of stability): the model is not a minimum, and a ConvergenceWarning says
+    so. Minimization only lowers the objective, up to mini-batch noise.
     """
 
     def __init__(self, baseline, describe):

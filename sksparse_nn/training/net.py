@@ -43,30 +43,37 @@ class _InterruptOnFlag(Callback):
 
 class PenalizedNet(NeuralNet):
     """A skorch net whose training loss is ``criterion + lam * penalty(module)``, plus
-    ``lam * sum(c * p^2)`` for every parameter ``p`` that ``ridge`` (``{name: c}``, ``c`` a
-    number or a tensor of per-entry weights broadcastable to ``p``) names.
+    ``lam * sum(c * p^2)`` for every parameter ``p`` that ``ridge`` names.
 
     The penalty enters only when ``training=True``, so validation losses measure the fit
     to the data alone (an early stopping that watches the validation objective adds
-    ``lam`` times the penalty itself, as NODE's does).
+    ``lam`` times the penalty itself).
 
-    Stopping and Ctrl-C. skorch ends training when anything raises ``KeyboardInterrupt``
-    and swallows it in ``partial_fit`` (its own ``EarlyStopping`` uses it as a signal), so
-    a user's Ctrl-C would silently end just the current fit. This net therefore:
+    skorch ends training on any ``KeyboardInterrupt`` and swallows it in
+    ``partial_fit`` (its own ``EarlyStopping`` uses it as a signal), so a user's Ctrl-C
+    would silently end just the current fit. This net instead:
 
-    - lets callbacks end training early by raising :class:`StopTraining`, which
-      :meth:`fit_loop` catches (``on_train_end`` callbacks still run, e.g. the best
-      weights of :class:`EarlyStopping` are restored); nothing in this package raises
-      ``KeyboardInterrupt`` as a signal;
-    - turns a real ``KeyboardInterrupt`` in :meth:`fit_loop` into an internal exception
-      that skorch does not catch, which :meth:`partial_fit` (and so ``fit``) raises again
-      as ``KeyboardInterrupt("Training interrupted during epoch k (Ctrl-C).")`` once
-      training has stopped, without ``on_train_end``: the estimator is left unfitted,
-      a half-trained model is never presented as a fit;
+    - ends training early when a callback raises :class:`StopTraining`, caught by
+      :meth:`fit_loop` (``on_train_end`` callbacks still run, e.g. the best weights of
+      :class:`EarlyStopping` are restored);
+    - raises a real Ctrl-C again from :meth:`partial_fit` (and so ``fit``) once training
+      has stopped, as ``KeyboardInterrupt("Training interrupted during epoch k
+      (Ctrl-C).")``, without ``on_train_end``: the estimator is left unfitted, a
+      half-trained model is never presented as a fit;
     - stops the same way when the thread's :func:`interrupt_on` flag is raised
       (:class:`InterruptRequested`, how parallel paths forward a Ctrl-C to their workers).
 
     No signal handler is installed, so fits work in any thread.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Those of :class:`skorch.NeuralNet`.
+    lam : float, default=0.0
+        Penalty strength.
+    ridge : dict of str to float or tensor, default=None
+        ``{parameter name: c}``, ``c`` a number or a tensor of per-entry weights
+        broadcastable to the parameter.
     """
 
     def __init__(self, *args, lam=0.0, ridge=None, **kwargs):
@@ -156,14 +163,12 @@ class PenalizedNet(NeuralNet):
     def train_step_single(self, batch, **fit_params):
         """skorch's step, then ``lam`` times the closed-form penalty gradients added to
         the gradients; the returned loss (history, L-BFGS's line search) includes their
-        value, so it is the whole training objective as before.
+        value, so it is the whole training objective.
 
-        skorch's step puts every module and criterion of the net in training mode on every
-        batch (``Module.train`` sets an attribute on every submodule, slowly). Here they
-        are checked first and switched only when one is not in it (the first batch of an
-        epoch, after the validation or a prediction switched them to evaluation); the
-        net's torch modules and criteria are skorch's ``_modules`` and ``_criteria`` (a
-        subclass's extra modules included). The rest of the step is skorch's as it is.
+        The net's modules and criteria (skorch's ``_modules`` and ``_criteria``) are
+        switched to training mode only when one is not in it (the first batch after a
+        validation or a prediction): skorch's ``Module.train`` on every batch visits
+        every submodule.
         """
         owners = [getattr(self, name + "_") for name in (*self._modules, *self._criteria)]
         owners = [o for o in owners if isinstance(o, torch.nn.Module)]

@@ -49,9 +49,27 @@ class FactorSGD(torch.optim.Optimizer):
     along ``trust_dim``, or one gate when ``trust_dim`` is None) change by at most
     ``trust * (size + trust_floor)`` per step. The effective step of a product of
     factors grows with their size (a tree of norm ``r`` with balanced factors moves
-    ``r^(2(D-1)/D)`` times faster), and trained NODE trees span norms from 1 to ~1000;
-    unbounded, the largest ones diverge. Shrinking groups are unaffected: the penalty
-    step is capped below half their size.
+    ``r^(2(D-1)/D)`` times faster), and trained trees span norms over orders of
+    magnitude: unbounded, the largest ones diverge. Shrinking groups are unaffected: the
+    penalty step is capped below half their size.
+
+    Parameters
+    ----------
+    params : iterable of dict
+        Parameter groups; those with ``sgd=True`` take the SGD step, and may set
+        ``trust_dim``.
+    lr : float
+        Learning rate of both optimizers.
+    inner : torch.optim.Optimizer class, default=torch.optim.Adam
+        Optimizer of the other groups.
+    sgd_momentum : float, default=0.9
+        Nesterov momentum of the SGD step.
+    trust : float, default=0.25
+        Largest relative change of a trust unit per step.
+    trust_floor : float, default=1e-2
+        Added to a unit's size, so that units near zero can still move.
+    **inner_kwargs
+        Passed to ``inner``.
     """
 
     def __init__(

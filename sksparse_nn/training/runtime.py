@@ -31,8 +31,7 @@ _BLAS = []  # one ThreadpoolController, created on first use (it scans the libra
 
 
 #: ``rows per step * n_features`` up to which a fit runs on one thread: such tensor
-#: operations are overhead-bound and extra threads only add synchronization (measured
-#: 1.7-3.5x slower with 2 threads for a 500 x 20 MLP fit on a 2-core machine).
+#: operations are overhead-bound and extra threads only add synchronization.
 SMALL_STEP_WORK = 2**20
 
 
@@ -73,15 +72,10 @@ def flush_denormals():
     supports it), the caller's setting restored after it.
 
     An unused D-gated group shrinks geometrically until the fit's end removes it, so its
-    factors' product passes below float32's smallest normal number (1.2e-38) within a
-    few thousand steps of dying, and CPU arithmetic on subnormal operands is far slower:
-    a 64 x 784 by 784 x 300 product and its weight gradient took 36 ms with subnormal
-    weights against 0.5 ms (one thread); a 300-epoch deep-weight-factorization fit of
-    LeNet-300-100 that keeps 1 in 1000 weights, 232 s against 174 s flushed, and a
-    default NODERegressor on scikit-learn's diabetes (610 epochs, trees dying) 27.5 s
-    against 15.6 s, both with the same result. Such values lie some 30 orders of
-    magnitude below ``zero_tol``. ``torch.set_flush_denormal`` sets the calling thread
-    only: other threads of torch's pool (``n_threads > 1``) keep their setting.
+    factors' product falls below float32's smallest normal number (1.2e-38), where CPU
+    arithmetic is far slower. Such values lie some 30 orders of magnitude below
+    ``zero_tol``, so flushing them changes no result. ``torch.set_flush_denormal`` sets
+    the calling thread only: other threads of torch's pool keep their setting.
     """
     if _flushing_denormals():
         yield
@@ -97,10 +91,11 @@ def flush_denormals():
 @contextmanager
 def seeded(seed, device="cpu"):
     """Torch's random stream seeded with ``seed`` inside the block, the caller's restored
-    after it. Only the generators of ``device`` are touched: ``torch.manual_seed`` seeds
-    every backend (queued lazily, with a stack trace each) and costs ~0.4 ms, paid at
-    every point of a path, and the backends it seeds outside ``fork_rng``'s devices keep
-    the new state after the block."""
+    after it.
+
+    Only the generators of ``device`` are touched: ``torch.manual_seed`` seeds every
+    backend, which is slow when paid at every path point, and the backends outside
+    ``fork_rng``'s devices would keep the new state after the block."""
     device = torch.device("cpu" if device is None else device)
     if device.type == "cpu":
         with torch.random.fork_rng(devices=[]):

@@ -1,20 +1,11 @@
 """When training stops: the learning-rate plan of a fit and the "settled" stopping rule.
 
-A fit with the automatic budget (``max_epochs=None``) has a cap, long enough for a cold
-start, and stops earlier once it is done:
-
-- :class:`LRPlan` sets every optimizer parameter group's learning rate to its base rate
-  times a factor per epoch: a linear warm-up (for warm starts: a path point starts at a
-  sharp minimum of the previous lam, where the full rate can be unstable), then cosine
-  decay over ``max_epochs`` (the cap, with the automatic budget; warm starts, and
-  cold fits of families that ask for it, hold the full rate for its first three
-  quarters), or constant; :meth:`LRPlan.anneal` switches to a short cosine from the
-  current factor down to zero.
-- :class:`StopWhenSettled` watches the training objective and the group norms once per
-  epoch; when, over a window of epochs, the support (groups above ``zero_tol``) has not
-  changed, no selected group is :func:`still_shrinking` and the objective has stopped
-  falling (:func:`on_plateau`), both beyond mini-batch noise, it asks the plan to anneal
-  and ends training when the anneal is over.
+With the automatic budget (``max_epochs=None``) a fit has a cap long enough for a cold
+start and stops earlier once it is done. :class:`LRPlan` sets every optimizer parameter
+group's learning rate to its base rate times a factor per epoch (a warm-up, then cosine
+decay or constant, with anneals and restarts on request); :class:`StopWhenSettled` asks
+it to anneal once the support, the selected groups and the objective have stopped moving
+beyond mini-batch noise, and ends training when the anneal is over.
 """
 
 from __future__ import annotations
@@ -43,7 +34,7 @@ __all__ = ["LRPlan", "StopWhenSettled"]
 
 #: An epoch's training loss this many times the median of the window before it ends a
 #: held learning rate (halved at once, then annealed to a stop): mini-batch noise moves
-#: a settled loss by ~25%, a blow-up by orders of magnitude.
+#: a settled loss by a fraction of itself, a blow-up by orders of magnitude.
 SPIKE = 3.0
 #: Returns of a warm start to where it began (at half the rate each time) after its
 #: loss rose over ``SPIKE`` times the start's objective or spiked.
@@ -57,22 +48,23 @@ class LRPlan(Callback):
     ----------
     max_epochs : int
         The cap; the cosine decays to zero over it.
-    schedule : {"cosine", "constant"}
+    schedule : {"cosine", "constant"}, default="cosine"
+        The factor after the warm-up: a cosine decay to zero, or 1.
     warmup : int, default=0
-        Epochs of linear warm-up (factor ``(e + 1) / (warmup + 1)`` in epoch ``e``).
+        Epochs of linear warm-up (factor ``(e + 1) / (warmup + 1)`` in epoch ``e``): a
+        warm start begins at a sharp minimum of the previous lam, where the full rate can
+        be unstable.
     scale : float, default=1.0
         The base rates are ``scale`` times the optimizer's (``lr`` and the factors' step
         sizes): a warm start continues at the share of them its predecessor ended at
         (halved by each :meth:`restart`; ``scale_`` holds it).
     hold : int, default=0
         With ``"cosine"``: epochs at the full rate (after the warm-up) before the cosine,
-        which then decays to zero over the rest of the cap. A warm start with the
-        automatic budget holds the rate (its end comes from the settled rule's anneal):
-        a group on its way to zero shrinks geometrically at a rate proportional to the
-        learning rate, and under a cosine over the whole cap it stalled just above
-        ``zero_tol`` (seen: an additive model's path points ending at the cap with a
-        group at 3e-6 of the largest, the rate at 2% of its base). Cold fits hold it
-        where their family sets ``_hold_cold_rate`` (the NAM).
+        which then decays to zero over the rest of the cap. A group on its way to zero
+        shrinks at a rate proportional to the learning rate, so under a cosine over the
+        whole cap it can stall just above ``zero_tol``; warm starts with the automatic
+        budget, and cold fits of families that set ``_hold_cold_rate``, hold the rate and
+        end with the settled rule's anneal instead.
     """
 
     def __init__(self, max_epochs, schedule="cosine", warmup=0, hold=0, scale=1.0):
@@ -156,11 +148,11 @@ class StopWhenSettled(Callback):
     Checked at the end of every epoch after the warm-up: over the last ``window`` epochs
     the set of groups above ``zero_tol`` did not change, and between the last two windows
     no selected group is :func:`still_shrinking` and the training objective is
-    :func:`on_plateau` (both beyond mini-batch noise).
-    Then the plan anneals the learning rate over ``anneal`` epochs and training ends (a
-    constant plan stops at once). Should a selected group start to collapse during the
-    anneal (leave the support, halve, or turn tiny), the fit had not settled: the plan
-    ramps back to where it was and the watch starts again.
+    :func:`on_plateau` (both beyond mini-batch noise). Then the plan anneals the learning
+    rate over ``anneal`` epochs and training ends (a constant plan stops at once). Should
+    a selected group start to collapse during the anneal (leave the support, halve, or
+    turn tiny), the fit had not settled: the plan ramps back to where it was and the
+    watch starts again.
 
     With ``nonconvex=True`` (D > 2) a selected group below ``TINY`` times the largest
     of its tensor has not settled either: the penalty ``||w||^(2/D)`` has an infinite
@@ -189,21 +181,15 @@ class StopWhenSettled(Callback):
         back to the start, the base rates are halved and warmed up to again, and the
         watch starts over, up to ``RESTARTS`` times; then a spike anneals to a stop as
         above. A warm start begins at a minimum of the previous lam, where the rate that
-        got there can be unstable (seen: CNN path points at lr 0.03, batch 16, whose loss
-        rose from 0.5 to chance level within an epoch or two and never came back, every
-        filter removed); the model the blow-up left is never kept.
+        got there can be unstable; the model a blow-up leaves is never kept.
     ramp : int, default=None
-        Epochs of the warm-up after a restart (the plan's warm-up when None): a longer,
-        gentler one than a warm start's first (whose abrupt step to the rate is what
-        broke: a 500-step ramp needed a second restart in 10 of 24 such CNN fits, the
-        1-epoch warm-up in 19).
+        Epochs of the warm-up after a restart (the plan's warm-up when None): longer and
+        gentler than a warm start's first, whose abrupt step to the full rate is what
+        breaks.
     earliest : int, default=0
         Epochs before which the fit never counts as settled (nor is checked for loss
-        spikes). For a cold start: training
-        from a random init can rest on a plateau for hundreds of steps before it finds
-        the rest of the signal (seen: an MLP with a linear skip on y = x0 + sin(2 x1),
-        400 rows, flat at the linear fit's loss from step ~80 to ~590, R^2 0.76 when the
-        rule annealed there at step ~430, 0.97 over its whole budget).
+        spikes). For a cold start: from a random init, training can rest on a plateau
+        for hundreds of steps before it finds the rest of the signal.
     """
 
     def __init__(
@@ -234,9 +220,8 @@ class StopWhenSettled(Callback):
         self.start_ = None  # (module state, training objective) at a warm start
         self.restarts_ = 0  # returns to the start after the loss rose
         self.origin_ = 0  # the first epoch of the current attempt
-        # the training objective per epoch, kept here as it comes: reading the whole
-        # column from skorch's history every epoch made this callback quadratic in the
-        # epochs (a default NAM path on 112 rows: ~8% of its time)
+        # the training objective per epoch, kept as it comes: reading the whole column
+        # from skorch's history every epoch would make this callback quadratic in epochs
         self.losses_ = []
         return self
 
@@ -265,11 +250,8 @@ class StopWhenSettled(Callback):
                 return
         if spike:
             # the held rate has become too large for where training is (the loss jumped
-            # far above its recent level: seen before a warm path point diverged, epoch
-            # 123 at lr 0.1): halve it now and anneal, then stop; over ``recover``
-            # epochs, so that the halved rate brings the loss back down first (a CNN at
-            # its stability edge, stopped two epochs after such a jump: test accuracy
-            # 0.49 and 0.74; anneals over a quarter of the cap: 0.96 and 0.98)
+            # far above its recent level): halve it now and anneal, then stop; over
+            # ``recover`` epochs, so that the halved rate brings the loss back down first
             self.spiked_ = True
             before = float(np.median(np.asarray(losses[-self.window - 1 : -1], dtype=float)))
             self.spike_ = (epoch, before, float(losses[-1]))

@@ -29,9 +29,11 @@ FLAT = 1e-4
 IN_TRANSIT = 0.5
 
 
+#: Relative size (to the largest group of its tensor) below which a group is tiny.
 TINY = 1e-3
 
 
+#: Ratio over a window below which a group's norm counts as falling.
 SHRINKING = 0.9
 
 
@@ -41,10 +43,10 @@ SHRINKING = 0.9
 STEADY = 0.95
 
 
-#: ... by more than ``NOISE`` standard errors of that difference: mini-batch noise moves
-#: a group at its equilibrium by 10-15% from epoch to epoch on small data (measured: an
-#: additive model's live groups on 900 rows), which a comparison of two single epochs
-#: reads as shrinking. The same allowance applies to the objective's plateau.
+#: ... by more than ``NOISE`` standard errors of that difference: on small data,
+#: mini-batch noise moves a group at its equilibrium by more than ``1 - STEADY`` from
+#: epoch to epoch, which a comparison of two single epochs reads as shrinking. The same
+#: allowance applies to the objective's plateau.
 NOISE = 2.0
 
 
@@ -92,15 +94,13 @@ def _noise(values, width):
     Mini-batch noise is not independent from epoch to epoch: with momentum, and as a
     group wanders about its equilibrium, consecutive epochs are alike, and the mean of
     ``width`` epochs whose lag-1 autocorrelation is ``rho`` varies about ``(1 + rho) /
-    (1 - rho)`` times as much as that of ``width`` independent ones (an AR(1) process).
-    Read as independent, such noise made the live groups of a default MLP path on 133
-    rows look "shrinking" in most checks (one point: 354 checks over 875 epochs), and
-    stationary AR(1) noise of correlation 0.8 exceeds such a bound between two windows
-    of 34 epochs in half the cases instead of 5%. The spread and ``rho`` are measured
-    on what is left of both windows after one straight line, so that a steady trend (a
-    group on its way to zero: its log-norm falls linearly) counts as a change, not as
-    noise; ``rho`` is pooled over the columns, corrected for its estimate's bias
-    (``(1 + 3 rho) / n`` on ``n`` values) and kept in [0, ``MAX_AUTOCORRELATION``].
+    (1 - rho)`` times as much as that of ``width`` independent ones (an AR(1) process);
+    read as independent, such noise makes live groups look "shrinking". The spread and
+    ``rho`` are measured on what is left of both windows after one straight line, so
+    that a steady trend (a group on its way to zero: its log-norm falls linearly)
+    counts as a change, not as noise; ``rho`` is pooled over the columns, corrected for
+    its estimate's bias (``(1 + 3 rho) / n`` on ``n`` values) and kept in
+    [0, ``MAX_AUTOCORRELATION``].
     Windows of fewer than four values (too few to measure a correlation) use their
     plain variances.
     """

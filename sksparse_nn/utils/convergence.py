@@ -5,8 +5,8 @@ fit runs inside :func:`collecting_convergence` on the same thread, where the mes
 recorded instead (a regularization path reports all its points' messages in one
 warning). Thread-local, with no process-wide warnings state: the CV folds of a
 thread-based joblib backend run their paths beside the full-data path, and
-``warnings.catch_warnings`` (process-wide in Python < 3.14) took one thread's warnings
-for another's.
+``warnings.catch_warnings`` (process-wide in Python < 3.14) would take one thread's
+warnings for another's.
 """
 
 from __future__ import annotations

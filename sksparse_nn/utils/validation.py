@@ -32,8 +32,8 @@ def value_limit(dtype, n_samples):
 
 def abs_max(X):
     """Largest magnitude in ``X`` (dense or the stored values of sparse ``X``; 0 when
-    empty), by its largest and smallest values: no ``|X|`` temporary (a whole copy of
-    ``X``, on 763 MB of data the peak of a fit)."""
+    empty), from its largest and smallest values: no ``|X|`` temporary, a whole copy of
+    ``X``."""
     data = X.data if sp.issparse(X) else np.asarray(X)
     return float(max(data.max(), -data.min())) if data.size else 0.0
 
