@@ -65,10 +65,14 @@ class Sparsifier(nn.Module):
     It may override :meth:`keep`, :meth:`add_penalty_grad_`, :meth:`curvatures`, the
     property :attr:`nonconvex` and the class attributes below.
 
-    One instance may be shared by the parametrizations of several tensors, each with its
-    own grouping onto the same ``J`` groups (a conv filter, its BatchNorm's scale and
-    shift and the next layer's input slice); such a method counts its shared factors once
-    in its ``penalty``, with the first tensor.
+    A group may span slices of several tensors (a conv filter, its BatchNorm's scale and
+    shift and the next layer's input slice): ``sparsify(..., tie=leader)`` gives a further
+    tensor an instance of the leader's method that shares the leader's factors, with its
+    own grouping onto the same ``J`` groups (methods with ``tieable``). Its ``penalty``,
+    :meth:`add_penalty_grad_` and :meth:`curvatures` then cover only its own
+    ``original`` (the leader's cover the shared factors), and :func:`group_norms`,
+    :func:`support` and :func:`collapse` judge each group by its norm over all the
+    tensors of the tie.
 
     Parameters
     ----------
@@ -89,6 +93,8 @@ class Sparsifier(nn.Module):
     inits = ("identity", "balanced")
     #: Estimator parameters the method takes as options (an estimator passes them on).
     estimator_options = ()
+    #: Whether an instance can share its factors with further tensors (``tie=``).
+    tieable = False
     #: Whether estimators add a small L2 on the ungated weights a sparsified layer feeds
     #: (a penalty on a ReLU layer's scale alone lets training move that scale downstream).
     downstream_ridge = False
@@ -108,6 +114,18 @@ class Sparsifier(nn.Module):
         super().__init__()
         self.grouping = grouping
         self.register_buffer("group_weights", group_weights)
+        self.__dict__["leader"] = None  # not a submodule: the tie's first instance
+
+    @property
+    def tied(self):
+        """Whether this instance shares the factors of another one (its ``leader``)."""
+        return self.leader is not None
+
+    @classmethod
+    def tied_to(cls, leader, grouping):
+        """A new instance on ``grouping`` sharing ``leader``'s factors (methods with
+        ``tieable`` define it)."""
+        raise NotImplementedError
 
     @property
     def n_groups(self):
@@ -241,6 +259,7 @@ def sparsify(
     groups="in",
     group_weights=None,
     init="identity",
+    tie=None,
     **options,
 ):
     """Make the groups of ``module.<name>`` removable by a sparsifier, in place.
@@ -264,6 +283,10 @@ def sparsify(
         ``"identity"`` leaves the module's output unchanged; ``"balanced"`` also (the
         method's representation of the same weight for a warm start, zero groups stay 0);
         D-Gating also takes ``"dwf"`` (see :func:`~sksparse_nn.gating.dgate`).
+    tie : Sparsifier, default=None
+        A sparsifier already attached to another tensor whose groups these extend: the
+        new parametrization shares its factors (``groups`` must map onto its ``J``
+        groups; method, options and group weights are the tie's; ``init="identity"``).
     **options
         The method's own parameters (e.g. ``D`` for D-Gating, ``norm`` for DS).
 
@@ -280,14 +303,17 @@ def sparsify(
     >>> _ = sparsify(layer, groups="in", method="ds")
     >>> loss = layer(torch.randn(8, 5)).pow(2).mean() + 0.1 * penalty(layer)
     """
-    cls = get_sparsifier(method)
+    cls = get_sparsifier(method) if tie is None else type(tie)
     weight = _check_target(module, name, "sparsify")
     if init not in cls.inits:
         raise ValueError(f"init must be one of {list(cls.inits)}, got {init!r}.")
     grouping = resolve_groups(groups, weight.shape).to(weight.device)
-    rho = _group_weights(group_weights, grouping, weight)
-    sparsifier = cls(grouping, group_weights=rho, **options)
-    sparsifier = sparsifier.to(device=weight.device, dtype=weight.dtype)
+    if tie is None:
+        rho = _group_weights(group_weights, grouping, weight)
+        sparsifier = cls(grouping, group_weights=rho, **options)
+        sparsifier = sparsifier.to(device=weight.device, dtype=weight.dtype)
+    else:
+        sparsifier = _tied(tie, grouping, init, group_weights, options)
     with torch.no_grad():
         value = weight.detach().clone()
     parametrize.register_parametrization(module, name, sparsifier)
@@ -300,6 +326,25 @@ def sparsify(
         parametrize.remove_parametrizations(module, name, leave_parametrized=False)
         raise
     return module
+
+
+def _tied(tie, grouping, init, group_weights, options):
+    """A new instance of ``tie``'s method sharing its factors, on ``grouping``."""
+    if not isinstance(tie, Sparsifier) or not type(tie).tieable:
+        raise ValueError(f"tie must be a sparsifier whose method shares factors, got {tie!r}.")
+    if tie.tied:
+        tie = tie.leader
+    if grouping.n_groups != tie.n_groups:
+        raise ValueError(
+            f"the groups of a tied tensor must map onto the tie's {tie.n_groups} groups; "
+            f"got {grouping.n_groups}."
+        )
+    if init != "identity" or group_weights is not None or options:
+        raise ValueError(
+            "a tied tensor takes its method, options and group weights from the tie and "
+            "starts at init='identity'."
+        )
+    return type(tie).tied_to(tie, grouping)
 
 
 def sparsified_tensors(model):
@@ -413,6 +458,25 @@ def penalty_curvatures(model):
 cached = parametrize.cached
 
 
+def _tie_key(sparsifier):
+    return id(sparsifier.leader if sparsifier.tied else sparsifier)
+
+
+def _joint(model, per_tensor):
+    """``{qualified name: value}`` of every sparsified tensor, in model order, where
+    ``per_tensor(module, name, sparsifier)`` gives a tensor's own group norms and a tie's
+    tensors all get the norm of the group over all of them."""
+    members = list(sparsified_tensors(model))
+    own = [per_tensor(module, name, s) for _, module, name, s in members]
+    ties = {}
+    for (*_, s), norms in zip(members, own, strict=True):
+        ties.setdefault(_tie_key(s), []).append(norms)
+    joint = {
+        k: v[0] if len(v) == 1 else torch.stack(v).pow(2).sum(0).sqrt() for k, v in ties.items()
+    }
+    return {qname: joint[_tie_key(s)] for qname, _, _, s in members}
+
+
 @torch.no_grad()
 def group_norms(model):
     """Norm of every group of every sparsified tensor's effective weight.
@@ -426,10 +490,7 @@ def group_norms(model):
     norms : dict of str to tensor of shape (J,)
         Keyed by the tensor's qualified name (e.g. ``"0.weight"``), detached.
     """
-    return {
-        qname: sparsifier.group_norms(getattr(module, name)).detach()
-        for qname, module, name, sparsifier in sparsified_tensors(model)
-    }
+    return _joint(model, lambda module, name, s: s.group_norms(getattr(module, name)).detach())
 
 
 @torch.no_grad()
@@ -448,10 +509,22 @@ def support(model, zero_tol=ZERO_TOL):
     keep : dict of str to bool tensor of shape (J,)
         Keyed by the tensor's qualified name.
     """
-    return {
-        qname: sparsifier.keep(getattr(module, name), zero_tol).detach()
-        for qname, module, name, sparsifier in sparsified_tensors(model)
-    }
+    return _support(model, zero_tol)
+
+
+def _support(model, zero_tol):
+    """:func:`support`: the method's own rule for a tensor alone, the tie's norm against
+    ``zero_tol`` for tied tensors."""
+    tied = {_tie_key(s) for *_, s in sparsified_tensors(model) if s.tied}
+    if tied:
+        norms = _joint(model, lambda module, name, s: s.group_norms(getattr(module, name)))
+    keep = {}
+    for qname, module, name, s in sparsified_tensors(model):
+        if _tie_key(s) in tied:
+            keep[qname] = (norms[qname] >= zero_tol).detach()
+        else:
+            keep[qname] = s.keep(getattr(module, name), zero_tol).detach()
+    return keep
 
 
 @torch.no_grad()
@@ -474,9 +547,9 @@ def collapse(model, zero_tol=ZERO_TOL):
     """
     if zero_tol is None or not zero_tol >= 0:
         raise ValueError(f"zero_tol must be a number >= 0, got {zero_tol!r}.")
-    for _, module, name, sparsifier in list(sparsified_tensors(model)):
-        weight = getattr(module, name)
-        keep = sparsifier.keep(weight, zero_tol).to(weight.dtype)
+    keeps = _support(model, zero_tol)  # before any tensor of a tie is collapsed
+    for qname, module, name, sparsifier in list(sparsified_tensors(model)):
+        keep = keeps[qname].to(getattr(module, name).dtype)
         parametrize.remove_parametrizations(module, name, leave_parametrized=True)
         getattr(module, name).mul_(sparsifier.grouping.expand(keep))
     return model

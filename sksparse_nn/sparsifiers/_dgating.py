@@ -128,6 +128,16 @@ class DGate(Sparsifier):
     inits = ("identity", "balanced", "dwf")
     estimator_options = ("D",)
     downstream_ridge = True
+    tieable = True
+
+    @classmethod
+    def tied_to(cls, leader, grouping):
+        """A DGate on ``grouping`` whose gates are ``leader``'s (one group, several
+        tensors)."""
+        gate = cls(grouping, D=leader.D, group_weights=leader.group_weights)
+        gate.gates = leader.gates
+        gate.__dict__["leader"] = leader
+        return gate
 
     @property
     def nonconvex(self):
@@ -139,6 +149,8 @@ class DGate(Sparsifier):
         rho = self.group_weights
         rho = 1.0 if rho is None else float(rho.max()) if rho.numel() else 0.0
         curvature = 2.0 * rho / self.D
+        if self.tied:  # the leader states the shared gates'
+            return ((original, curvature),)
         return ((original, curvature), (self.gates, curvature))
 
     def __init__(
@@ -151,7 +163,12 @@ class DGate(Sparsifier):
 
     def initialize(self, original, init):
         """Gates 1 (``"identity"``), balanced factors of the same weight (``"balanced"``),
-        or new variance-matched factors (``"dwf"``, element groups only)."""
+        or new variance-matched factors (``"dwf"``, element groups only). A tied
+        tensor starts at its value, with the tie's gates (``"identity"`` only)."""
+        if self.tied:
+            if init != "identity":
+                raise ValueError("a tied tensor starts at init='identity'.")
+            return
         self.gates.data.fill_(1.0)
         if init == "balanced":
             original.copy_(_balance(original, self))
@@ -175,7 +192,12 @@ class DGate(Sparsifier):
         return _GatedWeight.apply(omega, self.gates, self.grouping)
 
     def penalty(self, omega):
-        """Smooth surrogate ``(1/D) sum_j rho_j (||omega_j||^2 + ||gamma_j||^2)``."""
+        """Smooth surrogate ``(1/D) sum_j rho_j (||omega_j||^2 + ||gamma_j||^2)``; a tied
+        tensor's omits the gates (its leader's counts them)."""
+        if self.tied:
+            if self.group_weights is None and self.grouping.complete:
+                return omega.pow(2).sum() / self.D
+            return self._weighted(self.grouping.group_sum(omega.pow(2))) / self.D
         if self.group_weights is None and self.grouping.complete:
             return (omega.pow(2).sum() + self.gates.pow(2).sum()) / self.D
         per_group = self.grouping.group_sum(omega.pow(2)) + self.gates.pow(2).sum(dim=0)
@@ -189,7 +211,8 @@ class DGate(Sparsifier):
         coef = 2.0 * scale / self.D
         weights = self._entry_weights(original)
         value = 0.0
-        for tensor, weight in zip((original, self.gates), weights, strict=True):
+        tensors = (original,) if self.tied else (original, self.gates)
+        for tensor, weight in zip(tensors, weights[: len(tensors)], strict=True):
             if tensor.grad is None:
                 tensor.grad = torch.zeros_like(tensor)
             # one fused kernel for the gradient and one for the value per tensor
@@ -447,9 +470,31 @@ def induced_penalty(model):
         0-dim, on the CPU; summed over the D-gated tensors.
     """
     total = torch.zeros(())
-    for _, module, name, gate in gated_tensors(model):
-        total = total + gate.induced_penalty(getattr(module, name)).cpu()
+    for gate, weight, _ in _ties(model):
+        total = total + gate.induced_penalty(weight).cpu()
     return total
+
+
+def _ties(model):
+    """``(gate, weight, members)`` per tie of D-gated tensors (a tensor alone is a tie of
+    one): ``gate.induced_penalty(weight)`` is the tie's induced penalty (for several
+    tensors, the leader reading the tie's group norms) and ``members`` its
+    ``(gate, original)`` pairs."""
+    ties = {}
+    for qname, module, name, gate in gated_tensors(model):
+        ties.setdefault(id(gate.leader if gate.tied else gate), []).append(
+            (qname, module, name, gate)
+        )
+    joint = None
+    for members in ties.values():
+        pairs = [(g, m.parametrizations[n].original) for _, m, n, g in members]
+        if len(members) == 1:
+            _, module, name, gate = members[0]
+            yield gate, getattr(module, name), pairs
+            continue
+        joint = group_norms(model) if joint is None else joint
+        leader = next(g for *_, g in members if not g.tied)
+        yield _NormsAsWeight(leader), joint[members[0][0]], pairs
 
 
 def misalignment(model):
@@ -465,7 +510,19 @@ def misalignment(model):
         0-dim, on the CPU; ``>= 0``, and zero exactly at balanced factors.
     """
     total = torch.zeros(())
-    for _, module, name, gate in gated_tensors(model):
-        original = module.parametrizations[name].original
-        total = total + (gate.penalty(original) - gate.induced_penalty(getattr(module, name))).cpu()
+    for gate, weight, members in _ties(model):
+        smooth = members[0][0].penalty(members[0][1])
+        for member, original in members[1:]:
+            smooth = smooth + member.penalty(original)
+        total = total + (smooth - gate.induced_penalty(weight)).cpu()
     return total
+
+
+class _NormsAsWeight:
+    """A tie's leader whose ``induced_penalty`` reads group norms given directly."""
+
+    def __init__(self, gate):
+        self.gate = gate
+
+    def induced_penalty(self, norms):
+        return self.gate._weighted(norms.pow(2.0 / self.gate.D))
