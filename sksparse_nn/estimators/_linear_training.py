@@ -66,10 +66,9 @@ class _DataMemo:
         return self.moments[1]
 
     def by_columns(self, X):
-        """``X`` as the working sets read it: sparse ``X`` in CSC (one copy, made once
-        per data set: a working set's columns are then slices, where CSR columns cost a
-        pass over all of ``X``'s nonzeros per set: 0.3 ms against 0.04 ms on a
-        2000 x 10000 text-like design), dense ``X`` itself."""
+        """``X`` as the working sets read it: sparse ``X`` in CSC (one copy per data set,
+        so that a working set's columns are slices, not a pass over all of ``X``'s
+        nonzeros as in CSR), dense ``X`` itself."""
         if not sp.issparse(X) or X.format == "csc":
             return X
         if self.csc is None:
@@ -80,7 +79,7 @@ class _DataMemo:
 @functools.lru_cache(maxsize=8)
 def _probe(n):
     """The fixed random vector of length ``n`` that data memos recognize data by
-    (read-only; drawing it cost as much as the probe's product on a path's data)."""
+    (read-only; cached, as drawing it costs about as much as the product it probes)."""
     v = np.random.RandomState(0).standard_normal(n)
     v.flags.writeable = False
     return v
@@ -169,13 +168,11 @@ class _LinearTraining:
     def _init_module(self, module, dataset, targets):
         """Start from a ridge solution: dense, at the right scale.
 
-        The ridge strength ``alpha = lam * s^(2/D - 2)`` makes ``alpha ||w||^2`` match
-        ``lam ||w||^(2/D)`` at the coefficients' typical size ``s`` (``_weight_scale``):
-        ``alpha = lam`` on standardized data or at ``D = 2``, and the same start in any
-        units of X and y. For D > 2 zero is a trap, so a fit starts dense and lets the
-        penalty remove groups (the same reason paths run from dense to sparse).
-        Classifiers regress the one-hot (binary: 0/1) targets. Skipped for very wide
-        data, which keeps the default init.
+        ``alpha = lam * s^(2/D - 2)`` makes ``alpha ||w||^2`` match ``lam ||w||^(2/D)`` at
+        the coefficients' typical size ``s`` (``_weight_scale``), the same start in any
+        units. At D > 2 zero is a trap, so a fit starts dense and lets the penalty remove
+        groups. Classifiers regress the one-hot (binary: 0/1) targets. Very wide data
+        keep the default init.
         """
         X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
         p = X.shape[1]
@@ -238,11 +235,9 @@ class _LinearTraining:
     def _zero_start(self, rhs, y_mean, const, n_features):
         """Whether a cold fit starts at zero because zero is the solution (see
         ``_zero_is_optimal``), judged from the ridge start's moments: ``rhs`` (centred
-        ``X^T y / n``; for classifiers with an intercept, that of the one-hot targets
-        equals the log-loss gradient at the intercept-only model) and the loss there
-        (``const``; classifiers: the log-loss of the class frequencies). Not for
-        classifiers without an intercept (their gradient at zero logits differs). From a
-        ridge start at a huge lam (1e40) the block steps overflowed into NaN."""
+        ``X^T y / n``; for classifiers with an intercept, the log-loss gradient at the
+        intercept-only model) and the loss there (``const``). Not for classifiers without
+        an intercept. A ridge start at a huge lam would overflow the block steps."""
         if is_classifier(self):
             if not self.fit_intercept:
                 return False
@@ -255,11 +250,10 @@ class _LinearTraining:
         """This fit's :class:`_DataMemo`: the previous fit's when this one is a warm
         start on the same data (a path), else a new one.
 
-        The data are recognized by a probe, ``X^T v`` for a fixed random ``v`` (one
-        product with the design), with the shape, the sample weights and
-        ``fit_intercept``; only warm starts keep the memo (see ``__getstate__``). Asked
-        for by fits on working sets, where the statistics are passes over a large
-        design (sparse 2000 x 10000: ~2 ms a path point).
+        The data are recognized by a probe, ``X^T v`` for a fixed random ``v``, with the
+        shape, the sample weights and ``fit_intercept``; only warm starts keep the memo
+        (see ``__getstate__``). Fits on working sets ask for it: their statistics are
+        passes over a large design.
         """
         v = _probe(X.shape[0])
         key = (

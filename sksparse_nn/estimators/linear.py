@@ -227,32 +227,25 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     r"""Group-sparse least squares with the penalty :math:`\lambda\sum_j\rho_j\|w_j\|^{2/D}`.
 
     Trained by D-Gating: each group's coefficients are a vector times ``D-1`` scalar gates
-    with plain L2 on all factors. From the start (ridge at ``alpha = lam``, or the previous
-    solution along a path) a fit first takes exact block steps on this smooth problem:
-    with the gates fixed it is a ridge problem in the vectors, solved exactly, after which
-    the factors are re-balanced (one solve per step, of the size of the live features;
-    on wide data, ``p > n`` or more than 4000 features, on working sets of groups grown
-    until every group meets the KKT conditions at ``D = 2``, started from zero, where the
-    reference solver's proximal iterations finish a working set the steps approach
-    slowly; skipped with early stopping). A ``D = 2`` fit they certify ends there;
-    otherwise full-batch L-BFGS in float64 (closure steps through skorch) finishes the
-    D-gated problem. Groups the data do not need reach exact
-    zero during training; the final ``zero_tol`` threshold only removes numerical dust
-    (``sparsity_gap_`` shows it).
+    with plain L2 on all factors. From its start (a ridge solution, or the previous point
+    of a path) a fit takes exact block steps: with the gates fixed the problem is a ridge
+    problem in the vectors, solved exactly, then the factors are re-balanced (on wide
+    data, ``p > n`` or more than 4000 features, on working sets of groups grown from zero
+    at ``D = 2``; skipped with early stopping). A ``D = 2`` fit they certify ends there;
+    otherwise full-batch L-BFGS in float64 finishes the D-gated problem. Groups the data
+    do not need reach exact zero; the final ``zero_tol`` threshold only removes numerical
+    dust (``sparsity_gap_`` shows it).
 
     Parameters
     ----------
     lam : float, default=1e-2
-        Penalty strength; at ``D=2`` the same as ``GroupLassoRegressor(lam=...)`` and,
-        for singleton groups and 1-d ``y``, scikit-learn's ``Lasso(alpha=...)``. It is
-        in the units of the data's correlations (``lambda_max(X, y)`` is where every
-        group is zero): the default keeps a sparse model on standardized X (and y)
-        (``Lasso``'s ``alpha=1.0`` empties a model of standardized data); in other
-        units, choose it along ``regularization_path``. A 2-d
-        ``y`` is fitted as one multi-task group lasso (a feature's coefficients across
-        outputs form one group, as ``MultiTaskLasso``); to fit the columns independently,
-        as ``Lasso`` does with 2-d ``y``, wrap the estimator in
-        ``sklearn.multioutput.MultiOutputRegressor``.
+        Penalty strength; at ``D=2`` the same as ``GroupLassoRegressor(lam=...)`` and, for
+        singleton groups and 1-d ``y``, scikit-learn's ``Lasso(alpha=...)``. In units of
+        the data's correlations (every group is zero from ``lambda_max(X, y)`` on): the
+        default keeps a sparse model of standardized X and y; in other units choose it
+        along ``regularization_path``. A 2-d ``y`` is one multi-task group lasso (a
+        feature's coefficients across outputs form one group, as ``MultiTaskLasso``); for
+        independent columns use ``sklearn.multioutput.MultiOutputRegressor``.
     $D
     $groups
     $group_weights
@@ -260,10 +253,9 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         Fit an unpenalized intercept.
     positive : bool, default=False
         Constrain every coefficient to be ``>= 0`` (the intercept stays free), as
-        scikit-learn's ``Lasso(positive=True)``; at ``D = 2`` the model is then the
-        non-negative group lasso. The block steps solve the constrained problem exactly
-        (an active-set solve per step); gradient steps after them are projected onto
-        the constraint. The classifier accepts it for binary problems only.
+        ``Lasso(positive=True)`` (at ``D = 2`` the non-negative group lasso): the block
+        steps solve the constrained problem exactly, gradient steps after them are
+        projected. The classifier accepts it for binary problems only.
     optimizer : {"lbfgs", "sgd", "adam", "adamw"} or torch optimizer class, default="lbfgs"
         Optimizer after the block steps; from their end L-BFGS usually needs a handful of
         closure evaluations.
@@ -281,8 +273,7 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     zero_tol : float, default=float32 eps (1.2e-7)
         Groups with a smaller norm after training, in units of ``std(y) / std(X)``
         (medians over columns; classifiers: ``1 / std(X)``), are set to exactly 0:
-        numerical dust only, whatever the units of X (dropped groups typically end far
-        below it, see ``sparsity_gap_``).
+        numerical dust only, whatever the units of X (see ``sparsity_gap_``).
     $common_parameters
 
     Attributes
@@ -376,16 +367,14 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
 class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     r"""Group-sparse logistic regression with the penalty :math:`\lambda\sum_j\rho_j\|w_j\|^{2/D}`.
 
-    Binary problems use one logit (logistic loss), multiclass problems a softmax over
-    ``n_classes`` logits; a group spans its features' coefficients across all classes, so
-    a feature is either used for every class or removed. The loss is the mean log-loss.
-    Parameters, training and attributes are those of :class:`SparseLinearRegressor`; the
-    block steps are proximal-Newton steps whose quadratic models the regressor's steps
-    minimize. At ``D = 2`` they run on any data, beyond 100 features on working sets of
-    groups grown from zero by the KKT violations of the full gradient (their cost
-    follows the active set, ``X`` is never copied whole), and a fit they certify (the
-    reference solver's relative KKT rule at its default, 1e-8) ends there; at ``D > 2``
-    they run on data of up to 2000 features.
+    Mean log-loss: one logit for binary problems, a softmax over ``n_classes`` logits
+    otherwise; a group spans its features' coefficients across all classes, so a feature
+    is used for every class or removed. Parameters, training and attributes are those of
+    :class:`SparseLinearRegressor`, the block steps being proximal-Newton steps: at
+    ``D = 2`` on any data (beyond 100 features on working sets grown from zero by the KKT
+    violations of the full gradient), a fit they certify (relative KKT violation at most
+    1e-8, the reference solver's default) ending there; at ``D > 2`` on up to 2000
+    features.
 
     Attributes
     ----------

@@ -1,24 +1,21 @@
 r"""Sparse neural additive models: D-Gating removes whole shape functions during training.
 
 The model is :math:`f(x) = \beta + \sum_j g_j(x_j)` with one small network per feature
-(:class:`sksparse_nn.nn.nam.NAM`, all evaluated as batched tensor products). The first
-layer of each subnetwork -- its weights *and* biases, everything through which
-:math:`x_j` enters -- forms one group, and the training objective is
+(:class:`sksparse_nn.nn.nam.NAM`, evaluated as batched tensor products). The first layer
+of each subnetwork, weights *and* biases, forms one group; the objective is
 
 .. math::
 
     \frac{1}{n} \sum_i \ell(y_i, f(x_i)) + \lambda \sum_j \|\theta_j\|_2^{2/D}
     + \lambda \frac{\kappa}{D} \sum_j \|V_j\|_2^2,
 
-written with D-Gating as a smooth penalty; :math:`V_j` are the later weights of
-subnetwork :math:`j` and :math:`\kappa = 0.1`. That small ridge gives the objective a
-minimizer: without it a subnetwork keeps its function while its first layer shrinks and
-its later weights grow (ReLU is positively homogeneous), lowering the penalty without
-end. Groups the data do not need reach exactly
-zero, and then :math:`g_j \equiv 0` exactly (later layers have no bias and
-:math:`\sigma(0) = 0`). After training every shape function is centred to mean zero on
-the training data (the shift goes into ``intercept_``), the usual identifiability
-convention of additive models.
+written with D-Gating as a smooth penalty, :math:`V_j` the later weights of subnetwork
+:math:`j` and :math:`\kappa = 0.1`: that small ridge gives the objective a minimizer
+(ReLU being positively homogeneous, a subnetwork could otherwise shrink its first layer
+and grow its later weights without end). A group at exactly zero gives
+:math:`g_j \equiv 0` (later layers have no bias and :math:`\sigma(0) = 0`). After
+training every shape function is centred on the training data, the shift going into
+``intercept_``.
 """
 
 from __future__ import annotations
@@ -45,24 +42,14 @@ __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
 
 
 class _DGatedNAM(AdditiveInspection, BaseDGated):
-    """The NAM family: one group per term = that term's first layer (weights + biases).
+    """The NAM family: one group per term = its first layer (weights + biases). A term is
+    one feature, or with ``groups`` one group of features sharing one subnetwork;
+    unpenalized features (label -1) are terms of their own, never gated."""
 
-    A term is one feature, or with ``groups`` one group of features (a categorical's
-    one-hot columns) sharing one subnetwork; unpenalized features (label -1) are terms of
-    their own that are never gated.
-    """
-
-    #: The automatic budget's cap. A cold fit at a path's smallest default lam needs up
-    #: to ~3400 steps to settle with a clean gap (breast_cancer + 30 noise columns: 60
-    #: groups still in transit at a cap of 2000 or 4000 steps, whose cosine decays the
-    #: rate before they are done; 5 live groups, gap 5e-8 / 0.24, at 8000); warm starts
-    #: and settled fits stop long before it.
-    #: Cold fits hold the full rate as warm starts do: under the cosine over the cap a
-    #: feature that begins to leave late shrinks ever more slowly (a default path's
-    #: first point on 133 rows of scikit-learn's wine: a group at 0.3 at epoch 900 of
-    #: 2667 stalled at 1e-4, in transit at the cap; held, it reached zero and the fit
-    #: settled at epoch 1669, the path 18.5 -> 13.9 s). The NAM's searches on four
-    #: additive problems chose the same features either way.
+    #: The automatic budget's cap of 8000 steps: a cold fit at a path's smallest default
+    #: lam needs thousands of steps to settle with a clean gap (warm starts and settled
+    #: fits stop long before). Cold fits hold the full rate as warm starts do: under a
+    #: cosine decay over the cap a feature that starts to leave late stalls in transit.
     _traits = Traits(
         standardize_inputs=True,
         standardize_targets=True,
@@ -175,9 +162,8 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         """Put the hinges' kinks at data points and the intercept at the target's mean.
 
         Hinge ``k`` of every feature gets its kink at the feature's value in a random
-        training row (``b = -u x``), so the first layer's basis covers the observed range
-        whatever the scale of the data. The intercept starts at the mean target
-        (regression) or the log class frequencies (classification).
+        training row (``b = -u x``), so the basis covers the observed range in any units;
+        the intercept starts at the mean target or the log class frequencies.
         """
         n, h1 = len(dataset), module.first.shape[2]
         rows = torch.randint(0, n, (h1,))
@@ -210,13 +196,12 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         return {name: c * mask.view(-1, 1, 1) for name, c in ridge.items()}
 
     def _gate_module(self, module, init):
-        # A warm start hands over a fitted (centred) module: fold the centres back into
-        # the intercept so that a group at zero again means a contribution of exactly 0.
+        # a warm start hands over a centred module: fold the centres back into the
+        # intercept so that a group at zero means a contribution of exactly 0 again
         with torch.no_grad():
             module.intercept.sub_(module.centers.sum(dim=0))
             module.centers.zero_()
-        # (T, m + 1, h1) tensor, one group per slice along axis 0: term t's weights and
-        # biases; unpenalized features' terms are not gated
+        # one group per term: slice t of first (T, m + 1, h1); unpenalized terms ungated
         _, term_labels = self._terms(module.n_features)
         _, rho = self._penalty_groups(module.n_features)
         groups = AxisGroups(0, np.asarray(term_labels))
@@ -317,22 +302,18 @@ _NAM_DOC = fill(
     ----------
     lam : float, default=3e-2
         Penalty strength on ``sum_j ||theta_j||^(2/D)``, ``theta_j`` being the first
-        layer (weights and biases) of feature ``j``'s subnetwork. The loss is the mean
-        over samples plus ``lam * penalty``, measured on standardized features (and
-        standardized targets for regression), so ``lam`` means the same in any units.
-        The default keeps a sparse, accurate model of small noisy tables (measured with
-        as many permuted-noise columns as real ones on diabetes, breast cancer and wine:
-        1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose
-        it along ``regularization_path`` or with ``SparsePathCV``.
+        layer (weights and biases) of feature ``j``'s subnetwork; the loss is the mean
+        over samples plus ``lam * penalty``, on standardized features (and targets), so
+        ``lam`` means the same in any units. The default removes pure-noise columns of
+        small tables; choose it along ``regularization_path`` or with ``SparsePathCV``.
     $D
     $sparsifier
     $sparsifier_params
     hidden_layer_sizes : tuple of int, default=(64,)
-        Hidden widths of every feature's subnetwork. Much lighter than the NAM papers'
-        (100, 100, 64) with batch norm: one hidden ReLU layer on a scalar input is a
-        linear spline with 64 learnable knots, plenty for a shape function of one
-        variable; it trains stably with plain SGD (needed for exact zeros) and costs
-        ~100x fewer operations per sample and feature.
+        Hidden widths of every feature's subnetwork. One hidden ReLU layer on a scalar
+        input is a linear spline with 64 learnable knots, enough for a shape function
+        of one variable, far cheaper than the NAM papers' (100, 100, 64) with batch norm,
+        and stable under the plain SGD that exact zeros need.
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
         Dropout on hidden activations.
@@ -347,10 +328,9 @@ _NAM_DOC = fill(
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
     lr : float, default=0.05
-        Initial learning rate. Training sees standardized inputs (and, for regression,
-        standardized targets), so ``lr`` does not depend on the units of the data; the
-        fitted module takes and returns the user's units. The D-Gating factors' step is
-        capped at ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD diverge.
+        Initial learning rate, on standardized inputs (and targets), so independent of
+        the units of the data. The D-Gating factors' step is capped at
+        ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD diverge.
     max_epochs : int or None, default=None
         ``None``: at most the larger of 100 epochs and 8000 optimizer steps (unused groups
         shrink geometrically per step, so exact zeros need steps, not epochs).
@@ -361,9 +341,8 @@ _NAM_DOC = fill(
     max_grad_norm : float or None, default=10.0
         Clip the norm of each step's gradient to this value plus the norm of the
         penalty's own pull on the D-Gating factors (so a large ``lam`` still removes
-        groups at full speed); ``None`` disables it. A safety net against rare
-        divergent SGD steps; on standardized data typical gradient norms are 1-5, so it
-        is seldom active.
+        groups at full speed); ``None`` disables it. A safety net against rare divergent
+        SGD steps, seldom active on standardized data.
     $tol
     zero_tol : float, default=float32 eps
         Groups whose norm ends below it are set to exactly 0 (numerical dust only).
@@ -406,8 +385,8 @@ class DGatedNAMRegressor(RegressorTaskMixin, _DGatedNAM):
         """Neural additive regressor whose shape functions are selected by D-Gating.
 
     Half mean squared error plus ``lam`` times the D-Gating penalty on each feature's
-    first layer: features the model does not need get a shape function that is
-    exactly zero.
+    first layer, trained by SGD on standardized features and targets: features the
+    model does not need get a shape function that is exactly zero.
     """
         + _NAM_DOC
         + """
@@ -429,8 +408,8 @@ class DGatedNAMClassifier(ClassifierTaskMixin, _DGatedNAM):
         """Neural additive classifier whose shape functions are selected by D-Gating.
 
     Logistic (two classes) or softmax cross-entropy plus ``lam`` times the D-Gating
-    penalty on each feature's first layer. With ``K > 2`` classes every subnetwork
-    outputs ``K`` logits.
+    penalty on each feature's first layer, trained by SGD on standardized features.
+    With ``K > 2`` classes every subnetwork outputs ``K`` logits.
     """
         + _NAM_DOC
         + """    classes_ : ndarray of shape (n_classes,)
