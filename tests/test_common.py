@@ -140,7 +140,9 @@ BAD_FIT_INPUTS = [
     "name, corrupt, message", BAD_FIT_INPUTS, ids=[b[0] for b in BAD_FIT_INPUTS]
 )
 def test_bad_fit_input_raises_a_clear_error(estimator, name, corrupt, message):
-    if name == "3-d X" and estimator._traits.X_validation.get("allow_nd"):
+    if name == "3-d X" and getattr(getattr(estimator, "_traits", None), "X_validation", {}).get(
+        "allow_nd"
+    ):
         return  # images and sequences are this estimator's input: n-d X is valid
     X, y = _data(estimator)
     X_bad, y_bad = corrupt(X, y)

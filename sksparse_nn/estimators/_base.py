@@ -73,11 +73,10 @@ def column_norms(weight):
 class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
     """Base class of the sparse estimators (not for direct use): the family contract.
 
-        A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
-        ``__init__`` (storing its parameters only) and overrides only these hooks; the fit
-        itself (validation, scaling, seeding, building the dataset, training through
-        :mod:`sksparse_nn.training`, exact zeros, fitted attributes) is the base's.
-        ``tests/test_contract_table.py`` holds every family to the table.
+    A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
+    ``__init__`` (storing its parameters only) and overrides only these hooks; the fit
+    itself (validation, scaling, seeding, training through :mod:`sksparse_nn.training`,
+    exact zeros, fitted attributes) is the base's (``tests/test_contract_table.py``).
 
     $hook_table
     """
@@ -123,9 +122,8 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
     fit.__doc__ = fill(fit.__doc__)
 
     def _validate_params(self):
-        """scikit-learn's parameter checks, then what they cannot express: a device this
-        torch build can use and a lam the training dtype holds (a path runs these once,
-        before any work)."""
+        """scikit-learn's parameter checks, then a usable device and a lam the training
+        dtype holds (a path runs these once, before any work)."""
         super()._validate_params()
         check_device(self.device, type(self).__name__)
         lam_limit = float(np.finfo(self._numpy_dtype).max)
@@ -214,8 +212,7 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         self.history_ = trained.history
         self.n_iter_ = len(trained.history)
         plan = trained.callbacks.get("lr_schedule")
-        # the share of the learning rate this fit ended stable at: where a warm start
-        # from it begins, unless lr has been changed since (see _plan_stopping)
+        # the share of lr this fit ended stable at, where a warm start begins (_plan_stopping)
         self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0))
         module = trained.module.to("cpu")
         zero_tol = self.zero_tol * self._weight_scale(X, y)
@@ -228,9 +225,8 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         dead = np.concatenate([v[~keep[k]] for k, v in raw.items()] + [[0.0]])
         live = np.concatenate([v[keep[k]] for k, v in raw.items()] + [[np.inf]])
         self.sparsity_gap_ = (float(dead.max()), float(live.min()))
-        # norms and importances in the units the penalty saw (standardized inputs where
-        # used); the group norms of every gated tensor, in the module's order, with the
-        # groups that collapse removed at exactly zero
+        # group norms in the units the penalty saw, every gated tensor in module order,
+        # groups that collapse at exactly zero
         norms = [np.where(keep[k], v, 0.0) for k, v in raw.items()]
         self.group_norms_ = np.concatenate(norms) if norms else np.zeros(0)
         importances = self._feature_importances(self.module_)
@@ -265,8 +261,8 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         )
 
     def _divergence_message(self, X, y):
-        """A callable ``(epoch, loss) -> str`` explaining a diverged fit (the data's scale
-        is read only then: a pass over ``X`` per fit otherwise)."""
+        """A callable ``(epoch, loss) -> str`` explaining a diverged fit (reads the data's
+        scale only then)."""
         name, lam, lr, optimizer = type(self).__name__, self.lam, self.lr, self.optimizer
         standardized = self._traits.standardize_inputs
 
@@ -287,17 +283,14 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
 
     # ----------------------------------------------------- training hooks
     def _trainer(self):
-        """What trains the gated module: the engine's
-        :class:`~sksparse_nn.training.GradientTrainer` (a family with an exact solver
-        returns its own subclass, which may finish a fit before any gradient step)."""
+        """The trainer: the engine's :class:`~sksparse_nn.training.GradientTrainer` (an
+        exact solver's subclass may finish a fit before any gradient step)."""
         return GradientTrainer()
 
     def _optimizer(self, module, ridge):
-        """``(optimizer class, options)``: the ``optimizer`` parameter's class and its
-        default options, with parameter groups capping the SGD steps of the penalty's
-        factors by their curvature and carrying ``weight_decay`` (families that have it).
-        ``options`` are the optimizer's keyword arguments (``param_groups``: skorch's
-        ``(pattern, options)`` pairs)."""
+        """``(optimizer class, options)``: the ``optimizer`` parameter's class with
+        parameter groups (skorch ``(pattern, options)`` pairs) capping the penalty
+        factors' SGD steps by their curvature and carrying ``weight_decay``."""
         optimizer, options = resolve_optimizer(self.optimizer)
         options = dict(options)
         groups = step_size_groups(
@@ -308,8 +301,7 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         return optimizer, options
 
     def _early_stopper(self):
-        """The callback that stops training on held-out rows (``None``: train on all rows):
-        :class:`~sksparse_nn.training.EarlyStopping` when ``early_stopping``."""
+        """The held-out stopping callback (``None``: train on all rows)."""
         if not self.early_stopping:
             return None
         return EarlyStopping(patience=self.n_iter_no_change)
@@ -319,21 +311,17 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         return []
 
     def _ridge(self, module):
-        """``{parameter name: c}``: the L2 term ``lam * c * ||V||^2`` (``c`` a number, or
-        a tensor of per-entry weights: ``lam * sum(c * V^2)``) on the ungated
-        weights of a family with ``_ridge_downstream`` (every parameter of two or more
-        dimensions that no sparsifier owns; biases are free), ``c = kappa / D``: a
-        fraction ``kappa = _ridge_scale`` of the L2 that each D-Gating factor carries.
+        """``{parameter name: c}``: the L2 term ``lam * c * ||V||^2`` (``c`` a number or
+        per-entry weights) on the ungated weights of a family with ``ridge_downstream``
+        (parameters of two or more dimensions no sparsifier owns; biases are free),
+        ``c = kappa / D``, ``kappa = ridge_scale``: a fraction of the L2 each D-Gating
+        factor carries.
 
-        Without it the penalized objective has no minimizer: dividing a gated group's
-        weights (and its biases) by ``s`` and multiplying the weights it feeds by ``s``
-        leaves a ReLU network's function as it is and lowers ``lam * ||w_j||^(2/D)`` by
-        ``s^(2/D)``, so training drifts (measured on a NAM path on iris at lam 2.68: the
-        output weights of the one live feature grew from 23 to 36 in 1,200 epochs while
-        its group norm sank and the loss fell without end). With it, at every stationary
-        point the derivative along that rescaling vanishes: without a linear skip,
-        ``sum_j rho_j ||w_j||^(2/D) = kappa ||V||^2`` for the weights ``V`` the gated
-        layer feeds (in a NAM, per term).
+        Without it the objective has no minimizer: dividing a gated group's weights by
+        ``s`` and multiplying the weights it feeds by ``s`` keeps a ReLU network's
+        function and lowers the penalty by ``s^(2/D)``, so training drifts. With it,
+        every stationary point has ``sum_j rho_j ||w_j||^(2/D) = kappa ||V||^2`` (no
+        linear skip; in a NAM, per term).
         """
         if not self._traits.ridge_downstream or not self._sparsifier_class().downstream_ridge:
             return None
@@ -358,13 +346,10 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         return self._module_output(X)
 
     def _module_output(self, X, method=None):
-        """Output of the module (or of its method named ``method``) on already validated
-        X (no feature-name checks), in batches, as CPU float64 numpy.
-
-        Computed by a float64 copy of the module (``_inference_dtype``): float32 matrix
-        products round differently for different batch sizes, so a float32 prediction
-        of a row would depend, at the 1e-7 level, on which rows are predicted with it.
-        """
+        """Output of the module (or of its method ``method``) on validated X, in batches,
+        as CPU float64 numpy, computed by a float64 copy (``inference_dtype``): float32
+        products round differently per batch size, so a row's prediction would depend
+        on the rows predicted with it."""
         module, dtype = self.module_, self._traits.dtype
         if self._traits.inference_dtype is not None and self._traits.inference_dtype != dtype:
             module, dtype = (
@@ -389,10 +374,9 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
     def _sparsify(self, module, name, groups, init, units, group_weights=None):
         """Make the ``groups`` of ``module.<name>`` removable by the estimator's sparsifier.
 
-        ``units`` names what the groups are ("input features", "hidden neurons"): methods
-        that mask groups in a fixed order only apply to interchangeable units, never to
-        features. The method's ``estimator_options`` (D-Gating's ``D``) and
-        ``sparsifier_params`` go to the method.
+        ``units`` names the groups ("input features", "hidden neurons"): methods that
+        mask groups in a fixed order apply to interchangeable units only. The method's
+        ``estimator_options`` (D-Gating's ``D``) and ``sparsifier_params`` go to it.
         """
         method = self._sparsifier_class()
         if method.ordered and "feature" in units:
@@ -425,28 +409,23 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
 
     # -------------------------------------------------------------- hooks
     def _penalty_groups(self, n_features):
-        """(label per input feature, weight per group): from the ``groups`` and
-        ``group_weights`` parameters of families that have them, else each feature alone
-        with weight 1."""
+        """(label per input feature, weight per group): from ``groups`` and
+        ``group_weights`` where the family has them, else each feature alone, weight 1."""
         labels = check_groups(getattr(self, "groups", None), n_features)
         return labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
 
     def _collapse(self, module, zero_tol):
-        """Remove the trained module's sparsifiers in place; ``(norms, keep)``.
-
-        ``norms`` maps every gated tensor's qualified name to its group norms before
-        the collapse, ``keep`` to the groups that survive it (norm at least
-        ``zero_tol``; the others end at exactly 0).
-        """
+        """Remove the trained module's sparsifiers in place; ``(norms, keep)``: per gated
+        tensor, its group norms before the collapse and the groups that survive it (norm
+        at least ``zero_tol``; the others end at exactly 0)."""
         raw = {k: as_numpy(v) for k, v in group_norms(module).items()}
         keep = {k: as_numpy(v).astype(bool) for k, v in support(module, zero_tol).items()}
         collapse(module, zero_tol=zero_tol)
         return raw, keep
 
     def _feature_importances(self, module):
-        """Norm of each input feature's weights, exactly 0 for removed features (see
-        :func:`column_norms`); ``None`` (the default) for families whose groups are not
-        input features: no ``feature_importances_``."""
+        """Norm of each input feature's weights (:func:`column_norms`), exactly 0 for
+        removed features; ``None`` (default): groups are not input features."""
         return None
 
     @abstractmethod
@@ -479,34 +458,27 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         raise NotImplementedError
 
     def _init_module(self, module, dataset, targets):
-        """Data-dependent initialization of a freshly built module (default: none).
-
-        ``dataset`` is the training :class:`ArrayDataset` (``dataset.rows(index)`` gives
-        rows in training units, standardized where the family standardizes) and
-        ``targets`` the encoded (standardized) targets.
-        """
+        """Data-dependent initialization of a freshly built module (default: none);
+        ``dataset.rows(index)`` gives rows in training units, ``targets`` are encoded."""
 
     def _weight_scale(self, X, y):
-        """Typical size of a gated group's weights, the unit of ``zero_tol``.
-
-        1 for families that train in standardized units; models that train on the
-        user's units (linear) return the size their coefficients have in those units.
-        """
+        """Typical size of a gated group's weights, the unit of ``zero_tol``: 1 in
+        standardized units; families training in the user's units (linear) override it."""
         return 1.0
 
     def _rescale_inputs(self, module, shift, scale):
         """Change ``module`` in place so that it maps ``x`` to what it mapped
-        ``(x - shift) / scale`` to (families with ``_standardize_inputs``)."""
+        ``(x - shift) / scale`` to (families with ``standardize_inputs``)."""
         raise NotImplementedError
 
     def _rescale_outputs(self, module, shift, scale):
         """Change ``module`` in place so that its outputs become ``out * scale + shift``
-        (families with ``_standardize_targets``)."""
+        (families with ``standardize_targets``)."""
         raise NotImplementedError
 
     def _baseline_loss(self, targets, n_outputs, module):
-        """The yardstick of an exploded fit: the training objective of the best constant
-        model plus the penalty of the starting point (training only lowers both)."""
+        """The yardstick of an exploded fit: the best constant model's objective plus the
+        starting point's penalty (training only lowers both)."""
         with torch.no_grad():
             constant = self._constant_output(targets, n_outputs)
             data = float(self._criterion()(constant, targets))

@@ -45,13 +45,11 @@ sparsifier_params : dict or None, default=None
     for ``"dam"``); see its class in :mod:`sksparse_nn.sparsifiers`.""",
     "lr_schedule": """\
 lr_schedule : {"cosine", "constant"}, default="cosine"
-    How the learning rate moves during a fit. ``"cosine"``: with an integer
-    ``max_epochs`` it decays to zero over them. With ``None`` a fit from scratch
-    decays it over the automatic budget's cap, while a warm start (a path point)
-    holds the full rate (a unit on its way to zero shrinks at a pace proportional to
-    the rate) and decays it over the cap's last quarter; either way, once the fit has
-    settled the rate is annealed to zero and training stops. ``"constant"``: the full
-    rate throughout, and a settled fit stops at once.""",
+    ``"cosine"``: with an integer ``max_epochs`` the rate decays to zero over them; with
+    ``None`` a fresh fit decays it over the automatic budget's cap, while a warm start
+    (a path point) holds the full rate, as shrinking groups need, and decays it over the
+    cap's last quarter; a settled fit anneals it to zero and stops. ``"constant"``: the
+    full rate throughout; a settled fit stops at once.""",
     "tol": """\
 tol : float or None, default=None
     Stop early when an epoch lowers the training loss by less than ``tol`` (relative).""",
@@ -86,13 +84,11 @@ n_threads : int or None, default=None
 verbose : int, default=0
     Show a progress bar when > 0.""",
     "max_epochs_warning": """\
-With ``None`` that is a cap: a fit stops once it has settled (the
-same groups above ``zero_tol`` and none of them still shrinking, and a flat
-objective, over about 100 optimizer steps), after a short anneal of the learning
-rate; an integer runs that many epochs. Warm starts (path points) warm the learning
-rate up over about 50 steps. When the cap ends training while the loss is still
-falling or groups are still shrinking towards zero, a ``ConvergenceWarning`` says
-so.""",
+With ``None`` that is a cap: a fit stops once it has settled (the same groups above
+``zero_tol``, none still shrinking, and a flat objective over about 100 optimizer
+steps), after a short anneal of the learning rate; an integer runs that many epochs.
+Warm starts (path points) warm the rate up over about 50 steps. A ``ConvergenceWarning``
+says when the cap ends a fit whose loss is still falling or whose groups still shrink.""",
     # method sections
     "fit_returns": """\
 Returns

@@ -50,10 +50,10 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     x_hat`` (the encoder's widths reversed), trained on the half squared reconstruction
     error of the standardized features plus ``lam`` times the sparsifier's penalty on the
     bottleneck units, one group per unit (its encoder row, bias and decoder column
-    together). Units the data do not need end exactly at zero, so ``n_components_`` is
-    learned: :meth:`transform` returns the codes of the live units only. With
-    ``hidden_layer_sizes=()`` the model is linear (PCA's model with a penalty choosing
-    the dimension).
+    together), by SGD after a short unpenalized pre-training. Units the data do not need
+    end exactly at zero, so ``n_components_`` is learned: :meth:`transform` returns the
+    codes of the live units only. With ``hidden_layer_sizes=()`` the model is linear
+    (PCA's model with a penalty choosing the dimension).
 
     Parameters
     ----------
@@ -61,18 +61,9 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         Penalty strength on the bottleneck units. The loss is half the squared
         reconstruction error of the standardized features, averaged over features and
         rows, so a unit pays for itself when it explains a large enough share of the
-        total variance, whatever the number of features. A fixed lam therefore keeps
-        directions above a share of variance, not a dimension: choose it along
-        :meth:`regularization_path` (the score is the reconstruction's R^2).
-        The default, measured (``benchmarks/autoencoder_dimension.py``,
-        ``benchmarks/autoencoder_mnist.py``; D = 3, 1000 rows of
-        ``make_latent_manifold(r, d)``, held-out R^2): lam = 0.02 keeps 3 / 6 / 11 units
-        for r = 2 / 5 / 10 (d = 20 / 50 / 100; R^2 0.986 / 0.952 / 0.805; removed units
-        below 4e-8, live ones above 0.5), near the path's choice by its 1%-of-R^2 rule
-        (3 for r = 2, 15 for r = 10). The former default 0.05 removed every unit of
-        MNIST (its ``lambda_max``, the top of the path's grid, is 0.027: half the
-        standardized pixels' top principal share, 0.053) and kept only 4 units for
-        r = 10 (R^2 0.47); on MNIST's path lam = 0.011 kept 25 units and 0.027 kept 6.
+        total variance: ``lam`` sets a share of variance, not a dimension. The default
+        keeps the dimension of low-dimensional data; choose it along
+        :meth:`regularization_path` (scored by the reconstruction's R^2).
     $D
     $sparsifier
     $sparsifier_params
@@ -237,12 +228,10 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         before the penalty acts.
 
         Started cold, the penalty shrinks the bottleneck's small random units faster than
-        the reconstruction, still poor, makes them grow, and a removed unit never returns
-        (zero is a stationary point of every sparsifier's parametrization): measured on
-        ``make_latent_manifold(1000, 5, 50)``, cold fits at D = 3 removed every unit for
-        lam >= 0.02 while warm-started path points kept the 5 true ones up to lam = 0.5.
-        Pre-training (``_PRETRAIN_STEPS`` steps of the chosen optimizer at ``lr``, the
-        same batches) is what the path's dense first point does for the points after it.
+        the still poor reconstruction makes them grow, and a removed unit never returns
+        (zero is a stationary point of every sparsifier's parametrization). Pre-training
+        (``_PRETRAIN_STEPS`` steps of the chosen optimizer at ``lr``, the same batches)
+        does for a fit what the path's dense first point does for the points after it.
         """
         optimizer, kwargs = resolve_optimizer(self.optimizer)
         if optimizer is torch.optim.LBFGS or _PRETRAIN_STEPS == 0:

@@ -114,8 +114,7 @@ class _DGatedMLP(BaseDGated):
             raise ValueError("gate_inputs=False and gate_hidden=False leave nothing to sparsify.")
         if self.gate_hidden and len(module.linears) < 2:
             raise ValueError("gate_hidden=True needs at least one hidden layer.")
-        # "in": one group per column, i.e. per input feature / per hidden neuron (its
-        # outgoing weights)
+        # "in": one group per column: per input feature, per hidden neuron (outgoing weights)
         if self.gate_inputs:  # one group per feature, or per group of features
             labels, rho = self._penalty_groups(module.linears[0].in_features)
             groups = AxisGroups(1, labels)
@@ -182,24 +181,22 @@ _MLP_DOC = fill(
     Parameters
     ----------
     lam : float, default=3e-2
-        Penalty strength on ``sum_j ||w_j||^(2/D)`` over the first-layer weights ``w_j``
-        leaving input feature ``j`` (and over hidden neurons' outgoing weights when
+        Penalty strength on ``sum_j ||w_j||^(2/D)``, ``w_j`` the first-layer weights
+        leaving input feature ``j`` (and hidden neurons' outgoing weights with
         ``gate_hidden=True``). The loss is the mean over samples plus ``lam * penalty``
-        plus ``lam * (0.1 / D) * ||V||^2`` on the ungated weights ``V`` after the gated
-        layer (without that small ridge the first layer could hand its scale to the
-        next one, ReLU being positively homogeneous, and the objective would have no
-        minimizer), measured on standardized features (and standardized targets for
-        regression), so ``lam`` means the same in any units.
-        The default keeps a sparse, accurate model of small noisy tables (measured with
-        as many permuted-noise columns as real ones on diabetes, breast cancer and wine:
-        1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose
-        it along ``regularization_path`` or with ``SparsePathCV``.
+        plus the ridge ``lam * (0.1 / D) * ||V||^2`` on the ungated weights ``V`` after
+        the gated layer (which gives the objective a minimizer: ReLU is positively
+        homogeneous), on standardized features (and targets), so ``lam`` means the same
+        in any units. The default removes pure-noise columns of small tables; choose it
+        along ``regularization_path`` or with ``SparsePathCV``.
     $D
     $sparsifier
     $sparsifier_params
     hidden_layer_sizes : tuple of int, default=(100,)
+        Widths of the hidden layers (scikit-learn's MLP default).
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
+        Dropout on hidden activations.
     linear_skip : bool, default=False
         Add a linear path from the inputs to the outputs, in the first layer's groups: a
         feature's group holds its hidden-layer weights and its skip weights (LassoNet's
@@ -223,11 +220,10 @@ _MLP_DOC = fill(
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero.
     lr : float, default=0.1
-        Initial learning rate. Training sees standardized inputs (and, for regression,
-        standardized targets; sparse inputs are centred batch by batch), so ``lr`` does
-        not depend on the units of the data; the fitted module takes and returns the
-        user's units. The D-Gating factors' step is capped at ``0.5 / (lam * 2 / D)`` so
-        that no ``lam`` makes SGD diverge; a diverging fit raises
+        Initial learning rate, on standardized inputs (and targets; sparse inputs are
+        centred batch by batch), so independent of the units of the data. The D-Gating
+        factors' step is capped at ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD
+        diverge; a diverging fit raises
         :class:`~sksparse_nn.exceptions.TrainingDivergedError`.
     max_epochs : int or None, default=None
         ``None``: at most the larger of 100 epochs and 4000 optimizer steps. Unused groups
@@ -269,7 +265,8 @@ class DGatedMLPClassifier(ClassifierTaskMixin, _DGatedMLP):
         """MLP classifier whose input features are selected by D-Gating during training.
 
     Cross-entropy (logistic for two classes) plus ``lam`` times the D-Gating penalty on
-    the first layer: features the network does not need end with exactly zero weights.
+    the first layer, trained by SGD on standardized features: features the network does
+    not need end with exactly zero weights.
     """
         + _MLP_DOC
         + """    classes_ : ndarray of shape (n_classes,)
@@ -293,7 +290,9 @@ class DGatedMLPRegressor(RegressorTaskMixin, _DGatedMLP):
     __doc__ = (
         """MLP regressor whose input features are selected by D-Gating during training.
 
-    Half mean squared error plus ``lam`` times the D-Gating penalty on the first layer.
+    Half mean squared error plus ``lam`` times the D-Gating penalty on the first layer,
+    trained by SGD on standardized features and targets: features the network does not
+    need end with exactly zero weights.
     """
         + _MLP_DOC
         + """

@@ -1,24 +1,21 @@
 r"""Sparse neural additive models: D-Gating removes whole shape functions during training.
 
 The model is :math:`f(x) = \beta + \sum_j g_j(x_j)` with one small network per feature
-(:class:`sksparse_nn.nn.nam.NAM`, all evaluated as batched tensor products). The first
-layer of each subnetwork -- its weights *and* biases, everything through which
-:math:`x_j` enters -- forms one group, and the training objective is
+(:class:`sksparse_nn.nn.nam.NAM`, evaluated as batched tensor products). The first layer
+of each subnetwork, weights *and* biases, forms one group; the objective is
 
 .. math::
 
     \frac{1}{n} \sum_i \ell(y_i, f(x_i)) + \lambda \sum_j \|\theta_j\|_2^{2/D}
     + \lambda \frac{\kappa}{D} \sum_j \|V_j\|_2^2,
 
-written with D-Gating as a smooth penalty; :math:`V_j` are the later weights of
-subnetwork :math:`j` and :math:`\kappa = 0.1`. That small ridge gives the objective a
-minimizer: without it a subnetwork keeps its function while its first layer shrinks and
-its later weights grow (ReLU is positively homogeneous), lowering the penalty without
-end. Groups the data do not need reach exactly
-zero, and then :math:`g_j \equiv 0` exactly (later layers have no bias and
-:math:`\sigma(0) = 0`). After training every shape function is centred to mean zero on
-the training data (the shift goes into ``intercept_``), the usual identifiability
-convention of additive models.
+written with D-Gating as a smooth penalty, :math:`V_j` the later weights of subnetwork
+:math:`j` and :math:`\kappa = 0.1`: that small ridge gives the objective a minimizer
+(ReLU being positively homogeneous, a subnetwork could otherwise shrink its first layer
+and grow its later weights without end). A group at exactly zero gives
+:math:`g_j \equiv 0` (later layers have no bias and :math:`\sigma(0) = 0`). After
+training every shape function is centred on the training data, the shift going into
+``intercept_``.
 """
 
 from __future__ import annotations
@@ -28,42 +25,31 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..groups import AxisGroups
 from ..nn.mlp import ACTIVATIONS
 from ..nn.nam import NAM, compact_nam
 from ..sparsifiers import ZERO_TOL
-from ..training import ArrayDataset, PenaltyAwareClipping, as_numpy
+from ..training import PenaltyAwareClipping, as_numpy
 from ._base import BaseDGated, column_norms
 from ._contract import Traits
 from ._docs import fill
+from ._nam_inspection import AdditiveInspection, _levels
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
 
-_BATCH = 8192
 
+class _DGatedNAM(AdditiveInspection, BaseDGated):
+    """The NAM family: one group per term = its first layer (weights + biases). A term is
+    one feature, or with ``groups`` one group of features sharing one subnetwork;
+    unpenalized features (label -1) are terms of their own, never gated."""
 
-class _DGatedNAM(BaseDGated):
-    """The NAM family: one group per term = that term's first layer (weights + biases).
-
-    A term is one feature, or with ``groups`` one group of features (a categorical's
-    one-hot columns) sharing one subnetwork; unpenalized features (label -1) are terms of
-    their own that are never gated.
-    """
-
-    #: The automatic budget's cap. A cold fit at a path's smallest default lam needs up
-    #: to ~3400 steps to settle with a clean gap (breast_cancer + 30 noise columns: 60
-    #: groups still in transit at a cap of 2000 or 4000 steps, whose cosine decays the
-    #: rate before they are done; 5 live groups, gap 5e-8 / 0.24, at 8000); warm starts
-    #: and settled fits stop long before it.
-    #: Cold fits hold the full rate as warm starts do: under the cosine over the cap a
-    #: feature that begins to leave late shrinks ever more slowly (a default path's
-    #: first point on 133 rows of scikit-learn's wine: a group at 0.3 at epoch 900 of
-    #: 2667 stalled at 1e-4, in transit at the cap; held, it reached zero and the fit
-    #: settled at epoch 1669, the path 18.5 -> 13.9 s). The NAM's searches on four
-    #: additive problems chose the same features either way.
+    #: The automatic budget's cap of 8000 steps: a cold fit at a path's smallest default
+    #: lam needs thousands of steps to settle with a clean gap (warm starts and settled
+    #: fits stop long before). Cold fits hold the full rate as warm starts do: under a
+    #: cosine decay over the cap a feature that starts to leave late stalls in transit.
     _traits = Traits(
         standardize_inputs=True,
         standardize_targets=True,
@@ -176,9 +162,8 @@ class _DGatedNAM(BaseDGated):
         """Put the hinges' kinks at data points and the intercept at the target's mean.
 
         Hinge ``k`` of every feature gets its kink at the feature's value in a random
-        training row (``b = -u x``), so the first layer's basis covers the observed range
-        whatever the scale of the data. The intercept starts at the mean target
-        (regression) or the log class frequencies (classification).
+        training row (``b = -u x``), so the basis covers the observed range in any units;
+        the intercept starts at the mean target or the log class frequencies.
         """
         n, h1 = len(dataset), module.first.shape[2]
         rows = torch.randint(0, n, (h1,))
@@ -211,13 +196,12 @@ class _DGatedNAM(BaseDGated):
         return {name: c * mask.view(-1, 1, 1) for name, c in ridge.items()}
 
     def _gate_module(self, module, init):
-        # A warm start hands over a fitted (centred) module: fold the centres back into
-        # the intercept so that a group at zero again means a contribution of exactly 0.
+        # a warm start hands over a centred module: fold the centres back into the
+        # intercept so that a group at zero means a contribution of exactly 0 again
         with torch.no_grad():
             module.intercept.sub_(module.centers.sum(dim=0))
             module.centers.zero_()
-        # (T, m + 1, h1) tensor, one group per slice along axis 0: term t's weights and
-        # biases; unpenalized features' terms are not gated
+        # one group per term: slice t of first (T, m + 1, h1); unpenalized terms ungated
         _, term_labels = self._terms(module.n_features)
         _, rho = self._penalty_groups(module.n_features)
         groups = AxisGroups(0, np.asarray(term_labels))
@@ -297,94 +281,6 @@ class _DGatedNAM(BaseDGated):
             t: _levels(X, cols) for t, cols in enumerate(self.terms_) if cols.size > 1
         }
 
-    # --------------------------------------------------------- inspection
-    def _contributions_array(self, X):
-        """(n, T, k) contributions on already validated X, as float64 numpy."""
-        dataset = ArrayDataset(X, None, dtype=self.module_.first.dtype)  # float64 if kept so
-        with torch.no_grad():
-            parts = [
-                self.module_.contributions(dataset.rows(slice(i, i + _BATCH)))
-                for i in range(0, len(dataset), _BATCH)
-            ]
-        if not parts:
-            return np.zeros((0, self.module_.n_terms, self.module_.n_outputs))
-        return as_numpy(torch.cat(parts))
-
-    def _squeeze(self, contrib):
-        return contrib[..., 0] if contrib.shape[-1] == 1 else contrib
-
-    def contributions(self, X):
-        """Contribution of every term (feature, or group of features) to the raw output.
-
-        ``contributions(X).sum(axis=1) + intercept_`` is the model's raw output
-        (``predict`` for regression, ``decision_function`` for classification), up to
-        float32 rounding. Removed terms contribute exactly 0.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        contributions : ndarray of shape (n_samples, n_terms) or \
-                (n_samples, n_terms, n_outputs)
-            One column per term of ``terms_`` (per feature without ``groups``). The last
-            axis is present when the model has several outputs (multiclass logits,
-            multi-output regression).
-        """
-        check_is_fitted(self, "module_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
-        return self._squeeze(self._contributions_array(X))
-
-    def shape_functions(self, grid=None):
-        """Every selected term's learned shape function on a grid of its values.
-
-        Parameters
-        ----------
-        grid : None, int or array-like of shape (n_points,), default=None
-            For terms of one feature: ``None``, 100 evenly spaced points over the
-            feature's observed training range; an int, that many points; an array, the
-            same points for every feature. Terms of several features (``groups``) are
-            evaluated at the distinct rows of their columns seen in training (a
-            categorical's levels), whatever ``grid``.
-
-        Returns
-        -------
-        curves : dict of int to tuple (x, f)
-            Keyed by term index (the feature index without ``groups``), in
-            ``selected_terms_`` order. For a term of one feature ``x`` has shape
-            ``(n_points,)``; for a term of several features ``x`` has shape
-            ``(n_levels, n_columns)`` (the rows of its columns, in ``terms_`` order). ``f``
-            has shape ``(len(x),)`` (or ``(len(x), n_outputs)`` for several outputs),
-            centred like :meth:`contributions`.
-        """
-        check_is_fitted(self, "module_")
-        if grid is None or (isinstance(grid, Integral) and not isinstance(grid, bool)):
-            n_points = 100 if grid is None else int(grid)
-            if n_points < 2:
-                raise ValueError(f"grid needs at least 2 points, got {grid}.")
-            lo, hi = self.feature_ranges_[:, 0], self.feature_ranges_[:, 1]
-            values = lo + np.linspace(0.0, 1.0, n_points)[:, None] * (hi - lo)
-        else:
-            points = np.asarray(grid, dtype=np.float64)
-            if points.ndim != 1 or points.size == 0 or not np.all(np.isfinite(points)):
-                raise ValueError("grid must be None, an int or a finite 1-D array of points.")
-            values = np.repeat(points[:, None], self.n_features_in_, axis=1)
-        # The model is additive: one forward pass on a matrix whose column j is feature
-        # j's grid evaluates every single-feature shape function at once.
-        contrib = self._squeeze(self._contributions_array(values))
-        curves = {}
-        for t in self.selected_terms_:
-            cols = self.terms_[t]
-            if cols.size == 1:
-                curves[int(t)] = (values[:, cols[0]].copy(), contrib[:, t])
-                continue
-            levels = self.term_levels_[t]
-            rows = np.zeros((len(levels), self.n_features_in_))
-            rows[:, cols] = levels
-            curves[int(t)] = (levels.copy(), self._squeeze(self._contributions_array(rows))[:, t])
-        return curves
-
     def compact(self):
         """A smaller plain torch NAM holding only the selected terms' subnetworks.
 
@@ -399,23 +295,6 @@ class _DGatedNAM(BaseDGated):
         return compact_nam(self.module_, self.selected_terms_)
 
 
-#: Distinct rows of a multi-column term shown by ``shape_functions`` (the most frequent).
-_MAX_LEVELS = 64
-
-
-def _levels(X, cols):
-    """The distinct rows of ``X[:, cols]`` (a categorical's levels) in descending
-    lexicographic order (one-hot rows: in the order of their columns, an all-zero row
-    last); only the ``_MAX_LEVELS`` most frequent when there are more."""
-    block = X[:, cols]
-    block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
-    levels, counts = np.unique(block.astype(np.float64), axis=0, return_counts=True)
-    levels, counts = levels[::-1], counts[::-1]
-    if len(levels) > _MAX_LEVELS:
-        levels = levels[np.sort(np.argsort(-counts, kind="stable")[:_MAX_LEVELS])]
-    return levels
-
-
 _NAM_DOC = fill(
     """
 
@@ -423,22 +302,18 @@ _NAM_DOC = fill(
     ----------
     lam : float, default=3e-2
         Penalty strength on ``sum_j ||theta_j||^(2/D)``, ``theta_j`` being the first
-        layer (weights and biases) of feature ``j``'s subnetwork. The loss is the mean
-        over samples plus ``lam * penalty``, measured on standardized features (and
-        standardized targets for regression), so ``lam`` means the same in any units.
-        The default keeps a sparse, accurate model of small noisy tables (measured with
-        as many permuted-noise columns as real ones on diabetes, breast cancer and wine:
-        1e-2 kept most noise columns, 3e-2 none or one at a better test score); choose
-        it along ``regularization_path`` or with ``SparsePathCV``.
+        layer (weights and biases) of feature ``j``'s subnetwork; the loss is the mean
+        over samples plus ``lam * penalty``, on standardized features (and targets), so
+        ``lam`` means the same in any units. The default removes pure-noise columns of
+        small tables; choose it along ``regularization_path`` or with ``SparsePathCV``.
     $D
     $sparsifier
     $sparsifier_params
     hidden_layer_sizes : tuple of int, default=(64,)
-        Hidden widths of every feature's subnetwork. Much lighter than the NAM papers'
-        (100, 100, 64) with batch norm: one hidden ReLU layer on a scalar input is a
-        linear spline with 64 learnable knots, plenty for a shape function of one
-        variable; it trains stably with plain SGD (needed for exact zeros) and costs
-        ~100x fewer operations per sample and feature.
+        Hidden widths of every feature's subnetwork. One hidden ReLU layer on a scalar
+        input is a linear spline with 64 learnable knots, enough for a shape function
+        of one variable, far cheaper than the NAM papers' (100, 100, 64) with batch norm,
+        and stable under the plain SGD that exact zeros need.
     activation : {"relu", "tanh", "gelu", "silu", "elu"}, default="relu"
     dropout : float, default=0.0
         Dropout on hidden activations.
@@ -453,10 +328,9 @@ _NAM_DOC = fill(
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
     lr : float, default=0.05
-        Initial learning rate. Training sees standardized inputs (and, for regression,
-        standardized targets), so ``lr`` does not depend on the units of the data; the
-        fitted module takes and returns the user's units. The D-Gating factors' step is
-        capped at ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD diverge.
+        Initial learning rate, on standardized inputs (and targets), so independent of
+        the units of the data. The D-Gating factors' step is capped at
+        ``0.5 / (lam * 2 / D)`` so that no ``lam`` makes SGD diverge.
     max_epochs : int or None, default=None
         ``None``: at most the larger of 100 epochs and 8000 optimizer steps (unused groups
         shrink geometrically per step, so exact zeros need steps, not epochs).
@@ -467,9 +341,8 @@ _NAM_DOC = fill(
     max_grad_norm : float or None, default=10.0
         Clip the norm of each step's gradient to this value plus the norm of the
         penalty's own pull on the D-Gating factors (so a large ``lam`` still removes
-        groups at full speed); ``None`` disables it. A safety net against rare
-        divergent SGD steps; on standardized data typical gradient norms are 1-5, so it
-        is seldom active.
+        groups at full speed); ``None`` disables it. A safety net against rare divergent
+        SGD steps, seldom active on standardized data.
     $tol
     zero_tol : float, default=float32 eps
         Groups whose norm ends below it are set to exactly 0 (numerical dust only).
@@ -512,8 +385,8 @@ class DGatedNAMRegressor(RegressorTaskMixin, _DGatedNAM):
         """Neural additive regressor whose shape functions are selected by D-Gating.
 
     Half mean squared error plus ``lam`` times the D-Gating penalty on each feature's
-    first layer: features the model does not need get a shape function that is
-    exactly zero.
+    first layer, trained by SGD on standardized features and targets: features the
+    model does not need get a shape function that is exactly zero.
     """
         + _NAM_DOC
         + """
@@ -535,8 +408,8 @@ class DGatedNAMClassifier(ClassifierTaskMixin, _DGatedNAM):
         """Neural additive classifier whose shape functions are selected by D-Gating.
 
     Logistic (two classes) or softmax cross-entropy plus ``lam`` times the D-Gating
-    penalty on each feature's first layer. With ``K > 2`` classes every subnetwork
-    outputs ``K`` logits.
+    penalty on each feature's first layer, trained by SGD on standardized features.
+    With ``K > 2`` classes every subnetwork outputs ``K`` logits.
     """
         + _NAM_DOC
         + """    classes_ : ndarray of shape (n_classes,)

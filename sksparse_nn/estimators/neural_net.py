@@ -407,12 +407,10 @@ _GATES_DOC = fill(
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
     lr : float, default=0.05
     weight_decay : float, default=0.0
-        L2 on the weights that are *not* sparsified (every ungated parameter whose name
-        ends in ``weight``; biases and the D-Gating factors, which already carry their
-        own L2, are left alone), as the optimizer's ``weight_decay``. Without it the
-        penalty on, e.g., a layer's filters can be evaded by shrinking them while the
-        next layer grows (ReLU networks are invariant to that rescaling); the
-        structured-sparsity experiments of the D-Gating paper train with it.
+        L2 (the optimizer's ``weight_decay``) on the ungated parameters whose names end
+        in ``weight``: without it a ReLU network can evade the penalty by shrinking a
+        gated layer while the next one grows (the D-Gating paper's structured-sparsity
+        experiments train with it).
     max_epochs : int or None, default=None
         ``None``: at most the larger of 100 epochs and 4000 optimizer steps.
         $max_epochs_warning
@@ -445,6 +443,10 @@ _GATES_DOC = fill(
 
 DGatedNeuralNetRegressor.__doc__ = (
     """Any torch module as a regressor, with the named tensors' groups sparsified.
+
+    Trained by SGD on standardized inputs and targets: half the squared error plus
+    ``lam`` times the penalty on the groups ``gates`` declares. Groups the data do not
+    need end exactly at zero; :meth:`compact` removes the units they leave unused.
     """
     + _GATES_DOC
     + """
@@ -463,6 +465,10 @@ DGatedNeuralNetRegressor.__doc__ = (
 )
 DGatedNeuralNetClassifier.__doc__ = (
     """Any torch module as a classifier, with the named tensors' groups sparsified.
+
+    Trained by SGD on standardized inputs: cross-entropy (logistic for one logit) plus
+    ``lam`` times the penalty on the groups ``gates`` declares. Groups the data do not
+    need end exactly at zero; :meth:`compact` removes the units they leave unused.
     """
     + _GATES_DOC
     + """    classes_ : ndarray of shape (n_classes,)

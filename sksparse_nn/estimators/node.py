@@ -1,16 +1,11 @@
 r"""Neural oblivious decision ensembles (NODE) whose trees are removed by D-Gating.
 
-The D-Gating groups are the trees: group ``t`` is the leaf-response tensor
-``response[t]`` of shape ``(tree_dim, 2**depth)`` (``AxisGroups(0)`` on the layer's
-``(num_trees, tree_dim, 2**depth)`` response). A tree's output is a leaf-weighted sum of
-its responses, so when the group is exactly zero the tree outputs 0 for every input: it
-adds nothing to the prediction and feeds zero columns to later layers, and its feature
-choices, thresholds and temperatures no longer matter. Those are therefore not gated; the
-trained ``module_`` keeps the dead trees (with zero responses) and :meth:`compact` drops
-them.
-
-The penalty is ``lam * sum_t ||s * response_t||^(2/D)`` with ``s`` the fixed output scale
-(``1 / num_trees``, the ensemble average): it acts on each tree's contribution to the
+One group per tree: its leaf responses ``response[t]``, shape ``(tree_dim, 2**depth)``.
+A tree's output is a leaf-weighted sum of them, so a tree whose group is exactly zero
+outputs 0 for every input, and its feature choices, thresholds and temperatures no
+longer matter (they are not gated); ``module_`` keeps dead trees at zero and
+:meth:`compact` drops them. The penalty ``lam * sum_t ||s * response_t||^(2/D)``, with
+``s = 1 / num_trees`` the ensemble average, acts on each tree's contribution to the
 prediction, so ``lam`` means the same for any number of trees.
 """
 
@@ -49,7 +44,6 @@ __all__ = ["NODEClassifier", "NODERegressor"]
 #: Rows used for the data-aware initialization of thresholds and temperatures.
 _INIT_ROWS = 2048
 
-
 #: Largest |mean| / std of a column of X that NODE trains on as given: float32 still
 #: resolves the column to about an eighth of its spread (eps32 * 1e6 = 0.12).
 _FLOAT32_OFFSET_LIMIT = 1e6
@@ -58,14 +52,9 @@ _FLOAT32_OFFSET_LIMIT = 1e6
 class _NODEFamily(BaseDGated):
     """The NODE family: one D-Gating group per tree (its leaf responses)."""
 
-    #: The automatic budget (``max_epochs=None``): at least 100 epochs and 2000 steps.
-    #: Early stopping ends default fits long before (15-90 epochs measured on wine
-    #: quality, diabetes and Friedman #1); the cap bounds a fit that never looks done.
-    #: The default path grid of the classifier (the regressor's: see NODERegressor): 10
-    #: lams from 0.1 lam_max. Below ~0.1 lam_max an unused tree loses a few percent an
-    #: epoch, so those points end with trees in transit (a ConvergenceWarning each: 6-7
-    #: of the 16 points of the networks' grid on 800-1,000 rows of white wine, the same
-    #: 116-128 trees at every one of them); CV scores along the grid are flat there.
+    #: The automatic budget (``max_epochs=None``): at least 100 epochs and 2000 steps, a
+    #: cap that early stopping usually ends well before. The classifier's default path
+    #: grid stops at 0.1 lam_max: below it unused trees shrink too slowly to reach zero.
     _traits = Traits(  # rows per forward pass: trees x leaves activations per row
         predict_batch=2048, auto_min_steps=2000, default_grid={"n_lams": 10, "lam_min_ratio": 0.1}
     )
@@ -178,9 +167,8 @@ class _NODEFamily(BaseDGated):
             module.bias.copy_(self._initial_bias(targets).to(module.bias.dtype))
 
     def _gate_module(self, module, init):
-        # AxisGroups(0) on response (T, tree_dim, 2**depth): one group per tree. The group
-        # weight s^(2/D) (s = output_scale) puts the penalty on each tree's contribution
-        # s * response to the output: lam means the same for any number of trees.
+        # one group per tree (axis 0 of response); the weight s^(2/D) puts the penalty on
+        # each tree's contribution s * response to the output
         scale = float(module.output_scale)
         for layer in module.layers:
             rho = np.full(layer.num_trees, scale ** (2.0 / self.D))
@@ -193,8 +181,7 @@ class _NODEFamily(BaseDGated):
         return bool(self.early_stopping)
 
     def _early_stopper(self):
-        """``"auto"``: early stopping with the automatic budget; with lam > 0 the restored
-        model must be a sparse one (see the class)."""
+        """The ``early_stopping`` callback: with lam > 0 it restores only clean sparse models."""
         if not self._early_stopping():
             return None
         if self.lam > 0:
@@ -212,9 +199,8 @@ class _NODEFamily(BaseDGated):
                 "optimizer='lbfgs' cannot train the responses with their own SGD; "
                 "set response_lr=None or use another optimizer."
             )
-        # step response_lr in units of the output, capped at 0.5 / curvature (the
-        # penalty alone shrinks a factor by lr * lam * curvature per step; beyond ~1.3
-        # Nesterov momentum oscillates instead of converging)
+        # response_lr in units of the output, capped at 0.5 / curvature: the penalty alone
+        # shrinks a factor by lr * lam * curvature a step; beyond ~1.3 Nesterov oscillates
         factors = list(penalty_curvatures(module))
         sgd_lr = self.response_lr / float(module.output_scale)
         curvature = self.lam * max((c for _, _, c in factors), default=0.0)
@@ -264,11 +250,8 @@ class _NODEFamily(BaseDGated):
         )
 
     def _feature_importances(self, module):
-        """Response norm times feature-choice weight, summed over live trees and levels.
-
-        Exactly 0 for features no live tree can choose (entmax gives exact zeros, and
-        removed trees have response norm 0). Normalized to sum to 1 (if any is > 0).
-        """
+        """Response norm times feature-choice weight, summed over live trees and levels,
+        normalized to sum to 1; exactly 0 for features no live tree can choose (entmax)."""
         n = module.n_features
         total = np.zeros(n)
         # with dense connections every layer reads the input features (its first n
@@ -288,9 +271,8 @@ class _NODEFamily(BaseDGated):
 
     def _warn_trees_in_transit(self):
         """A ConvergenceWarning when early stopping restored a sparse model with a kept
-        tree below ``TINY`` of the largest (on its way to zero: the clean-gap rule of
-        :class:`CleanEarlyStopping`): the validation loss stopped improving before
-        unused trees died, and the gap between removed and kept trees is not clean."""
+        tree below ``TINY`` of the largest (on its way to zero): the validation objective
+        stopped improving before unused trees died."""
         if not (self.lam > 0 and self._early_stopping() and self.n_active_trees_):
             return
         dead, live = self.sparsity_gap_
@@ -328,9 +310,8 @@ class _NODEFamily(BaseDGated):
         -------
         module : sksparse_nn.nn.node.NODE
             Takes ``X[:, selected_features_]`` (a float tensor) and returns the same raw
-            outputs (regression values or logits) as the fitted model on ``X``. The sum
-            over the remaining trees keeps the full model's fixed ``1 / num_trees``
-            scale, so no output changes.
+            outputs (regression values or logits) as the fitted model on ``X`` (the sum
+            over the remaining trees keeps the full model's ``1 / num_trees`` scale).
         """
         check_is_fitted(self, "module_")
         return compact_node(self.module_, self.selected_features_)
@@ -342,21 +323,12 @@ _NODE_DOC = fill(
     Parameters
     ----------
     lam : float, default=3e-3
-        Strength of the tree penalty ``sum_t ||s * response_t||^(2/D)`` (``s`` = 1 /
-        number of trees: the penalty is on each tree's contribution to the output). The
-        loss is the mean over samples plus ``lam * penalty``. D=2 needs a larger
-        ``lam`` than D=3 for the same number of trees and removes them more slowly
-        (benchmarks/node_wine.py measures both). The default keeps 4.0 of the 128
-        trees on average on white wine quality with clean gaps, at a test RMSE 4.1%
-        above the dense model's (benchmarks/node_defaults.py, 3 splits); on red wine
-        the validation objective's best epochs sometimes come while unused trees are
-        still on their way to zero (14 / 15 / 8 trees on the 3 splits, the first two
-        with trees in transit), at a test RMSE 0.4% above the dense model's. On small
-        data (diabetes, 353 rows; Friedman #1, 800) early stopping often ends before the
-        unused trees have died (86 / 18 trees kept on average); every such model says
-        so with a ``ConvergenceWarning``, and a larger ``lam`` gives a clean sparse
-        model there (``lam=1e-2``: 5.3 trees on Friedman #1).
-        ``lam=0`` trains a plain NODE.
+        Strength of the tree penalty ``sum_t ||s * response_t||^(2/D)``, ``s = 1 /
+        num_trees`` (it acts on each tree's contribution to the output, so ``lam`` means
+        the same for any number of trees). The default keeps a few trees on tables of
+        thousands of rows; on small data early stopping may end while unused trees still
+        shrink (a ``ConvergenceWarning`` says so): raise ``lam`` there. D=2 needs a
+        larger ``lam`` than D=3. ``lam=0`` trains a plain NODE.
     $D
     num_trees : int or None, default=None
         Trees per layer; ``None``: 64 for regression, 128 for classification.
@@ -366,11 +338,8 @@ _NODE_DOC = fill(
         Output length of each tree; ``None`` means the number of outputs. Larger values
         give later layers more to read (with ``num_layers > 1``).
     num_layers : int or None, default=None
-        ``None``: 2 for regression, 1 for classification. Two layers of 64 trees (dense
-        connections: the second reads the first's outputs) predicted wine quality with
-        3-8% lower test RMSE than one layer of 128 at the same cost; for classification
-        (breast cancer, scikit-learn's wine) two layers were no better, so it keeps one
-        (measured by benchmarks/node_defaults.py).
+        ``None``: 2 for regression (a second layer reading the first's outputs predicts
+        better at the same cost), 1 for classification (where it does not help).
     dense : bool, default=True
         Each layer reads the input and all earlier layers' outputs, and every layer's
         trees feed the prediction (as in NODE); ``False`` stacks layers plainly.
@@ -380,10 +349,9 @@ _NODE_DOC = fill(
     lr : float, default=3e-2
         Its initial learning rate.
     response_lr : float or None, default=0.3
-        The D-gated leaf responses are trained by plain SGD with Nesterov momentum 0.9,
-        with step ``response_lr / s`` (that is, ``response_lr`` in units of the
-        output): plain gradient steps shrink unused trees geometrically to exact zero,
-        Adam's normalized steps do not. ``None`` trains them with ``optimizer`` too.
+        Step of the D-gated leaf responses, trained by plain SGD with Nesterov momentum
+        0.9, in units of the output (``response_lr / s``): plain gradient steps shrink
+        unused trees geometrically to exact zero, Adam's do not. ``None``: ``optimizer``.
     max_epochs : int or None, default=None
         ``None``: at least 100 epochs and at least 2000 optimizer steps, as a cap;
         early stopping (on by default) or the "settled" rule ends a fit before it.
@@ -395,32 +363,12 @@ _NODE_DOC = fill(
     zero_tol : float, default=float32 eps
         Trees whose response norm ends below it are set to exactly 0.
     early_stopping : bool or "auto", default="auto"
-        Hold out ``validation_fraction`` of the rows and stop after ``n_iter_no_change``
-        epochs without improvement of the validation loss, restoring the average of the
-        weights of the best epoch and the (up to) 4 epochs before it. The average is a
-        smoother model than any one epoch: a NODE's test RMSE moves by 2-5% from epoch
-        to epoch on wine quality, and the average cut the dense model's test RMSE by
-        0.4-1.5% (white and red wine, diabetes, Friedman #1; 3 splits) against
-        restoring the best epoch alone, at no cost (neutral for the default sparse
-        model). Epochs are compared by the mean validation value of the epochs so
-        averaged, not by their last one's: on a few dozen validation rows one lucky
-        early epoch otherwise ends the fit (diabetes). ``"auto"``: on with the
-        automatic budget (``max_epochs=None``), off when ``max_epochs`` is given.
-        With ``lam > 0`` it watches the validation objective (validation loss plus
-        ``lam`` times the penalty, history entry
-        ``"valid_objective"``), so that a larger lam goes on removing trees where the
-        loss alone would keep the first epoch; only epochs with a clean sparsity gap
-        count (every tree below ``zero_tol / 100`` or above 1e-3 times the largest tree
-        of training), only those with the final set of live trees are averaged, and
-        the search restarts whenever that set changes, so the restored model has exact
-        zeros and the fewest trees training reached. Once it has stalled, training goes
-        on for trees on their way to zero only while a clean gap is in reach before
-        ``max_epochs`` and could still be restored; otherwise the best epochs are
-        restored with their trees in transit, and a ``ConvergenceWarning`` says
-        so (at lams far below ``lambda_max``, where unused trees shrink by a few
-        percent an epoch). On by default because without it NODE overfits small data
-        (diabetes, max_epochs=None: test R^2 -0.57) and the automatic budget ran 158 s
-        on 331 rows.
+        Hold out ``validation_fraction`` of the rows, stop after ``n_iter_no_change``
+        epochs without improvement and restore the average of the best epoch and the (up
+        to) 4 before it (:class:`~sksparse_nn.training.AveragingEarlyStopping`); with
+        ``lam > 0`` judged on the validation objective, restoring only epochs with a
+        clean sparsity gap (:class:`~sksparse_nn.training.CleanEarlyStopping`).
+        ``"auto"``: on with ``max_epochs=None``, where NODE would overfit small data.
     $validation_fraction
     $n_iter_no_change
     $warm_start
@@ -438,11 +386,9 @@ _NODE_DOC = fill(
         Norm of each tree's responses; exactly 0 for removed trees.
     selected_features_ : ndarray of int
         Features that some active tree can still choose (entmax gives exact zeros in
-        the choice weights). NODE's penalty groups are trees, not input features: a
-        tree's soft feature choices leave no group of input weights that a one-hot
-        categorical could own, so NODE has no ``groups``; to select a table's
-        variables (a categorical as a whole) use the MLP, NAM or linear models with
-        ``groups``, e.g. through :class:`sksparse_nn.compose.VariableModel`.
+        the choice weights). NODE's groups are trees, not features, so it has no
+        ``groups``: to select a table's variables use the MLP, NAM or linear models,
+        e.g. through :class:`sksparse_nn.compose.VariableModel`.
     feature_importances_ : ndarray of shape (n_features,)
         Sum over active trees and levels of response norm times choice weight,
         normalized to sum to 1; exactly 0 for features no active tree can choose.
@@ -459,25 +405,9 @@ _NODE_DOC = fill(
 
 class NODERegressor(RegressorTaskMixin, _NODEFamily):
     _default_trees = (64, 2)
-    #: The default path grid: 7 lams from 0.25 lam_max, the path starting from the dense
-    #: ensemble (:meth:`path_start`). Cold, the first point at 0.1 lam_max trained the
-    #: trees and removed the unused ones at once, the last of them dying slowly (82-274
-    #: epochs, a third of a default SparsePathCV's on 1,000 rows of white wine), and
-    #: below ~0.1 lam_max unused trees cannot reach zero within a fit's budget; a cold
-    #: grid from 0.25 lam_max was faster but kept worse trees (CV R^2 0.18-0.25 vs
-    #: 0.22-0.29, test RMSE +2.2% over four row samples). From the dense ensemble the
-    #: first point removes what it does not need in 70-200 epochs. SparsePathCV with
-    #: defaults, one thread: 1,000 rows of white wine, 3,389 / 3,076 -> 2,227 / 1,864
-    #: epochs (row samples 0 / 1; 60-70 s CPU two at a time), mean test RMSE over four
-    #: samples 0.744 -> 0.745, clean 1-SE models of 2-5 trees; the
-    #: defaults panel (standardized, as many permuted-noise columns, 4 seeds) red wine
-    #: 4-9% / white 12-18% less time, mean test RMSE 0.778 -> 0.780 / 0.835 -> 0.831
-    #: (there every point but the last keeps all 128 trees either way; from the dense
-    #: start the smallest of them sit below TINY of the largest, in transit, warned).
-    #: NODEClassifier keeps the cold grid: on scikit-learn's wine (124 training rows,
-    #: 12 validation rows a fit; 5 splits) its full-data path from the dense ensemble
-    #: kept 120 trees in transit at every lam on one split (cold: 3 clean trees), and
-    #: test accuracy was 1.4 points lower (breast cancer: level, 35% less time).
+    #: The default path grid: 7 lams from 0.25 lam_max, starting from the dense ensemble
+    #: (:meth:`path_start`): faster than a cold grid and keeps better trees. The
+    #: classifier keeps the cold grid, where a dense start left trees in transit.
     _traits = replace(
         _NODEFamily._traits,
         standardize_targets=True,
@@ -487,10 +417,12 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
     __doc__ = (
         """NODE regressor whose trees are removed by D-Gating during training.
 
-    Neural oblivious decision ensembles (Popov, Morozov and Babenko, ICLR 2020) with one
-    D-Gating group per tree. The squared error is measured in units of each target's
-    standard deviation (the fitted module maps back to the target's units), so ``lam``
-    and the learning rates do not depend on the scale of ``y``.
+    Neural oblivious decision ensembles (Popov, Morozov and Babenko, *Neural Oblivious
+    Decision Ensembles for Deep Learning on Tabular Data*, ICLR 2020) with one D-Gating
+    group per tree, trained on the half squared error in units of each target's standard
+    deviation (so ``lam`` and the learning rates do not depend on the scale of ``y``)
+    plus ``lam`` times the tree penalty: Adam for the trees' internals, SGD for the leaf
+    responses, early stopping on held-out rows.
     """
         + _NODE_DOC
         + """
@@ -521,12 +453,8 @@ class NODERegressor(RegressorTaskMixin, _NODEFamily):
 
     def path_start(self):
         """Paths start from the dense ensemble (lam=0; path protocol, see
-        :func:`~sksparse_nn.regularization_path`).
-
-        A cold fit at a small lam trains the trees and removes the unused ones at
-        once, and the last of those die slowly; a dense fit stops early, and from the
-        trained ensemble the first point removes what it does not need faster and
-        keeps better trees than a cold fit does there.
+        :func:`~sksparse_nn.regularization_path`): from the trained ensemble the first
+        point removes unused trees faster, and keeps better ones, than a cold fit.
 
         Returns
         -------
@@ -540,8 +468,8 @@ class NODEClassifier(ClassifierTaskMixin, _NODEFamily):
     __doc__ = (
         """NODE classifier whose trees are removed by D-Gating during training.
 
-    Cross-entropy (logistic for two classes) plus ``lam`` times the tree penalty; the
-    bias starts at the log class priors.
+    Cross-entropy (logistic for two classes) plus ``lam`` times the tree penalty, trained
+    the same way as :class:`NODERegressor`; the bias starts at the log class priors.
     """
         + _NODE_DOC
         + """    classes_ : ndarray of shape (n_classes,)

@@ -1,0 +1,126 @@
+"""The inspection methods of the neural additive models: each term's contribution to
+the output and its shape function on a grid (:class:`AdditiveInspection`, a mixin of the
+NAM family)."""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import torch
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..training import ArrayDataset, as_numpy
+
+__all__ = ["AdditiveInspection"]
+
+#: Rows per batch of the contributions' forward passes.
+_BATCH = 8192
+
+#: Distinct rows of a multi-column term shown by ``shape_functions`` (the most frequent).
+_MAX_LEVELS = 64
+
+
+def _levels(X, cols):
+    """The distinct rows of ``X[:, cols]`` (a categorical's levels) in descending
+    lexicographic order (one-hot rows: in the order of their columns, an all-zero row
+    last); only the ``_MAX_LEVELS`` most frequent when there are more."""
+    block = X[:, cols]
+    block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
+    levels, counts = np.unique(block.astype(np.float64), axis=0, return_counts=True)
+    levels, counts = levels[::-1], counts[::-1]
+    if len(levels) > _MAX_LEVELS:
+        levels = levels[np.sort(np.argsort(-counts, kind="stable")[:_MAX_LEVELS])]
+    return levels
+
+
+class AdditiveInspection:
+    """``contributions`` and ``shape_functions`` of a fitted NAM estimator (``module_``,
+    ``terms_``, ``selected_terms_``, ``feature_ranges_`` and ``term_levels_`` set)."""
+
+    def _contributions_array(self, X):
+        """(n, T, k) contributions on already validated X, as float64 numpy."""
+        dataset = ArrayDataset(X, None, dtype=self.module_.first.dtype)  # float64 if kept so
+        with torch.no_grad():
+            parts = [
+                self.module_.contributions(dataset.rows(slice(i, i + _BATCH)))
+                for i in range(0, len(dataset), _BATCH)
+            ]
+        if not parts:
+            return np.zeros((0, self.module_.n_terms, self.module_.n_outputs))
+        return as_numpy(torch.cat(parts))
+
+    def _squeeze(self, contrib):
+        return contrib[..., 0] if contrib.shape[-1] == 1 else contrib
+
+    def contributions(self, X):
+        """Contribution of every term (feature, or group of features) to the raw output.
+
+        ``contributions(X).sum(axis=1) + intercept_`` is the model's raw output
+        (``predict`` for regression, ``decision_function`` for classification), up to
+        float32 rounding. Removed terms contribute exactly 0.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        contributions : ndarray of shape (n_samples, n_terms) or \
+                (n_samples, n_terms, n_outputs)
+            One column per term of ``terms_`` (per feature without ``groups``). The last
+            axis is present when the model has several outputs (multiclass logits,
+            multi-output regression).
+        """
+        check_is_fitted(self, "module_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False)
+        return self._squeeze(self._contributions_array(X))
+
+    def shape_functions(self, grid=None):
+        """Every selected term's learned shape function on a grid of its values.
+
+        Parameters
+        ----------
+        grid : None, int or array-like of shape (n_points,), default=None
+            For terms of one feature: ``None``, 100 evenly spaced points over the
+            feature's observed training range; an int, that many points; an array, the
+            same points for every feature. Terms of several features (``groups``) are
+            evaluated at the distinct rows of their columns seen in training (a
+            categorical's levels), whatever ``grid``.
+
+        Returns
+        -------
+        curves : dict of int to tuple (x, f)
+            Keyed by term index (the feature index without ``groups``), in
+            ``selected_terms_`` order. For a term of one feature ``x`` has shape
+            ``(n_points,)``; for a term of several features ``x`` has shape
+            ``(n_levels, n_columns)`` (the rows of its columns, in ``terms_`` order). ``f``
+            has shape ``(len(x),)`` (or ``(len(x), n_outputs)`` for several outputs),
+            centred like :meth:`contributions`.
+        """
+        check_is_fitted(self, "module_")
+        if grid is None or (isinstance(grid, Integral) and not isinstance(grid, bool)):
+            n_points = 100 if grid is None else int(grid)
+            if n_points < 2:
+                raise ValueError(f"grid needs at least 2 points, got {grid}.")
+            lo, hi = self.feature_ranges_[:, 0], self.feature_ranges_[:, 1]
+            values = lo + np.linspace(0.0, 1.0, n_points)[:, None] * (hi - lo)
+        else:
+            points = np.asarray(grid, dtype=np.float64)
+            if points.ndim != 1 or points.size == 0 or not np.all(np.isfinite(points)):
+                raise ValueError("grid must be None, an int or a finite 1-D array of points.")
+            values = np.repeat(points[:, None], self.n_features_in_, axis=1)
+        # The model is additive: one forward pass on a matrix whose column j is feature
+        # j's grid evaluates every single-feature shape function at once.
+        contrib = self._squeeze(self._contributions_array(values))
+        curves = {}
+        for t in self.selected_terms_:
+            cols = self.terms_[t]
+            if cols.size == 1:
+                curves[int(t)] = (values[:, cols[0]].copy(), contrib[:, t])
+                continue
+            levels = self.term_levels_[t]
+            rows = np.zeros((len(levels), self.n_features_in_))
+            rows[:, cols] = levels
+            curves[int(t)] = (levels.copy(), self._squeeze(self._contributions_array(rows))[:, t])
+        return curves
