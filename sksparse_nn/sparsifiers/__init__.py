@@ -15,40 +15,31 @@ one class of the :class:`Sparsifier` protocol:
                   exact zeros, selection by a stated magnitude threshold.
 ================  ====================================================================
 
-:func:`sparsify` attaches one; :func:`penalty`, :func:`group_norms`, :func:`support` and
-:func:`collapse` work on any mix of them. A new method is one subclass with a ``method``
-name (see :class:`Sparsifier`). Pure PyTorch.
+:func:`sparsify` attaches one (``tie=`` extends a group over further tensors);
+:func:`penalty`, :func:`group_norms`, :func:`support` and :func:`collapse` work on any mix
+of them. A new method is one subclass with a ``method`` name (see :class:`Sparsifier`).
+Modules: ``_base.py`` (the protocol, the registry, ``sparsify``), ``_model.py`` (the
+functions on a whole model), ``_dgating.py`` and ``_dgating_model.py`` (D-Gating and its
+model-wide functions), ``_dam.py``, ``_ds.py``, ``_l21.py``. Pure PyTorch.
 """
 
-from ._base import (
-    DEFAULT_METHOD,
-    ZERO_TOL,
-    Sparsifier,
+from ._base import DEFAULT_METHOD, ZERO_TOL, Sparsifier, get_sparsifier, sparsifier_names, sparsify
+from ._dam import DAM
+from ._dgating import DGate, dgate
+from ._dgating_model import gate_factors, gated_tensors, induced_penalty, misalignment, set_weight
+from ._ds import DS
+from ._l21 import L21
+from ._model import (
     cached,
     closed_form_penalties,
     collapse,
-    get_sparsifier,
     group_norms,
     penalty,
     penalty_curvatures,
     penalty_function,
     sparsified_tensors,
-    sparsifier_names,
-    sparsify,
     support,
 )
-from ._dam import DAM
-from ._dgating import (
-    DGate,
-    dgate,
-    gate_factors,
-    gated_tensors,
-    induced_penalty,
-    misalignment,
-    set_weight,
-)
-from ._ds import DS
-from ._l21 import L21
 
 __all__ = [
     "DEFAULT_METHOD",
