@@ -76,7 +76,9 @@ nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|torch|nn|sklearn|scipy|skorch|pandas|joblib|matplotlib)\..*"),
     (r"py:.*", r"(array-like|array|tensor|Tensor|ndarray|estimator|callable|generator)"),
-    (r"py:.*", r"collections\..*"),
+    (r"py:.*", r"(collections|dataclasses)\..*"),
+    # the training engine is internal (docs/architecture.md describes it)
+    (r"py:.*", r"sksparse_nn\.training(\..*)?"),
     (r"py:class", r"(Module|Parameter|Dataset|Callback|NeuralNet|BaseEstimator)"),
     # numpydoc lists a classifier's fitted ``classes_`` as a member it cannot find
     (r"py:obj", r"classes_"),

@@ -3,7 +3,7 @@
 An estimator is ``(task mixin) + (family) + BaseDGated``. The family answers the hooks of
 the contract (:data:`~sksparse_nn.estimators._contract.HOOKS`: which module to build,
 which of its tensors to sparsify, what its training needs); the task mixin encodes
-targets and decodes predictions; :mod:`sksparse_nn.training` builds and trains the net.
+targets and decodes predictions; ``sksparse_nn.training`` builds and trains the net.
 No family knows how a sparsifier is parametrized: it attaches one with
 :meth:`BaseDGated._sparsify` and the base reads :func:`~sksparse_nn.sparsifiers.group_norms`
 and :func:`~sksparse_nn.sparsifiers.support`.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import textwrap
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
@@ -58,7 +57,7 @@ from ..utils.validation import (
     check_warm_start_targets,
     value_limit,
 )
-from ._contract import Traits, hook_table
+from ._contract import Traits, with_hook_table
 from ._docs import fill
 from ._paths import PathProtocol
 
@@ -70,12 +69,13 @@ def column_norms(weight):
     return np.linalg.norm(as_numpy(weight), axis=0)
 
 
+@with_hook_table
 class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
     """Base class of the sparse estimators (not for direct use): the family contract.
 
     A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
     ``__init__`` (storing its parameters only) and overrides only these hooks; the fit
-    itself (validation, scaling, seeding, training through :mod:`sksparse_nn.training`,
+    itself (validation, scaling, seeding, training through ``sksparse_nn.training``,
     exact zeros, fitted attributes) is the base's (``tests/test_contract_table.py``).
 
     $hook_table
@@ -493,8 +493,3 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
-
-
-BaseDGated.__doc__ = BaseDGated.__doc__.replace(
-    "$hook_table", textwrap.indent(hook_table(format="rst"), "    ")
-)

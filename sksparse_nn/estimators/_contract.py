@@ -11,6 +11,8 @@ from :func:`hook_table`.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -18,7 +20,7 @@ import torch
 
 from ..training import PenalizedNet
 
-__all__ = ["HOOKS", "Hook", "Traits", "hook_table"]
+__all__ = ["HOOKS", "Hook", "Traits", "hook_table", "with_hook_table"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ HOOKS = (
     Hook("default_grid", "path", "() -> {'n_lams', 'lam_min_ratio'}"),
     Hook("path_order", "path", "() -> 'ascending' or 'descending'"),
     Hook("path_start", "path", "() -> lam of an unrecorded start model, or None"),
-    Hook("regularization_path", "path", "(X, y, **kwargs) -> RegularizationPath"),
+    Hook("regularization_path", "path", "(X, y, keywords) -> RegularizationPath"),
     Hook("fit", "scikit-learn", "a signature with sample_weight, or y=None"),
     Hook("get_params", "scikit-learn", "module__* parameters"),
     Hook("set_params", "scikit-learn", "module__* parameters"),
@@ -127,3 +129,15 @@ def hook_table(format="markdown"):
     rows = [rule, f"{'hook':{name}} {'kind':{kind}} what it does", rule]
     rows += [f"{'``' + h.name + '``':{name}} {h.kind:{kind}} {h.does}" for h in HOOKS]
     return "\n".join([*rows, rule])
+
+
+def with_hook_table(cls):
+    """Class decorator: the ``$hook_table`` line of ``cls``'s docstring becomes the
+    reStructuredText table (indented like that line)."""
+    cls.__doc__ = re.sub(
+        r"^([ ]*)\$hook_table",
+        lambda m: textwrap.indent(hook_table(format="rst"), m.group(1)),
+        cls.__doc__,
+        flags=re.MULTILINE,
+    )
+    return cls

@@ -365,9 +365,9 @@ _NODE_DOC = fill(
     early_stopping : bool or "auto", default="auto"
         Hold out ``validation_fraction`` of the rows, stop after ``n_iter_no_change``
         epochs without improvement and restore the average of the best epoch and the (up
-        to) 4 before it (:class:`~sksparse_nn.training.AveragingEarlyStopping`); with
+        to) 4 before it (``training.AveragingEarlyStopping``); with
         ``lam > 0`` judged on the validation objective, restoring only epochs with a
-        clean sparsity gap (:class:`~sksparse_nn.training.CleanEarlyStopping`).
+        clean sparsity gap (``training.CleanEarlyStopping``).
         ``"auto"``: on with ``max_epochs=None``, where NODE would overfit small data.
     $validation_fraction
     $n_iter_no_change

@@ -24,7 +24,7 @@ def _selected_on_twin(ax, lams, n_selected, unit="features"):
 
 
 def plot_path(path, ax=None, *, kind="norms"):
-    """Plot a :class:`~sksparse_nn.path.RegularizationPath`.
+    """Plot a :class:`~sksparse_nn.RegularizationPath`.
 
     Parameters
     ----------

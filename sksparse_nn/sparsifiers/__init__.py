@@ -4,7 +4,7 @@ Every method turns the groups of a weight tensor into something SGD can remove, 
 one class of the :class:`Sparsifier` protocol:
 
 ================  ====================================================================
-``"dgating"``     :class:`DGate` -- a vector times ``D - 1`` scalar
+``"dgating"``     :class:`~sksparse_nn.gating.DGate` -- a vector times ``D - 1`` scalar
                   gates with L2 on all factors: the penalty ``sum_j ||w_j||^(2/D)``
                   (*Structured Sparsity via D-Gating*); exact zeros.
 ``"dam"``         :class:`DAM` -- ordered gates with one learnable offset

@@ -39,7 +39,7 @@ class Sparsifier(nn.Module):
         the effective weight from the stored tensor ``original`` (the parametrization's
         ``original``, of the weight's shape) and the sparsifier's own parameters: a pure
         function of them, so a training step may evaluate every sparsified tensor once
-        inside :func:`cached`;
+        inside ``sparsifiers.cached``;
     ``penalty(original)``
         its differentiable penalty (the training loss is ``loss + lam * penalty``);
     ``initialize(original, init)``
