@@ -332,16 +332,16 @@ PROFILE_GROUPS = [
     ("backward (autograd)", "torch/autograd/__init__.py", "backward"),
     ("optimizer update (sgd math)", "torch/optim/sgd.py", "sgd"),
     ("zero_grad", "torch/optim/optimizer.py", "zero_grad"),
-    ("loss + penalty (get_loss)", "estimators/_training.py", "get_loss"),
-    ("  of which: penalty()", "sksparse_nn/gating.py", "penalty"),
-    ("  of which: gated_tensors() walk", "sksparse_nn/gating.py", "gated_tensors"),
+    ("loss + penalty (get_loss)", "training/net.py", "get_loss"),
+    ("  of which: penalty()", "sparsifiers/_model.py", "_penalty"),
+    ("  of which: sparsified_tensors() walk", "sparsifiers/_model.py", "sparsified_tensors"),
     ("module.train() (only on a mode change)", "torch/nn/modules/module.py", "train"),
     ("callbacks (notify)", "skorch/net.py", "notify"),
     ("history.record_batch", "skorch/history.py", "record_batch"),
-    ("batches (BatchIterator)", "estimators/_training.py", "__iter__"),
+    ("batches (BatchIterator)", "training/data.py", "__iter__"),
     ("loss.item() per batch", "~", "<method 'item' of 'torch._C.TensorBase' objects>"),
     ("setup: validate, build, gate, init net", "skorch/net.py", "initialize"),
-    ("after fit: collapse, norms", "sksparse_nn/gating.py", "collapse"),
+    ("after fit: collapse, norms", "sparsifiers/_model.py", "collapse"),
 ]
 
 
