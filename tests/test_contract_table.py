@@ -11,12 +11,19 @@ from _minimal_family import OneHidden, OneHiddenRegressor
 from sklearn.base import BaseEstimator, clone
 
 import sksparse_nn
-from sksparse_nn.estimators import HOOKS, BaseDGated
+from sksparse_nn.estimators import HOOKS, BaseDGated, ClassifierTaskMixin, RegressorTaskMixin
 from sksparse_nn.estimators._contract import hook_table
+from sksparse_nn.training import GradientTrainer
 
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 #: What any Python class (or any ABC) has: never a family hook.
-_ANY_CLASS = {*vars(type("_Empty", (), {})), "__abstractmethods__", "_abc_impl"}
+_ANY_CLASS = {
+    *vars(type("_Empty", (), {})),
+    "__abstractmethods__",
+    "_abc_impl",
+    "__annotations__",
+}
+_TASK_MIXINS = (RegressorTaskMixin, ClassifierTaskMixin)
 
 
 def _families():
@@ -29,14 +36,19 @@ def _families():
 
 
 def _overrides(cls):
-    """``{name: defining class}`` for every attribute of BaseDGated that a class in
-    ``cls``'s MRO below BaseDGated (not scikit-learn's mixins) defines again."""
+    """``{name: defining class}`` for every attribute of BaseDGated or of the task mixin
+    ``cls`` uses that a class of ``cls``'s MRO below them (not scikit-learn's mixins)
+    defines again."""
+    mixins = [m for m in _TASK_MIXINS if issubclass(cls, m)]
+    contract = set(dir(BaseDGated)).union(*(vars(m) for m in mixins))
+    skip = {*BaseDGated.__mro__, *mixins}
     found = {}
     for klass in cls.__mro__:
-        if klass in BaseDGated.__mro__ or klass.__module__.startswith("sklearn"):
+        module = klass.__module__
+        if klass in skip or module == "sklearn" or module.startswith("sklearn."):
             continue
         for name in vars(klass):
-            if name in _ANY_CLASS or name == "__init__" or not hasattr(BaseDGated, name):
+            if name in _ANY_CLASS or name == "__init__" or name not in contract:
                 continue
             found.setdefault(name, klass.__name__)
     return found
@@ -61,6 +73,24 @@ def test_a_stray_override_is_caught():
 
     assert "_fit" in _overrides(Rogue)
     assert "_fit" not in {hook.name for hook in HOOKS}
+
+
+def test_a_task_method_overridden_by_a_family_is_caught():
+    # predict belongs to the task mixin: a family may not redefine it
+    class Rogue(OneHiddenRegressor):
+        def predict(self, X):  # pragma: no cover
+            raise AssertionError
+
+    assert "predict" in _overrides(Rogue)
+
+
+@pytest.mark.parametrize("family", [*_families(), OneHiddenRegressor], ids=lambda c: c.__name__)
+def test_a_family_trainer_only_trains(family):
+    # a family's trainer may run its own solver in train(), never rebuild the net
+    trainer = type(family._trainer(object.__new__(family)))
+    for klass in trainer.__mro__[: trainer.__mro__.index(GradientTrainer)]:
+        redefined = {n for n in vars(klass) if n in vars(GradientTrainer) and n not in _ANY_CLASS}
+        assert redefined <= {"train", "__init__"}, (trainer.__name__, redefined)
 
 
 def test_every_hook_exists_on_the_base():

@@ -182,6 +182,45 @@ def test_a_bad_tie_is_a_clear_error(kwargs, message):
         sparsify(target, name, tie=leader, **kwargs)
 
 
+def test_tying_to_a_trained_leader_keeps_every_output():
+    # the leader's gates are not 1 (balanced at attach time): a tied tensor's omega is
+    # its value over the gate product, so the module computes what it computed before
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).double()
+    X = torch.randn(16, 4, dtype=torch.float64)
+    before = net(X).detach()
+    sparsify(net[0], "weight", groups="out", D=D, init="balanced")
+    leader = net[0].parametrizations.weight[0]
+    assert not torch.allclose(leader.gates, torch.ones_like(leader.gates))
+    sparsify(net[0], "bias", groups=AxisGroups(0), tie=leader)
+    sparsify(net[2], "weight", groups="in", tie=leader)
+    torch.testing.assert_close(net(X), before, rtol=1e-14, atol=1e-14)
+
+
+def test_set_weight_refuses_a_tie():
+    from sksparse_nn.gating import set_weight
+
+    net, _ = _tied_net()
+    for module, name in ((net[0], "weight"), (net[2], "weight")):
+        with pytest.raises(ValueError, match="shares its gates"):
+            set_weight(module, name, getattr(module, name).detach())
+
+
+def test_the_induced_penalty_of_a_tie_is_differentiable():
+    net, leader = _tied_net()
+    value = induced_penalty(net)
+    assert value.requires_grad
+    (grad,) = torch.autograd.grad(value, [leader.gates])
+    assert torch.all(torch.isfinite(grad)) and bool(grad.abs().sum() > 0)
+
+
+def test_a_method_other_than_the_ties_is_refused():
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    sparsify(net[0], "weight", groups="out", D=D)
+    with pytest.raises(ValueError, match="differs from the tie"):
+        sparsify(net[2], "weight", groups="in", method="ds", tie=net[0].parametrizations.weight[0])
+
+
 def test_a_method_that_cannot_share_factors_refuses_a_tie():
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     sparsify(net[0], "weight", groups="out", method="l21")

@@ -212,7 +212,7 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         self.history_ = trained.history
         self.n_iter_ = len(trained.history)
         plan = trained.callbacks.get("lr_schedule")
-        # the share of lr this fit ended stable at, where a warm start begins (_plan_stopping)
+        # the share of lr this fit ended stable at: where a warm start begins (the engine)
         self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0))
         module = trained.module.to("cpu")
         zero_tol = self.zero_tol * self._weight_scale(X, y)

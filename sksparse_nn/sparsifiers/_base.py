@@ -289,7 +289,11 @@ def sparsify(
     >>> _ = sparsify(layer, groups="in", method="ds")
     >>> loss = layer(torch.randn(8, 5)).pow(2).mean() + 0.1 * penalty(layer)
     """
+    if tie is not None and (not isinstance(tie, Sparsifier) or not type(tie).tieable):
+        raise ValueError(f"tie must be a sparsifier whose method shares factors, got {tie!r}.")
     cls = get_sparsifier(method) if tie is None else type(tie)
+    if tie is not None and method != DEFAULT_METHOD and get_sparsifier(method) is not cls:
+        raise ValueError(f"method={method!r} differs from the tie's ({cls.method!r}).")
     weight = _check_target(module, name, "sparsify")
     if init not in cls.inits:
         raise ValueError(f"init must be one of {list(cls.inits)}, got {init!r}.")
@@ -316,8 +320,6 @@ def sparsify(
 
 def _tied(tie, grouping, init, group_weights, options):
     """A new instance of ``tie``'s method sharing its factors, on ``grouping``."""
-    if not isinstance(tie, Sparsifier) or not type(tie).tieable:
-        raise ValueError(f"tie must be a sparsifier whose method shares factors, got {tie!r}.")
     if tie.tied:
         tie = tie.leader
     if grouping.n_groups != tie.n_groups:

@@ -114,6 +114,7 @@ class DGate(Sparsifier):
         gate = cls(grouping, D=leader.D, group_weights=leader.group_weights)
         gate.gates = leader.gates
         gate.__dict__["leader"] = leader
+        leader.__dict__["n_tied"] = getattr(leader, "n_tied", 0) + 1
         return gate
 
     @property
@@ -141,10 +142,14 @@ class DGate(Sparsifier):
     def initialize(self, original, init):
         """Gates 1 (``"identity"``), balanced factors of the same weight (``"balanced"``),
         or new variance-matched factors (``"dwf"``, element groups only). A tied
-        tensor starts at its value, with the tie's gates (``"identity"`` only)."""
-        if self.tied:
+        tensor keeps its value under the tie's gates (``"identity"`` only; a group the
+        tie has at zero is zero in it too)."""
+        if self.tied:  # omega = value / the tie's gate product: the same weight
             if init != "identity":
                 raise ValueError("a tied tensor starts at init='identity'.")
+            product = self.grouping.expand(self.gate_product().detach().to(original.dtype))
+            live = product != 0
+            original.copy_(torch.where(live, original / torch.where(live, product, 1.0), 0.0))
             return
         self.gates.data.fill_(1.0)
         if init == "balanced":

@@ -8,7 +8,7 @@ import torch
 from torch.nn.utils import parametrize
 
 from ._dgating import DGate, _balance
-from ._model import group_norms, sparsified_tensors
+from ._model import sparsified_tensors
 
 __all__ = ["gate_factors", "gated_tensors", "induced_penalty", "misalignment", "set_weight"]
 
@@ -96,6 +96,11 @@ def set_weight(module, name, weight, revive=None):
     module : nn.Module
     """
     gate = _gate_of(module, name)
+    if gate.tied or getattr(gate, "n_tied", 0):
+        raise ValueError(
+            f"'{name}' of {type(module).__name__} shares its gates with other tensors (a "
+            "tie): set_weight balances one tensor's factors and would move the others."
+        )
     omega = module.parametrizations[name].original
     omega.copy_(torch.as_tensor(weight, dtype=omega.dtype, device=omega.device))
     gate.gates.fill_(1.0)
@@ -137,16 +142,17 @@ def _ties(model):
         ties.setdefault(id(gate.leader if gate.tied else gate), []).append(
             (qname, module, name, gate)
         )
-    joint = None
     for members in ties.values():
         pairs = [(g, m.parametrizations[n].original) for _, m, n, g in members]
         if len(members) == 1:
             _, module, name, gate = members[0]
             yield gate, getattr(module, name), pairs
             continue
-        joint = group_norms(model) if joint is None else joint
-        leader = next(g for *_, g in members if not g.tied)
-        yield _NormsAsWeight(leader), joint[members[0][0]], pairs
+        # the group's norm over all the tie's tensors (differentiable, as a tensor's is)
+        squares = [g.group_norms(getattr(m, n)).pow(2) for _, m, n, g in members]
+        joint = torch.stack(squares).sum(0).sqrt()
+        gate = members[0][3]
+        yield _NormsAsWeight(gate.leader if gate.tied else gate), joint, pairs
 
 
 def misalignment(model):

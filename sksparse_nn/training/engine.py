@@ -101,8 +101,9 @@ class GradientTrainer:
     ``batch_size``, ``max_epochs``, ``lr_schedule``, ``tol``, ``zero_tol``,
     ``validation_fraction``, ``device``, ``verbose``) and calls its declared hooks
     ``_criterion``, ``_ridge``, ``_optimizer``, ``_early_stopper``,
-    ``_training_callbacks`` and ``_weight_scale``; its class declarations
-    ``_auto_min_steps``, ``_auto_min_epochs``, ``_hold_cold_rate`` and ``_net_class``.
+    ``_training_callbacks`` and ``_weight_scale``; its traits ``auto_min_steps``,
+    ``auto_min_epochs``, ``hold_cold_rate`` and ``net_class``; and the state
+    ``_warm_rate_scale`` the base keeps between fits (where a warm start's rate begins).
 
     Subclasses (a family's exact solver) may run before the gradient steps and pass
     ``net_options`` (skorch keyword arguments) and ``callbacks`` to :meth:`train`.

@@ -63,7 +63,7 @@ class LRPlan(Callback):
         which then decays to zero over the rest of the cap. A group on its way to zero
         shrinks at a rate proportional to the learning rate, so under a cosine over the
         whole cap it can stall just above ``zero_tol``; warm starts with the automatic
-        budget, and cold fits of families that set ``_hold_cold_rate``, hold the rate and
+        budget, and cold fits of families whose traits set ``hold_cold_rate``, hold the rate and
         end with the settled rule's anneal instead.
     """
 
