@@ -15,18 +15,6 @@ from sksparse_nn.nn.nam import NAM, compact_nam
 from sksparse_nn.plotting import plot_shape_functions
 from sksparse_nn.training import epoch_budget
 
-
-def _cap(est, n_samples, batch_size):
-    """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
-    return epoch_budget(
-        est.max_epochs,
-        n_samples,
-        batch_size,
-        est._traits.auto_min_steps,
-        est._traits.auto_min_epochs,
-    )
-
-
 FAST = {"hidden_layer_sizes": (16,), "batch_size": 64, "max_epochs": 150, "random_state": 0}
 # Float32 modules: two evaluations of the same outputs that sum the same terms in another
 # order (per-feature contributions vs the fused forward, compact vs full module) agree to
@@ -289,7 +277,7 @@ def test_a_cold_default_fit_at_a_small_lam_settles_with_a_clean_gap():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est.fit(X, y)
-    assert est.n_iter_ < _cap(est, 200, est.batch_size)  # settled, not capped
+    assert est.n_iter_ < epoch_budget(est, 200, est.batch_size)  # settled, not capped
     from sksparse_nn.training import TINY
 
     dead, live = est.sparsity_gap_

@@ -13,18 +13,6 @@ from sksparse_nn.nn.node import NODE, compact_node, entmax15, entmoid15
 from sksparse_nn.training import ArrayDataset, epoch_budget
 from sksparse_nn.training import early_stopping as node_module
 
-
-def _cap(est, n_samples, batch_size):
-    """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
-    return epoch_budget(
-        est.max_epochs,
-        n_samples,
-        batch_size,
-        est._traits.auto_min_steps,
-        est._traits.auto_min_epochs,
-    )
-
-
 SMALL = {"num_trees": 8, "depth": 3, "max_epochs": 10, "random_state": 0}
 
 
@@ -395,7 +383,7 @@ def test_early_stopping_is_on_with_the_automatic_budget_only(regression_problem)
     assert given.n_iter_ == 5 and "valid_loss" not in given.history_[-1]
     auto = NODERegressor(lam=0.0, **params).fit(X, y)
     assert "valid_loss" in auto.history_[-1]
-    assert auto.n_iter_ < _cap(auto, len(y), 64)  # stopped by the validation loss
+    assert auto.n_iter_ < epoch_budget(auto, len(y), 64)  # stopped by the validation loss
 
 
 def _fit_recording_thresholds(monkeypatch, est, X, y):
@@ -423,7 +411,7 @@ def test_early_stopping_restores_the_average_of_the_best_epochs(
     thresholds = _fit_recording_thresholds(monkeypatch, est, X, y)  # max_epochs=None: on
     losses = est.history_[:, "valid_loss"]
     patience, window = est.n_iter_no_change, node_module._AVERAGE_EPOCHS
-    assert patience < est.n_iter_ < _cap(est, len(y), 64)
+    assert patience < est.n_iter_ < epoch_budget(est, len(y), 64)
     restored = est.module_.layers[0].thresholds.detach().double().numpy()
     # the restored weights are the mean of the epochs ending at a best one (the best of
     # all for lam=0; with lam > 0 the best of the last support, whose window may be
@@ -499,7 +487,7 @@ def test_early_stopping_does_not_restore_an_untrained_model_at_small_lam():
     X, y = make_friedman1(n_samples=500, noise=1.0, random_state=0)
     est = NODERegressor(lam=3e-4, random_state=0).fit(X, y)
     valid = np.asarray(est.history_[:, "valid_loss"], dtype=float)
-    assert est.n_iter_ < _cap(est, len(X), est.batch_size)
+    assert est.n_iter_ < epoch_budget(est, len(X), est.batch_size)
     # the restored model fits like the best validation epochs, not like epoch 1-3
     # (friedman1's noise sd 1 against a target sd ~5: R^2 of a good fit is ~0.95)
     assert est.score(X, y) > 0.85

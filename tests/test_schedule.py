@@ -31,17 +31,6 @@ class _PlanSpy(Callback):
         self.seen.append(getattr(dict(net.callbacks_)["lr_schedule"], self.attribute))
 
 
-def _cap(est, n_samples, batch_size):
-    """The automatic epoch budget the engine gives ``est`` on ``n_samples`` rows."""
-    return epoch_budget(
-        est.max_epochs,
-        n_samples,
-        batch_size,
-        est._traits.auto_min_steps,
-        est._traits.auto_min_epochs,
-    )
-
-
 def test_plan_warms_up_decays_by_cosine_and_anneals_on_request():
     plan = LRPlan(max_epochs=100, schedule="cosine", warmup=4).initialize()
     assert [plan.factor(e) for e in range(4)] == [0.2, 0.4, 0.6, 0.8]
@@ -111,7 +100,7 @@ def test_automatic_budget_stops_once_settled_with_a_clean_gap(estimator):
     X, y = _diabetes_with_noise()
     lam = 0.3 * estimator.lambda_max(X, y)  # a few features survive
     est = clone(estimator).set_params(lam=lam).fit(X, y)
-    cap = _cap(est, X.shape[0], min(est.batch_size or X.shape[0], X.shape[0]))
+    cap = epoch_budget(est, X.shape[0], min(est.batch_size or X.shape[0], X.shape[0]))
     assert est.n_iter_ < cap  # it stopped before the cap ...
     dead, live = est.sparsity_gap_
     assert 0 < len(est.selected_features_) < X.shape[1]
@@ -132,7 +121,7 @@ def test_groups_still_shrinking_keep_training_going():
     est.set_params(lam=0.3 * est.lambda_max(X, y))
     with pytest.warns(Warning, match="max_epochs"):
         est.fit(X, y)
-    assert est.n_iter_ == _cap(est, X.shape[0], est.batch_size)
+    assert est.n_iter_ == epoch_budget(est, X.shape[0], est.batch_size)
 
 
 def test_warm_started_points_survive_a_sharp_previous_minimum():
@@ -228,7 +217,7 @@ def test_a_cold_fit_trains_its_minimum_steps_before_it_may_stop():
     est.set_params(lam=0.3 * est.lambda_max(X, y)).fit(X, y)
     steps_per_epoch = -(-X.shape[0] // 64)
     earliest = -(-engine.COLD_MIN_STEPS // steps_per_epoch)
-    assert earliest <= _cap(est, X.shape[0], 64) // 4
+    assert earliest <= epoch_budget(est, X.shape[0], 64) // 4
     assert est.n_iter_ >= earliest
     warm = clone(est).set_params(warm_start=True)
     warm.fit(X, y)
@@ -281,7 +270,7 @@ def test_groups_shrinking_under_noise_do_not_look_settled(monkeypatch):
     assert stopped is None and rule.settled_ is None
 
 
-def test_plan_holds_the_rate_then_decays_over_the_rest_of_the_cap():
+def test_plan_holds_the_rate_then_decays_over_the_rest_of_theepoch_budget():
     plan = LRPlan(100, "cosine", warmup=5, hold=60).initialize()
     assert plan.factor(0) == pytest.approx(1 / 6)
     assert plan.factor(10) == plan.factor(59) == plan.factor(60) == 1.0
@@ -306,7 +295,7 @@ def test_with_the_automatic_budget_warm_starts_hold_their_rate(family):
         est.set_params(warm_start=True).fit(X, y)
     cold, warm, cold_fixed, warm_fixed = holds
     assert cold_fixed == 0 and warm_fixed == 0
-    cap = _cap(family(), X.shape[0], est.batch_size)
+    cap = epoch_budget(family(), X.shape[0], est.batch_size)
     assert 0 < warm < cap
     assert cold == (warm if family._traits.hold_cold_rate else 0)
     assert family._traits.hold_cold_rate == (family is DGatedNAMRegressor)

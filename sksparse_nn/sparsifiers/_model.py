@@ -135,11 +135,11 @@ def _tie_key(sparsifier):
     return id(sparsifier.leader if sparsifier.tied else sparsifier)
 
 
-def _joint(model, per_tensor):
-    """``{qualified name: value}`` of every sparsified tensor, in model order, where
-    ``per_tensor(module, name, sparsifier)`` gives a tensor's own group norms and a tie's
-    tensors all get the norm of the group over all of them."""
-    members = list(sparsified_tensors(model))
+def _joint(members, per_tensor):
+    """``{qualified name: value}`` of the sparsified tensors ``members`` (the tuples of
+    :func:`sparsified_tensors`), where ``per_tensor(module, name, sparsifier)`` gives a
+    tensor's own group norms and a tie's tensors all get the group's norm over all of
+    them."""
     own = [per_tensor(module, name, s) for _, module, name, s in members]
     ties = {}
     for (*_, s), norms in zip(members, own, strict=True):
@@ -163,7 +163,10 @@ def group_norms(model):
     norms : dict of str to tensor of shape (J,)
         Keyed by the tensor's qualified name (e.g. ``"0.weight"``), detached.
     """
-    return _joint(model, lambda module, name, s: s.group_norms(getattr(module, name)).detach())
+    return _joint(
+        list(sparsified_tensors(model)),
+        lambda module, name, s: s.group_norms(getattr(module, name)).detach(),
+    )
 
 
 @torch.no_grad()
@@ -188,11 +191,12 @@ def support(model, zero_tol=ZERO_TOL):
 def _support(model, zero_tol):
     """:func:`support`: the method's own rule for a tensor alone, the tie's norm against
     ``zero_tol`` for tied tensors."""
-    tied = {_tie_key(s) for *_, s in sparsified_tensors(model) if s.tied}
+    members = list(sparsified_tensors(model))
+    tied = {_tie_key(s) for *_, s in members if s.tied}
     if tied:
-        norms = _joint(model, lambda module, name, s: s.group_norms(getattr(module, name)))
+        norms = _joint(members, lambda module, name, s: s.group_norms(getattr(module, name)))
     keep = {}
-    for qname, module, name, s in sparsified_tensors(model):
+    for qname, module, name, s in members:
         if _tie_key(s) in tied:
             keep[qname] = (norms[qname] >= zero_tol).detach()
         else:

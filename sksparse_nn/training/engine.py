@@ -55,14 +55,16 @@ def _epochs_for(steps, steps_per_epoch, max_epochs):
     return max(1, min(-(-steps // steps_per_epoch), max_epochs // 10))
 
 
-def epoch_budget(max_epochs, n_samples, batch_size, min_steps, min_epochs):
-    """``max_epochs``, or for ``None`` at least ``min_epochs`` epochs and ``min_steps``
-    optimizer steps (unused groups shrink by a factor per step, so exact zeros need a
-    number of steps: small data sets get more epochs)."""
-    if max_epochs is not None:
-        return max_epochs
+def epoch_budget(estimator, n_samples, batch_size):
+    """The estimator's ``max_epochs``, or for ``None`` at least its traits'
+    ``auto_min_epochs`` epochs and ``auto_min_steps`` optimizer steps on ``n_samples``
+    rows (unused groups shrink by a factor per step, so exact zeros need a number of
+    steps: small data sets get more epochs)."""
+    if estimator.max_epochs is not None:
+        return estimator.max_epochs
+    traits = estimator._traits
     steps_per_epoch = -(-n_samples // batch_size)
-    return max(min_epochs, -(-min_steps // steps_per_epoch))
+    return max(traits.auto_min_epochs, -(-traits.auto_min_steps // steps_per_epoch))
 
 
 def step_size_groups(module, optimizer, lam, lr, ridge=None, weight_decay=0.0):
@@ -150,9 +152,7 @@ class GradientTrainer:
         """The skorch net of one fit (not yet trained)."""
         n = len(dataset)
         batch_size = n if est.batch_size is None else min(est.batch_size, n)
-        max_epochs = epoch_budget(
-            est.max_epochs, n, batch_size, est._traits.auto_min_steps, est._traits.auto_min_epochs
-        )
+        max_epochs = epoch_budget(est, n, batch_size)
         ridge = est._ridge(module)
         optimizer, options = est._optimizer(module, ridge)
         all_callbacks = make_callbacks(
