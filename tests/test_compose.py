@@ -108,7 +108,7 @@ def _fit(model, X, y):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_the_informative_categorical_is_kept_whole_and_the_noise_dropped(estimator):
     df, y = _table()
-    model = _fit(VariableModel(_encoder(), estimator), df, y)
+    model = _fit(VariableModel(estimator, encoder=_encoder()), df, y)
     assert model.selected_variables_.tolist() == ["color", "size"]
     np.testing.assert_array_equal(model.get_support(), [True, False, True, False])
     # all or nothing: every encoded column of a dropped variable is exactly 0, every
@@ -128,12 +128,12 @@ def test_unknown_categories_follow_the_encoder():
     df, y = _table()
     new = df.head(4).copy()
     new.loc[0, "color"] = "purple"  # unseen level
-    ignoring = VariableModel(_encoder("ignore"), SparseLinearRegressor(lam=0.05)).fit(df, y)
+    ignoring = VariableModel(SparseLinearRegressor(lam=0.05), encoder=_encoder("ignore")).fit(df, y)
     pred = ignoring.predict(new)
     assert np.all(np.isfinite(pred))
     # an unknown level encodes as all zeros: the colour term of the reference level
     np.testing.assert_allclose(pred[1:], ignoring.predict(df.head(4))[1:])
-    strict = VariableModel(_encoder("error"), SparseLinearRegressor(lam=0.05)).fit(df, y)
+    strict = VariableModel(SparseLinearRegressor(lam=0.05), encoder=_encoder("error")).fit(df, y)
     with pytest.raises(ValueError, match="unknown categor"):
         strict.predict(new)
 
@@ -141,20 +141,22 @@ def test_unknown_categories_follow_the_encoder():
 def test_missing_values_need_an_imputing_encoder():
     df, y = _table()
     df.loc[5, "size"] = np.nan
-    model = VariableModel(_encoder(), SparseLinearRegressor(lam=0.05))
+    model = VariableModel(SparseLinearRegressor(lam=0.05), encoder=_encoder())
     with pytest.raises(ValueError, match="NaN"):
         model.fit(df, y)
     imputing = make_column_transformer(
         (OneHotEncoder(), ["color", "shape"]),
         (make_pipeline(SimpleImputer(), StandardScaler()), ["size", "weight"]),
     )
-    fitted = VariableModel(imputing, SparseLinearRegressor(lam=0.05)).fit(df, y)
+    fitted = VariableModel(SparseLinearRegressor(lam=0.05), encoder=imputing).fit(df, y)
     assert fitted.selected_variables_.tolist() == ["color", "size"]
 
 
 def test_unpenalized_variables_survive_any_lam():
     df, y = _table()
-    model = VariableModel(_encoder(), SparseLinearRegressor(lam=1e3), unpenalized=["weight"])
+    model = VariableModel(
+        SparseLinearRegressor(lam=1e3), encoder=_encoder(), unpenalized=["weight"]
+    )
     model.fit(df, y)
     assert model.selected_variables_.tolist() == ["weight"]
     assert np.all(model.groups_[model.groups_ >= 0] != 3)
@@ -163,12 +165,12 @@ def test_unpenalized_variables_survive_any_lam():
 def test_estimators_without_groups_are_refused_clearly():
     df, y = _table()
     with pytest.raises(ValueError, match="NODERegressor has no `groups`.*selects trees"):
-        VariableModel(_encoder(), NODERegressor(max_epochs=1)).fit(df, y)
+        VariableModel(NODERegressor(max_epochs=1), encoder=_encoder()).fit(df, y)
 
 
 def test_path_counts_variables():
     df, y = _table()
-    model = VariableModel(_encoder(), SparseLinearRegressor())
+    model = VariableModel(SparseLinearRegressor(), encoder=_encoder())
     path = model.regularization_path(df, y, n_lams=8, lam_min_ratio=1e-2)
     assert path.feature_names.tolist() == ["color", "shape", "size", "weight"]
     assert path.selection_unit == "variables"
@@ -189,12 +191,14 @@ def test_path_counts_variables():
 def test_works_with_grid_search_and_sparse_path_cv():
     df, y = _table(n=300)
     search = GridSearchCV(
-        VariableModel(_encoder(), SparseLinearRegressor()),
+        VariableModel(SparseLinearRegressor(), encoder=_encoder()),
         {"estimator__lam": [0.01, 0.1]},
         cv=3,
     ).fit(df, y)
     assert search.best_estimator_.selected_variables_.tolist() == ["color", "size"]
-    cv_model = VariableModel(_encoder(), SparsePathCV(SparseLinearRegressor(), cv=3)).fit(df, y)
+    cv_model = VariableModel(SparsePathCV(SparseLinearRegressor(), cv=3), encoder=_encoder()).fit(
+        df, y
+    )
     assert {"color", "size"} <= set(cv_model.selected_variables_)
 
 
@@ -202,7 +206,7 @@ def test_classifier_delegation():
     df, y = _table()
     label = (y > 0).astype(int)
     for estimator in (SparseLinearClassifier(lam=0.02), DGatedMLPClassifier(random_state=0)):
-        model = _fit(VariableModel(_encoder(), estimator), df, label)
+        model = _fit(VariableModel(estimator, encoder=_encoder()), df, label)
         np.testing.assert_array_equal(model.classes_, [0, 1])
         proba = model.predict_proba(df)
         assert proba.shape == (len(df), 2)
@@ -217,7 +221,7 @@ def test_shape_plot_speaks_in_variables_and_levels():
     from sksparse_nn.plotting import plot_shape_functions
 
     df, y = _table()
-    model = _fit(VariableModel(_encoder(), DGatedNAMRegressor(random_state=0)), df, y)
+    model = _fit(VariableModel(DGatedNAMRegressor(random_state=0), encoder=_encoder()), df, y)
     axes = plot_shape_functions(model, df)
     assert [ax.get_title() for ax in axes] == ["color", "size"]
     bars = axes[0].patches
