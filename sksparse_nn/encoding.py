@@ -116,10 +116,10 @@ class TableEncoder(TransformerMixin, BaseEstimator):
     def fit_transform(self, X, y=None):
         """Fit on ``X`` and return its encoding (float64, dense)."""
         self._validate_params()
-        # scikit-learn's messages for empty, 1-d or complex data (a copy only of arrays
-        # that are not already numpy, and never kept)
-        check_array(X, dtype=None, ensure_all_finite=False)
+        # the kinds first (a date column's message), then scikit-learn's messages for
+        # empty, 1-d or complex data (a temporary copy at most)
         categorical, numeric = _column_kinds(X)
+        check_array(X, dtype=None, ensure_all_finite=False)
         self.categorical_columns_, self.numeric_columns_ = categorical, numeric
         self.column_transformer_ = self._encoding(categorical, numeric)
         out = self.column_transformer_.fit_transform(_as_table(X, categorical, numeric), y)
@@ -172,9 +172,7 @@ def _column_kinds(X):
                 "VariableModel an encoder of your own."
             )
         return categorical, numeric
-    X = np.asarray(X) if not hasattr(X, "dtype") else X
-    if np.ndim(X) != 2:
-        raise ValueError(f"Expected a 2-d table, got an array of shape {np.shape(X)}.")
+    X = check_array(X, dtype=None, ensure_all_finite=False)
     if X.dtype.kind in "iufb":
         return [], list(range(X.shape[1]))
     numeric = [j for j in range(X.shape[1]) if _all_numbers(X[:, j])]

@@ -233,3 +233,55 @@ def test_shape_plot_speaks_in_variables_and_levels():
     # per level: 0.2 is several standard errors)
     truth = np.array([COLOR_EFFECT[name] for name in levels])
     np.testing.assert_allclose(f - f.mean(), truth - truth.mean(), atol=0.2)
+
+
+# ------------------------------------------------------------- a raw table, no encoder
+def _raw_table(n=400, seed=0):
+    """``_table`` as users bring it: missing values in a number (its missingness is
+    informative) and in a category, a rare level, a bool column, an object column."""
+    df, y = _table(n, seed)
+    rng = np.random.RandomState(seed + 1)
+    missing = rng.rand(n) < 0.2
+    y = y + 2.0 * missing  # the missingness of `size` carries signal
+    df.loc[missing, "size"] = np.nan
+    df.loc[rng.rand(n) < 0.1, "color"] = None
+    df.loc[3, "shape"] = "pyramid"  # seen once: pooled
+    df["flag"] = rng.rand(n) < 0.5
+    return df, y
+
+
+def test_a_raw_table_fits_with_no_encoder_and_is_left_untouched():
+    df, y = _raw_table()
+    before = df.copy()
+    model = VariableModel(SparseLinearRegressor(lam=0.05)).fit(df, y)
+    pd.testing.assert_frame_equal(df, before)
+    assert model.selected_variables_.tolist() == ["color", "size"]
+    names = model.encoder_.get_feature_names_out()
+    # the missing indicator of `size` and the missing level of `color` are in their
+    # variables' groups; the rare level is pooled
+    size = model.variable_names_.tolist().index("size")
+    assert model.groups_[names.tolist().index("missingindicator_size")] == size
+    assert "shape_pyramid" not in names and "shape_infrequent_sklearn" in names
+    assert "color_nan" in names
+    coef = np.ravel(model.estimator_.coef_)
+    dropped = ~np.isin(model.groups_, model.selected_features_)
+    assert np.all(coef[dropped] == 0) and coef[names.tolist().index("missingindicator_size")] != 0
+    # unknown levels and missing values at predict time
+    new = df.head(3).copy()
+    new.loc[new.index[0], "color"] = "purple"
+    new.loc[new.index[1], "weight"] = np.nan
+    assert np.all(np.isfinite(model.predict(new)))
+
+
+def test_the_table_encoder_reads_column_kinds_and_refuses_others():
+    from sksparse_nn.encoding import TableEncoder
+
+    array = np.array([["a", 1.0, None], ["b", None, "x"], ["a", 2.0, 3]], dtype=object)
+    encoder = TableEncoder(min_frequency=1).fit(array)
+    # numbers (with a missing value) are numeric; strings, and numbers mixed with
+    # strings, are levels
+    assert encoder.numeric_columns_ == [1] and encoder.categorical_columns_ == [0, 2]
+    assert variable_groups(encoder)[0].tolist() == [0, 0, 2, 2, 2, 1, 1]  # x, 3, nan
+    frame = pd.DataFrame({"when": pd.date_range("2020", periods=3), "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"'when' \(datetime64.*convert"):
+        TableEncoder().fit(frame)
