@@ -131,6 +131,7 @@ def run_ours(family, X_train, X_test, y_train, y_test, task):
         "n_selected": path.n_selected.tolist(),
         "selected": [np.asarray(path.feature_names)[s].tolist() for s in path.selected],
         "failed": np.asarray(path.failed).tolist(),
+        "converged": np.asarray(path.converged).tolist(),
         "cv_scores": np.asarray(path.cv_scores).tolist(),
         "cv_failed": np.asarray(path.cv_failed).tolist(),
         "best_lam": path.best_lam_,
@@ -304,7 +305,7 @@ def summary(cells, rule):
 def mean_ranks(rows):
     """Mean rank of every model over the tables where all models ran (1 = best)."""
     frame = pd.DataFrame(rows)
-    wide = frame.pivot(index="table", columns="model", values="score")
+    wide = frame.pivot(index="table", columns="model", values="score").dropna()
     higher = frame.groupby("table")["task"].first() == "clf"
     ranks = wide.apply(lambda r: r.rank(ascending=not higher[r.name]), axis=1)
     return ranks.mean().sort_values().to_dict()

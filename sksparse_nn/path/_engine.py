@@ -13,6 +13,7 @@ from ._assemble import _assemble
 from ._grid import _check_lams, _grid_args, lambda_grid
 from ._parallel import n_workers, parallel_path
 from ._points import fold_scores, run_path
+from ._scoring import default_scorer
 from ._warnings import _report
 
 
@@ -66,7 +67,9 @@ def regularization_path(
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
         ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
     scoring : str or callable, default=None
-        Scorer for validation and CV scores; ``None`` uses ``estimator.score``.
+        Scorer for validation and CV scores. ``None``: minus the log-loss for
+        classifiers (smooth in lam, where accuracy's steps tie many lams and widen the
+        standard errors), else ``estimator.score`` (R^2 for regressors).
     n_jobs : int, default=None
         Parallel jobs over the folds (joblib; ``-1`` all cores); the full-data path runs
         in the calling process meanwhile. Each of these processes uses
@@ -104,7 +107,7 @@ def regularization_path(
     extend = lams is None and cv is None
     if lams is None:
         lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
-    scorer = check_scoring(base, scoring) if scoring is not None else None
+    scorer = check_scoring(base, scoring) if scoring is not None else default_scorer(base)
 
     splits = []
     if cv is not None:
