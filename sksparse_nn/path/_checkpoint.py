@@ -47,9 +47,7 @@ def _write_atomic(path, data):
     file is whole or absent, whatever stops the process; fsync'd, so a closed laptop or a
     lost node keeps it too."""
     directory = os.path.dirname(path)
-    tmp = os.path.join(
-        directory, f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    )
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "wb") as handle:
             handle.write(data)

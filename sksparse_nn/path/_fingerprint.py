@@ -120,18 +120,14 @@ def differences(saved, now):
         changed = [name for name in now[item] if old.get(name) != now[item][name]]
         if changed:
             found.append(f"the {item} ({' and '.join(changed)}: other values)")
-    if not same_grid(saved.get("grid", []), now["grid"]) or saved.get(
-        "grid extension"
-    ) != now["grid extension"]:
+    old_grid, extension = saved.get("grid", []), saved.get("grid extension")
+    if not same_grid(old_grid, now["grid"]):
+        found.append(f"the lam grid ({_grid_text(old_grid)} there, {_grid_text(now['grid'])} now)")
+    elif extension != now["grid extension"]:
         found.append(
-            f"the lam grid ({_grid_text(saved.get('grid', []))} there, "
-            f"{_grid_text(now['grid'])} now"
-            + (
-                "; the extension of a default grid without cv differs"
-                if saved.get("grid extension") != now["grid extension"]
-                else ""
-            )
-            + ")"
+            "the lam grid's upward extension (a default grid without cv grows until the "
+            f"model is empty: {'on' if extension else 'off'} there, "
+            f"{'on' if now['grid extension'] else 'off'} now)"
         )
     if saved.get("number of CV splits") != now["number of CV splits"]:
         found.append(
