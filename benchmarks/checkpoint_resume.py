@@ -2,21 +2,23 @@
 
 A default ``regularization_path`` of ``DGatedNAMRegressor`` (its 16-lam default grid,
 extended upward until the model is empty; only ``random_state`` set) on the additive
-simulation (``make_additive_regression``, 1,000 rows, 20 features), one thread. Each run
-is a fresh single-threaded process of this script (``--child``), timed from its start
-(imports included) to its exit:
+simulation (``make_additive_regression``, 1,000 rows, 20 features). Each run is a fresh
+single-threaded process of this script (``--child``):
 
 1. ``plain``: the path without a checkpoint;
-2. ``checkpoint``: the same path writing every point (the cost of writing: its path's
-   time against the plain one's, imports left out);
+2. ``checkpoint``: the same path writing every point;
 3. ``killed``: the same, SIGKILLed once ``k`` points are written plus a random part of
    the next point (``k`` and the fraction drawn from ``--seed``);
 4. ``resumed``: the same command again, on the killed run's checkpoint.
 
-The time lost is ``killed + resumed - checkpoint``: what the killed part of a point, a
-second process start and reading the checkpoint cost. The fits of every run are
-counted (a subclass counting ``fit`` calls): the resumed run must fit exactly the points
-the killed one had not finished, and give the uninterrupted run's group norms exactly.
+Every run's CPU time is taken whole (imports included: ``/proc/<pid>/stat`` of the
+killed one just before the kill); CPU seconds do not grow when other processes share
+the cores, wall seconds do (both are recorded, with the load). The time lost is
+``killed + resumed - checkpoint``: the killed part of a point, a second process start
+and reading the checkpoint. The checkpoint's own work (opening it, scanning, writing and
+reading the points) is timed inside the runs. The fits of every run are counted: the
+resumed run must fit exactly the points the killed one had not finished, and give the
+uninterrupted run's group norms exactly.
 
 Usage::
 
@@ -46,6 +48,7 @@ from sksparse_nn import DGatedNAMRegressor, regularization_path
 from sksparse_nn.datasets import make_additive_regression
 
 HERE = Path(__file__).resolve()
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class CountingNAM(DGatedNAMRegressor):
@@ -58,16 +61,42 @@ class CountingNAM(DGatedNAMRegressor):
         return super().fit(X, y, **kwargs)
 
 
+def _timing_checkpoint_io(spent):
+    """Add the wall and CPU seconds of the checkpoint's work to ``spent``."""
+    from sksparse_nn.path import _checkpoint, _engine
+
+    def timed(fn):
+        def wrapper(*args, **kwargs):
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent["wall"] += time.perf_counter() - wall
+                spent["cpu"] += time.process_time() - cpu
+
+        return wrapper
+
+    for name in ("save", "restore", "scan", "load_start", "save_start"):
+        setattr(_checkpoint.PathStore, name, timed(getattr(_checkpoint.PathStore, name)))
+    _engine.open_checkpoint = timed(_engine.open_checkpoint)
+
+
 def child(args):
-    """One run of the path in this process; prints its fits and norms as JSON."""
+    """One run of the path in this process; prints its numbers as JSON."""
     single_thread()
+    spent = {"wall": 0.0, "cpu": 0.0}
+    _timing_checkpoint_io(spent)
     X, y = make_additive_regression(n_samples=args.rows, n_noise=15, random_state=0)
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     path = regularization_path(
         CountingNAM(random_state=0), X, y, checkpoint=args.checkpoint or None
     )
     out = {
-        "path_seconds": time.perf_counter() - start,
+        "path_seconds": time.perf_counter() - wall,
+        "path_cpu": time.process_time() - cpu,
+        "cpu": time.process_time(),  # the whole process, imports included
+        "checkpoint_io_seconds": spent["wall"],
+        "checkpoint_io_cpu": spent["cpu"],
         "fits": CountingNAM.fits,
         "points": len(path),
         "norms": np.asarray(path.group_norms).tolist(),
@@ -82,7 +111,9 @@ def _spawn(args, checkpoint):
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
 
 
-def _finish(proc, start):
+def timed_run(args, checkpoint):
+    start = time.perf_counter()
+    proc = _spawn(args, checkpoint)
     output, _ = proc.communicate()
     seconds = time.perf_counter() - start
     line = next((x for x in output.splitlines() if x.startswith("RESULT ")), None)
@@ -91,9 +122,11 @@ def _finish(proc, start):
     return {**json.loads(line[len("RESULT ") :]), "seconds": seconds}
 
 
-def timed_run(args, checkpoint):
-    start = time.perf_counter()
-    return _finish(_spawn(args, checkpoint), start)
+def _cpu_of(pid):
+    """CPU seconds (user + system) of a running process (Linux)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def killed_run(args, checkpoint, point_seconds, rng):
@@ -108,11 +141,12 @@ def killed_run(args, checkpoint, point_seconds, rng):
             raise RuntimeError("the run ended before it was killed")
         time.sleep(0.01)
     time.sleep(fraction * point_seconds)
+    cpu = _cpu_of(proc.pid)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.communicate()
     seconds = time.perf_counter() - start
     finished = len(list(points.glob("point-*.pkl")))
-    return {"seconds": seconds, "k": k, "fraction": fraction, "finished": finished}
+    return {"seconds": seconds, "cpu": cpu, "k": k, "fraction": fraction, "finished": finished}
 
 
 def run(args):
@@ -121,13 +155,15 @@ def run(args):
     try:
         plain = timed_run(args, None)
         written = timed_run(args, str(work / "uninterrupted"))
+        files = [f for f in (work / "uninterrupted").rglob("*") if f.is_file()]
+        size = sum(f.stat().st_size for f in files)
         point_seconds = written["path_seconds"] / written["fits"]
-        size = sum(f.stat().st_size for f in (work / "uninterrupted").rglob("*") if f.is_file())
         killed = killed_run(args, str(work / "killed"), point_seconds, rng)
         resumed = timed_run(args, str(work / "killed"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    lost = killed["seconds"] + resumed["seconds"] - written["seconds"]
+    point_cpu = written["path_cpu"] / written["fits"]
+    lost_cpu = killed["cpu"] + resumed["cpu"] - written["cpu"]
     return {
         "machine": machine(),
         "uptime": os.popen("uptime").read().strip(),
@@ -137,11 +173,15 @@ def run(args):
         "checkpoint": {k: v for k, v in written.items() if k != "norms"},
         "killed": killed,
         "resumed": {k: v for k, v in resumed.items() if k != "norms"},
-        "write_overhead": written["path_seconds"] / plain["path_seconds"],
         "checkpoint_bytes": size,
-        "seconds_per_point": point_seconds,
-        "lost_seconds": lost,
-        "lost_in_points": lost / point_seconds,
+        "checkpoint_files": len(files),
+        "io_share_of_path_cpu": written["checkpoint_io_cpu"] / written["path_cpu"],
+        "path_cpu_ratio_checkpoint_vs_plain": written["path_cpu"] / plain["path_cpu"],
+        "cpu_per_point": point_cpu,
+        "lost_cpu": lost_cpu,
+        "lost_cpu_in_points": lost_cpu / point_cpu,
+        "lost_wall": killed["seconds"] + resumed["seconds"] - written["seconds"],
+        "startup_cpu_resumed": resumed["cpu"] - resumed["path_cpu"],
         "refitted_finished_points": resumed["fits"] + killed["finished"] - written["fits"],
         "same_norms_as_uninterrupted": resumed["norms"] == written["norms"],
         "same_norms_plain_vs_checkpoint": plain["norms"] == written["norms"],
@@ -150,24 +190,32 @@ def run(args):
 
 def report(results, out):
     print(f"default DGatedNAMRegressor path, {results['rows']} rows, one thread")
-    print(f"{'run':<12} {'process s':>9} {'path s':>7} {'fits':>5} {'points':>6}")
+    head = (
+        f"{'run':<11} {'wall s':>7} {'CPU s':>7} {'path CPU':>8} {'ckpt I/O CPU':>12} {'fits':>5}"
+    )
+    print(head)
     for name in ("plain", "checkpoint", "resumed"):
         r = results[name]
         print(
-            f"{name:<12} {r['seconds']:9.1f} {r['path_seconds']:7.1f} {r['fits']:5d} "
-            f"{r['points']:6d}"
+            f"{name:<11} {r['seconds']:7.1f} {r['cpu']:7.1f} {r['path_cpu']:8.1f} "
+            f"{r['checkpoint_io_cpu']:12.3f} {r['fits']:5d}"
         )
     k = results["killed"]
     print(
-        f"{'killed':<12} {k['seconds']:8.1f}   (after {k['finished']} points written, "
-        f"{k['fraction']:.2f} of a point into the next)"
+        f"{'killed':<11} {k['seconds']:7.1f} {k['cpu']:7.1f}   after {k['finished']} points "
+        f"written, {k['fraction']:.2f} of a point into the next"
     )
     print(
-        f"writing: {results['write_overhead']:.3f}x the plain path "
-        f"({results['checkpoint_bytes'] / 1e6:.1f} MB); "
-        f"one point ~{results['seconds_per_point']:.1f} s; "
-        f"lost to the kill and resume: {results['lost_seconds']:.1f} s "
-        f"({results['lost_in_points']:.2f} points); finished points refitted: "
+        f"checkpoint: {results['checkpoint_files']} files, "
+        f"{results['checkpoint_bytes'] / 1e6:.2f} MB; its work "
+        f"{100 * results['io_share_of_path_cpu']:.2f}% of the path's CPU "
+        f"(path CPU with / without: {results['path_cpu_ratio_checkpoint_vs_plain']:.3f}x)"
+    )
+    print(
+        f"lost to the kill and resume: {results['lost_cpu']:.1f} CPU s = "
+        f"{results['lost_cpu_in_points']:.2f} points of {results['cpu_per_point']:.2f} CPU s "
+        f"(a process start: {results['startup_cpu_resumed']:.1f} CPU s; "
+        f"wall: {results['lost_wall']:.1f} s); finished points refitted: "
         f"{results['refitted_finished_points']}; resumed == uninterrupted: "
         f"{results['same_norms_as_uninterrupted']}"
     )

@@ -263,7 +263,7 @@ def open_checkpoint(directory, estimator, X, y, X_val, y_val, lams, extend, spli
     """
     root = os.path.abspath(os.fspath(directory))
     if os.path.exists(root) and not os.path.isdir(root):
-        raise ValueError(f"checkpoint={directory!r} is a file, not a directory.")
+        raise ValueError(f"checkpoint={os.fspath(directory)!r} is a file, not a directory.")
     try:  # fail before any work, not at the first point's save
         pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001
@@ -291,7 +291,7 @@ def open_checkpoint(directory, estimator, X, y, X_val, y_val, lams, extend, spli
         found = differences(saved["run"], now)
         if found:
             raise ValueError(
-                f"checkpoint={directory!r} holds another computation than this one; "
+                f"checkpoint={os.fspath(directory)!r} holds another computation than this one; "
                 "refusing to mix their results. What differs: "
                 + "; ".join(found)
                 + ". Use another directory, or delete this one to start over."
