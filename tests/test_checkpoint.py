@@ -315,3 +315,7 @@ def test_bad_checkpoint_arguments(tmp_path):
 
     store = pickle.loads(pickle.dumps(PathStore(str(tmp_path), "fold-0", "k")))
     assert (store.directory, store.key) == (str(tmp_path / "fold-0"), "k")
+    # a worker that does not see the run's manifest (no shared storage) writes nothing
+    with pytest.raises(FileNotFoundError, match="storage that every worker sees"):
+        store.save(0, {"lam": 1.0}, None)
+    assert not (tmp_path / "fold-0").exists()
