@@ -8,7 +8,7 @@ single-threaded process of this script (``--child``):
 1. ``plain``: the path without a checkpoint;
 2. ``checkpoint``: the same path writing every point;
 3. ``killed``: the same, SIGKILLed once ``k`` points are written plus a random part of
-   the next point (``k`` and the fraction drawn from ``--seed``);
+   the next point (``k`` and the fraction drawn from each of ``--seeds``);
 4. ``resumed``: the same command again, on the killed run's checkpoint.
 
 Every run's CPU time is taken whole (imports included: ``/proc/<pid>/stat`` of the
@@ -22,7 +22,7 @@ uninterrupted run's group norms exactly.
 
 Usage::
 
-    python benchmarks/checkpoint_resume.py [--quick] [--seed N] [--out FILE]
+    python benchmarks/checkpoint_resume.py [--quick] [--seeds N ...] [--out FILE]
 
 Prints a table and writes ``benchmarks/results/checkpoint_resume.json``.
 """
@@ -62,29 +62,30 @@ class CountingNAM(DGatedNAMRegressor):
 
 
 def _timing_checkpoint_io(spent):
-    """Add the wall and CPU seconds of the checkpoint's work to ``spent``."""
+    """Add the CPU seconds of the checkpoint's work to ``spent``: ``"write"`` (saving
+    points) and ``"read"`` (opening the directory, scanning and restoring points)."""
     from sksparse_nn.path import _checkpoint, _engine
 
-    def timed(fn):
+    def timed(fn, kind):
         def wrapper(*args, **kwargs):
-            wall, cpu = time.perf_counter(), time.process_time()
+            cpu = time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent["wall"] += time.perf_counter() - wall
-                spent["cpu"] += time.process_time() - cpu
+                spent[kind] += time.process_time() - cpu
 
         return wrapper
 
     for name in ("save", "restore", "scan", "load_start", "save_start"):
-        setattr(_checkpoint.PathStore, name, timed(getattr(_checkpoint.PathStore, name)))
-    _engine.open_checkpoint = timed(_engine.open_checkpoint)
+        kind = "write" if name.startswith("save") else "read"
+        setattr(_checkpoint.PathStore, name, timed(getattr(_checkpoint.PathStore, name), kind))
+    _engine.open_checkpoint = timed(_engine.open_checkpoint, "read")
 
 
 def child(args):
     """One run of the path in this process; prints its numbers as JSON."""
     single_thread()
-    spent = {"wall": 0.0, "cpu": 0.0}
+    spent = {"write": 0.0, "read": 0.0}
     _timing_checkpoint_io(spent)
     X, y = make_additive_regression(n_samples=args.rows, n_noise=15, random_state=0)
     wall, cpu = time.perf_counter(), time.process_time()
@@ -95,8 +96,8 @@ def child(args):
         "path_seconds": time.perf_counter() - wall,
         "path_cpu": time.process_time() - cpu,
         "cpu": time.process_time(),  # the whole process, imports included
-        "checkpoint_io_seconds": spent["wall"],
-        "checkpoint_io_cpu": spent["cpu"],
+        "write_cpu": spent["write"],
+        "read_cpu": spent["read"],
         "fits": CountingNAM.fits,
         "points": len(path),
         "norms": np.asarray(path.group_norms).tolist(),
@@ -149,75 +150,77 @@ def killed_run(args, checkpoint, point_seconds, rng):
     return {"seconds": seconds, "cpu": cpu, "k": k, "fraction": fraction, "finished": finished}
 
 
-def run(args):
-    rng = random.Random(args.seed)
-    work = Path(tempfile.mkdtemp(prefix="checkpoint_resume_"))
-    try:
-        plain = timed_run(args, None)
-        written = timed_run(args, str(work / "uninterrupted"))
-        files = [f for f in (work / "uninterrupted").rglob("*") if f.is_file()]
-        size = sum(f.stat().st_size for f in files)
-        point_seconds = written["path_seconds"] / written["fits"]
-        killed = killed_run(args, str(work / "killed"), point_seconds, rng)
-        resumed = timed_run(args, str(work / "killed"))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def one_seed(args, seed, work):
+    """The four runs, with the kill drawn from ``seed``."""
+    rng = random.Random(seed)
+    plain = timed_run(args, None)
+    written = timed_run(args, str(work / f"uninterrupted-{seed}"))
+    files = [f for f in (work / f"uninterrupted-{seed}").rglob("*") if f.is_file()]
+    point_seconds = written["path_seconds"] / written["fits"]
+    killed = killed_run(args, str(work / f"killed-{seed}"), point_seconds, rng)
+    resumed = timed_run(args, str(work / f"killed-{seed}"))
     point_cpu = written["path_cpu"] / written["fits"]
     lost_cpu = killed["cpu"] + resumed["cpu"] - written["cpu"]
+    startup = resumed["cpu"] - resumed["path_cpu"]
+    # what the loss is made of: a process start, reading the checkpoint, the part of the
+    # point that was running (its fraction of an average point)
+    parts = startup + resumed["read_cpu"] + killed["fraction"] * point_cpu
     return {
-        "machine": machine(),
-        "uptime": os.popen("uptime").read().strip(),
-        "rows": args.rows,
-        "seed": args.seed,
+        "seed": seed,
         "plain": {k: v for k, v in plain.items() if k != "norms"},
         "checkpoint": {k: v for k, v in written.items() if k != "norms"},
         "killed": killed,
         "resumed": {k: v for k, v in resumed.items() if k != "norms"},
-        "checkpoint_bytes": size,
+        "checkpoint_bytes": sum(f.stat().st_size for f in files),
         "checkpoint_files": len(files),
-        "io_share_of_path_cpu": written["checkpoint_io_cpu"] / written["path_cpu"],
-        "path_cpu_ratio_checkpoint_vs_plain": written["path_cpu"] / plain["path_cpu"],
+        "write_share_of_path_cpu": written["write_cpu"] / written["path_cpu"],
         "cpu_per_point": point_cpu,
         "lost_cpu": lost_cpu,
-        "lost_cpu_in_points": lost_cpu / point_cpu,
+        "lost_cpu_parts": parts,
+        "startup_cpu": startup,
         "lost_wall": killed["seconds"] + resumed["seconds"] - written["seconds"],
-        "startup_cpu_resumed": resumed["cpu"] - resumed["path_cpu"],
         "refitted_finished_points": resumed["fits"] + killed["finished"] - written["fits"],
         "same_norms_as_uninterrupted": resumed["norms"] == written["norms"],
         "same_norms_plain_vs_checkpoint": plain["norms"] == written["norms"],
     }
 
 
+def run(args):
+    work = Path(tempfile.mkdtemp(prefix="checkpoint_resume_"))
+    try:
+        runs = [one_seed(args, seed, work) for seed in args.seeds]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "machine": machine(),
+        "uptime": os.popen("uptime").read().strip(),
+        "rows": args.rows,
+        "runs": runs,
+    }
+
+
 def report(results, out):
-    print(f"default DGatedNAMRegressor path, {results['rows']} rows, one thread")
-    head = (
-        f"{'run':<11} {'wall s':>7} {'CPU s':>7} {'path CPU':>8} {'ckpt I/O CPU':>12} {'fits':>5}"
+    print(f"default DGatedNAMRegressor path, {results['rows']} rows, one thread (CPU seconds)")
+    print(
+        f"{'seed':>4} {'plain':>6} {'ckpt':>6} {'killed':>6} {'resumed':>7} {'points':>9} "
+        f"{'write %':>7} {'lost':>5} {'= start':>7} {'+ read':>6} {'+ part':>6} "
+        f"{'refit':>5} {'same':>5}"
     )
-    print(head)
-    for name in ("plain", "checkpoint", "resumed"):
-        r = results[name]
+    for r in results["runs"]:
+        k, point = r["killed"], r["cpu_per_point"]
         print(
-            f"{name:<11} {r['seconds']:7.1f} {r['cpu']:7.1f} {r['path_cpu']:8.1f} "
-            f"{r['checkpoint_io_cpu']:12.3f} {r['fits']:5d}"
+            f"{r['seed']:4d} {r['plain']['cpu']:6.1f} {r['checkpoint']['cpu']:6.1f} "
+            f"{k['cpu']:6.1f} {r['resumed']['cpu']:7.1f} {k['finished']:3d}+{k['fraction']:.2f} "
+            f"{100 * r['write_share_of_path_cpu']:7.2f} {r['lost_cpu']:5.1f} "
+            f"{r['startup_cpu']:7.1f} {r['resumed']['read_cpu']:6.2f} "
+            f"{k['fraction'] * point:6.2f} {r['refitted_finished_points']:5d} "
+            f"{str(r['same_norms_as_uninterrupted']):>5}"
         )
-    k = results["killed"]
     print(
-        f"{'killed':<11} {k['seconds']:7.1f} {k['cpu']:7.1f}   after {k['finished']} points "
-        f"written, {k['fraction']:.2f} of a point into the next"
-    )
-    print(
-        f"checkpoint: {results['checkpoint_files']} files, "
-        f"{results['checkpoint_bytes'] / 1e6:.2f} MB; its work "
-        f"{100 * results['io_share_of_path_cpu']:.2f}% of the path's CPU "
-        f"(path CPU with / without: {results['path_cpu_ratio_checkpoint_vs_plain']:.3f}x)"
-    )
-    print(
-        f"lost to the kill and resume: {results['lost_cpu']:.1f} CPU s = "
-        f"{results['lost_cpu_in_points']:.2f} points of {results['cpu_per_point']:.2f} CPU s "
-        f"(a process start: {results['startup_cpu_resumed']:.1f} CPU s; "
-        f"wall: {results['lost_wall']:.1f} s); finished points refitted: "
-        f"{results['refitted_finished_points']}; resumed == uninterrupted: "
-        f"{results['same_norms_as_uninterrupted']}"
+        "points: written before the kill + fraction of the next; write %: saving points, "
+        "share of the path's CPU; lost: killed + resumed - uninterrupted (noisy under "
+        "load), its parts: a process start, reading the checkpoint, the killed part of a "
+        f"point (CPU per point: {results['runs'][0]['cpu_per_point']:.2f} s)"
     )
     print(results["uptime"])
     write_json(results, out)
@@ -226,7 +229,9 @@ def report(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="300 rows instead of 1,000")
-    parser.add_argument("--seed", type=int, default=0, help="draws the moment of the kill")
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], help="draw the moments of the kills"
+    )
     parser.add_argument("--rows", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint", default=None, help=argparse.SUPPRESS)
