@@ -12,10 +12,12 @@ single-threaded process of this script (``--child``):
 4. ``resumed``: the same command again, on the killed run's checkpoint.
 
 Every run's CPU time is taken whole (imports included: ``/proc/<pid>/stat`` of the
-killed one just before the kill); CPU seconds do not grow when other processes share
-the cores, wall seconds do (both are recorded, with the load). The time lost is
-``killed + resumed - checkpoint``: the killed part of a point, a second process start
-and reading the checkpoint. The checkpoint's own work (opening it, scanning, writing and
+killed one just before the kill); CPU seconds grow far less than wall seconds when other
+processes share the cores (both are recorded, with the load). The time lost is
+``killed + resumed - checkpoint``, made of the killed process's work after its last saved
+point (its CPU seconds at every save are logged to a file that survives the kill), a
+second process start and the reading of the checkpoint; the rest is the noise of
+refitting the same points. The checkpoint's own work (opening it, scanning, writing and
 reading the points) is timed inside the runs. The fits of every run are counted: the
 resumed run must fit exactly the points the killed one had not finished, and give the
 uninterrupted run's group norms exactly.
@@ -61,9 +63,11 @@ class CountingNAM(DGatedNAMRegressor):
         return super().fit(X, y, **kwargs)
 
 
-def _timing_checkpoint_io(spent):
+def _timing_checkpoint_io(spent, stamps):
     """Add the CPU seconds of the checkpoint's work to ``spent``: ``"write"`` (saving
-    points) and ``"read"`` (opening the directory, scanning and restoring points)."""
+    points) and ``"read"`` (opening the directory, scanning and restoring points); the
+    process's CPU seconds after every saved point are appended to the file ``stamps``
+    (it survives a kill)."""
     from sksparse_nn.path import _checkpoint, _engine
 
     def timed(fn, kind):
@@ -73,6 +77,9 @@ def _timing_checkpoint_io(spent):
                 return fn(*args, **kwargs)
             finally:
                 spent[kind] += time.process_time() - cpu
+                if kind == "write" and stamps:
+                    with open(stamps, "a") as handle:
+                        handle.write(f"{time.process_time()}\n")
 
         return wrapper
 
@@ -86,7 +93,7 @@ def child(args):
     """One run of the path in this process; prints its numbers as JSON."""
     single_thread()
     spent = {"write": 0.0, "read": 0.0}
-    _timing_checkpoint_io(spent)
+    _timing_checkpoint_io(spent, args.stamps)
     X, y = make_additive_regression(n_samples=args.rows, n_noise=15, random_state=0)
     wall, cpu = time.perf_counter(), time.process_time()
     path = regularization_path(
@@ -108,6 +115,8 @@ def child(args):
 def _spawn(args, checkpoint):
     command = [sys.executable, str(HERE), "--child", "--rows", str(args.rows)]
     command += ["--checkpoint", checkpoint or ""]
+    if checkpoint:
+        command += ["--stamps", checkpoint + ".stamps"]
     env = {**os.environ, **THREAD_ENV}
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
 
@@ -147,7 +156,15 @@ def killed_run(args, checkpoint, point_seconds, rng):
     proc.communicate()
     seconds = time.perf_counter() - start
     finished = len(list(points.glob("point-*.pkl")))
-    return {"seconds": seconds, "cpu": cpu, "k": k, "fraction": fraction, "finished": finished}
+    stamps = [float(x) for x in Path(checkpoint + ".stamps").read_text().split()]
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "k": k,
+        "fraction": fraction,
+        "finished": finished,
+        "tail_cpu": cpu - stamps[-1],  # the work after its last saved point: lost
+    }
 
 
 def one_seed(args, seed, work):
@@ -162,9 +179,10 @@ def one_seed(args, seed, work):
     point_cpu = written["path_cpu"] / written["fits"]
     lost_cpu = killed["cpu"] + resumed["cpu"] - written["cpu"]
     startup = resumed["cpu"] - resumed["path_cpu"]
-    # what the loss is made of: a process start, reading the checkpoint, the part of the
-    # point that was running (its fraction of an average point)
-    parts = startup + resumed["read_cpu"] + killed["fraction"] * point_cpu
+    # what the loss is made of: the killed process's work after its last saved point, a
+    # process start, reading the checkpoint (the rest: the resumed points' CPU differing
+    # from the uninterrupted run's, noise of a loaded machine)
+    parts = killed["tail_cpu"] + startup + resumed["read_cpu"]
     return {
         "seed": seed,
         "plain": {k: v for k, v in plain.items() if k != "norms"},
@@ -203,24 +221,25 @@ def report(results, out):
     print(f"default DGatedNAMRegressor path, {results['rows']} rows, one thread (CPU seconds)")
     print(
         f"{'seed':>4} {'plain':>6} {'ckpt':>6} {'killed':>6} {'resumed':>7} {'points':>9} "
-        f"{'write %':>7} {'lost':>5} {'= start':>7} {'+ read':>6} {'+ part':>6} "
+        f"{'write %':>7} {'lost':>5} {'= tail':>6} {'+ start':>7} {'+ read':>6} "
         f"{'refit':>5} {'same':>5}"
     )
     for r in results["runs"]:
-        k, point = r["killed"], r["cpu_per_point"]
+        k = r["killed"]
         print(
             f"{r['seed']:4d} {r['plain']['cpu']:6.1f} {r['checkpoint']['cpu']:6.1f} "
-            f"{k['cpu']:6.1f} {r['resumed']['cpu']:7.1f} {k['finished']:3d}+{k['fraction']:.2f} "
+            f"{k['cpu']:6.1f} {r['resumed']['cpu']:7.1f} {k['finished']:9d} "
             f"{100 * r['write_share_of_path_cpu']:7.2f} {r['lost_cpu']:5.1f} "
-            f"{r['startup_cpu']:7.1f} {r['resumed']['read_cpu']:6.2f} "
-            f"{k['fraction'] * point:6.2f} {r['refitted_finished_points']:5d} "
+            f"{k['tail_cpu']:6.2f} {r['startup_cpu']:7.1f} {r['resumed']['read_cpu']:6.2f} "
+            f"{r['refitted_finished_points']:5d} "
             f"{str(r['same_norms_as_uninterrupted']):>5}"
         )
     print(
-        "points: written before the kill + fraction of the next; write %: saving points, "
+        "points: written before the kill; write %: saving points, "
         "share of the path's CPU; lost: killed + resumed - uninterrupted (noisy under "
-        "load), its parts: a process start, reading the checkpoint, the killed part of a "
-        f"point (CPU per point: {results['runs'][0]['cpu_per_point']:.2f} s)"
+        "load), its parts: the killed process's work after its last saved point, a "
+        "process start, reading the checkpoint (the rest: noise in refitting the same "
+        f"points; CPU per point: {results['runs'][0]['cpu_per_point']:.2f} s)"
     )
     print(results["uptime"])
     write_json(results, out)
@@ -235,6 +254,7 @@ def main():
     parser.add_argument("--rows", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--stamps", default=None, help=argparse.SUPPRESS)
     add_out_argument(parser, "checkpoint_resume.json")
     args = parser.parse_args()
     if args.rows is None:
