@@ -319,3 +319,24 @@ def test_bad_checkpoint_arguments(tmp_path):
     with pytest.raises(FileNotFoundError, match="storage that every worker sees"):
         store.save(0, {"lam": 1.0}, None)
     assert not (tmp_path / "fold-0").exists()
+
+
+def test_a_torch_module_parameter_is_compared_by_its_structure_and_weights():
+    torch = pytest.importorskip("torch")
+    from sksparse_nn import DGatedNeuralNetRegressor
+    from sksparse_nn.path._fingerprint import describe_run, differences
+
+    def described(seed, width=4):
+        torch.manual_seed(seed)
+        module = torch.nn.Sequential(torch.nn.Linear(3, width), torch.nn.ReLU())
+        est = DGatedNeuralNetRegressor(module=module, gates=["0.weight"])
+        X, y = data(p=3)
+        return describe_run(est, X, y, None, None, LAMS, False, [], None)
+
+    # two modules built alike (their pickles differ) are the same parameter
+    assert differences(described(0), described(0)) == []
+    for other in (described(1), described(0, width=5)):  # other weights, other layers
+        assert differences(described(0), other) == [
+            f"estimator parameter 'module' ({described(0)['parameters']['module']['repr']} "
+            f"there, {other['parameters']['module']['repr']} now)"
+        ]

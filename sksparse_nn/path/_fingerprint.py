@@ -40,11 +40,27 @@ def _digest(value):
     return joblib.hash(value, hash_name="sha1")
 
 
+def _hashable(value):
+    """``value`` with torch modules and tensors replaced by their structure and numbers
+    (their pickles differ between two copies of the same module)."""
+    if type(value).__module__.split(".")[0] != "torch":
+        return value
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        state = value.state_dict()
+        arrays = [(name, t.detach().cpu().numpy()) for name, t in state.items()]
+        return ("torch module", type(value).__qualname__, repr(value), arrays)
+    if isinstance(value, torch.Tensor):
+        return ("torch tensor", str(value.dtype), value.detach().cpu().numpy())
+    return value
+
+
 def _param_fingerprint(value):
     """(hash, short repr) of a parameter value; unpicklable values hash their repr."""
     text = repr(value)
     try:
-        digest = joblib.hash(value, hash_name="sha1")
+        digest = joblib.hash(_hashable(value), hash_name="sha1")
     except Exception:  # noqa: BLE001 (any pickling failure: compare the text instead)
         digest = "repr:" + text
     if len(text) > REPR_LENGTH:
