@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from numbers import Integral, Real
 
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
@@ -73,6 +74,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         well over that.
     verbose : int, default=0
         Progress bars over lams and folds.
+    checkpoint : str or path-like, default=None
+        A directory where every finished point of the full-data path and of the folds
+        is written; refitting with the same directory resumes after the last finished
+        point of each path and refuses a directory of another computation (see
+        :func:`~sksparse_nn.regularization_path`). ``None`` (the default) writes nothing.
 
     Attributes
     ----------
@@ -111,6 +117,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         "scoring": [str, callable, None],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
+        "checkpoint": [str, os.PathLike, None],
     }
 
     def __init__(
@@ -125,6 +132,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         scoring=None,
         n_jobs=None,
         verbose=0,
+        checkpoint=None,
     ):
         self.estimator = estimator
         self.lams = lams
@@ -135,6 +143,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self.scoring = scoring
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.checkpoint = checkpoint
 
     def fit(self, X, y=None):
         """Run the CV path, choose lam and keep the full-data fit there.
@@ -183,6 +192,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             n_jobs=self.n_jobs,
             verbose=self.verbose,
             keep_estimators=True,
+            checkpoint=self.checkpoint,
         )
         if not path.completed:
             raise KeyboardInterrupt(
