@@ -50,7 +50,8 @@ class Standardized(torch.nn.Module):
 
     def forward(self, x):
         out = self.module((x - self.in_shift) / self.in_scale)
-        return out.reshape(len(out), -1) * self.out_scale + self.out_shift
+        # shape[0], not len(): a traced graph (torch.onnx) keeps the batch axis free
+        return out.reshape(out.shape[0], -1) * self.out_scale + self.out_shift
 
 
 def _input_scaling(X):
@@ -274,6 +275,9 @@ class _DGatedNeuralNet(BaseDGated):
         out = copy.deepcopy(self.module_)
         out.module = small
         return (out.eval(), report) if return_report else out.eval()
+
+    def _inference_module(self):
+        return self.compact(), np.arange(self.n_features_in_)
 
     def _fit_scaling(self, X, targets):
         scaling = super()._fit_scaling(None, targets)

@@ -56,6 +56,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._tracing import tracing
 from .mlp import ACTIVATIONS
 
 __all__ = ["NAM", "compact_nam"]
@@ -238,6 +239,7 @@ class NAM(nn.Module):
             and not x.requires_grad
             and x.shape[0] > 0
             and self.n_features > 0
+            and not tracing()  # numba's loops are invisible to a graph being traced
         )
 
     def forward(self, x):

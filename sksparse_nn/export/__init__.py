@@ -1,0 +1,35 @@
+"""Shipping fitted estimators: ONNX graphs of the compacted models and secure persistence.
+
+* :func:`to_onnx`: the fitted estimator as an ONNX model (``torch.onnx``): only the
+  selected input columns are read, the compacted module runs, the input / target
+  scaling and the output link (probabilities, class labels) are in the graph;
+* :func:`register_converters`: skl2onnx converters, so that a scikit-learn
+  ``Pipeline`` (scalers, ``ColumnTransformer``, ``VariableModel``) converts as a whole
+  with ``skl2onnx.to_onnx``;
+* :func:`trusted_types`: the short list of types to pass to ``skops.io.load``;
+  :class:`PortableModule` is how a fitted torch module appears in a skops file (plain
+  arrays).
+
+onnx, onnxruntime, skl2onnx and skops are the optional ``export`` extra
+(``pip install 'sksparse-nn[export]'``); only the functions that need them import them.
+
+Modules, one job each: ``_graph`` (the inference module: columns, compacted module,
+output link), ``_onnx`` (torch.onnx export, class labels), ``_skl2onnx`` (converters,
+shape calculators, parsers), ``_skops`` (trusted types), ``_portable``
+(:class:`PortableModule`), ``_deps`` (the extra's ImportError).
+"""
+
+from ._graph import InferenceGraph
+from ._onnx import to_onnx, torch_graph
+from ._portable import PortableModule
+from ._skl2onnx import register_converters
+from ._skops import trusted_types
+
+__all__ = [
+    "InferenceGraph",
+    "PortableModule",
+    "register_converters",
+    "to_onnx",
+    "torch_graph",
+    "trusted_types",
+]
