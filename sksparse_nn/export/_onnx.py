@@ -98,7 +98,9 @@ def _with_labels(model, classes):
     return model
 
 
-def to_onnx(estimator, *, drop_inputs=False, dtype="float32", opset=None, exporter="torchscript"):
+def to_onnx(
+    estimator, X=None, *, drop_inputs=False, dtype="float32", opset=None, exporter="torchscript"
+):
     """The fitted estimator as an ONNX model: what ``predict`` / ``predict_proba`` /
     ``transform`` compute, from the selected columns only.
 
@@ -113,6 +115,10 @@ def to_onnx(estimator, *, drop_inputs=False, dtype="float32", opset=None, export
     ----------
     estimator : fitted estimator
         One of the package's estimators (or ``SparsePathCV`` / ``VariableModel``).
+    X : array-like or DataFrame, optional
+        A few training rows, read by a ``VariableModel``'s conversion only: the types
+        of its input columns (a DataFrame of numbers and strings gives one input per
+        column). Without it, the input is one tensor of ``n_features_in_`` columns.
     drop_inputs : bool, default=False
         ``False``: the graph takes ``X`` with all ``n_features_in_`` columns and reads
         only the selected ones (the others may hold anything, NaN included);
@@ -145,7 +151,7 @@ def to_onnx(estimator, *, drop_inputs=False, dtype="float32", opset=None, export
     if hasattr(estimator, "encoder_"):
         from ._skl2onnx import convert
 
-        return convert(estimator, drop_inputs=drop_inputs, dtype=dtype, opset=opset)
+        return convert(estimator, X=X, drop_inputs=drop_inputs, dtype=dtype, opset=opset)
     graph, n_in, task = torch_graph(estimator, drop_inputs=drop_inputs, dtype=dtype)
     name = type(estimator).__name__
     model = onnx.load_from_string(_export(graph, n_in, task, dtype, opset, exporter, name))
