@@ -19,11 +19,11 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn import get_config
-from skorch.history import History
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from skorch.history import History
 
 from ..exceptions import TrainingDivergedError
 from ..export import PortableModule

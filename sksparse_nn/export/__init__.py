@@ -14,16 +14,18 @@ onnx, onnxruntime, skl2onnx and skops are the optional ``export`` extra
 (``pip install 'sksparse-nn[export]'``); only the functions that need them import them.
 
 Modules, one job each: ``_graph`` (the inference module: columns, compacted module,
-output link), ``_onnx`` (torch.onnx export, class labels), ``_skl2onnx`` (converters,
-shape calculators, parsers), ``_skops`` (trusted types), ``_portable``
+output link), ``_torch_export`` (its torch.onnx export, class labels), ``_onnx``
+(``to_onnx``: torch export, or skl2onnx for a model with an encoder), ``_skl2onnx``
+(converters, shape calculators, parsers), ``_skops`` (trusted types), ``_portable``
 (:class:`PortableModule`), ``_deps`` (the extra's ImportError).
 """
 
 from ._graph import InferenceGraph
-from ._onnx import to_onnx, torch_graph
+from ._onnx import to_onnx
 from ._portable import PortableModule
 from ._skl2onnx import register_converters
 from ._skops import trusted_types
+from ._torch_export import torch_graph
 
 __all__ = [
     "InferenceGraph",

@@ -58,7 +58,7 @@ def _linear(coef, intercept):
     layer = nn.Linear(len(columns), coef.shape[0], dtype=torch.float64)
     with torch.no_grad():
         layer.weight.copy_(torch.as_tensor(coef[:, columns]))
-        layer.bias.copy_(torch.as_tensor(np.broadcast_to(intercept, (coef.shape[0],))))
+        layer.bias.copy_(torch.as_tensor(np.broadcast_to(intercept, (coef.shape[0],)).copy()))
     return layer.eval(), columns
 
 

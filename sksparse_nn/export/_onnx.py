@@ -1,101 +1,11 @@
-"""ONNX graphs of fitted estimators through ``torch.onnx``."""
+"""``to_onnx``: any fitted estimator of the package as an ONNX model."""
 
 from __future__ import annotations
 
-import io
-import warnings
+from ._skl2onnx import convert
+from ._torch_export import export_module
 
-import numpy as np
-import torch
-
-from ._deps import require
-from ._graph import InferenceGraph, inference_parts
-
-__all__ = ["OUTPUTS", "to_onnx", "torch_graph"]
-
-#: Output names of the graph per task (skl2onnx's names for its regressors and
-#: classifiers).
-OUTPUTS = {
-    "regression": ["variable"],
-    "classification": ["label", "probabilities"],
-    "transform": ["codes"],
-}
-_DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-def torch_graph(estimator, *, drop_inputs=False, dtype="float32"):
-    """``(graph, n_inputs, task)``: the :class:`InferenceGraph` of a fitted estimator
-    (a plain torch module: what ``to_onnx`` exports), the width of the X it takes and
-    the task."""
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
-    module, columns, task = inference_parts(estimator)
-    n_in = len(columns) if drop_inputs else int(estimator.n_features_in_)
-    every = not drop_inputs and np.array_equal(columns, np.arange(n_in))
-    read = None if drop_inputs or every else columns
-    return InferenceGraph(module, read, task, _DTYPES[dtype]), n_in, task
-
-
-def _export(graph, n_in, task, dtype, opset, exporter, name):
-    """Serialized ONNX model of ``graph`` (inputs ``X`` with a free batch axis)."""
-    example = torch.zeros((2, n_in), dtype=_DTYPES[dtype])
-    outputs = OUTPUTS[task]
-    buffer = io.BytesIO()
-    try:
-        with warnings.catch_warnings():
-            # the TorchScript exporter announces its deprecation on every call
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.simplefilter("ignore", UserWarning)
-            if exporter == "torchscript":
-                torch.onnx.export(
-                    graph,
-                    (example,),
-                    buffer,
-                    dynamo=False,
-                    input_names=["X"],
-                    output_names=outputs,
-                    dynamic_axes={k: {0: "n"} for k in ["X", *outputs]},
-                    opset_version=opset,
-                )
-                return buffer.getvalue()
-            program = torch.onnx.export(
-                graph,
-                (example,),
-                dynamo=True,
-                input_names=["X"],
-                output_names=outputs,
-                dynamic_shapes=({0: torch.export.Dim("n", min=1)},),
-                opset_version=opset,
-                verbose=False,
-            )
-            return program.model_proto.SerializeToString()
-    except Exception as exc:
-        raise ValueError(
-            f"torch.onnx ({exporter} exporter) cannot export the fitted module of {name}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _with_labels(model, classes):
-    """``label`` as the class labels: a Gather of the class index in ``classes``."""
-    onnx = require("onnx", "ONNX export")
-    from onnx import helper, numpy_helper
-
-    classes = np.asarray(classes)
-    if classes.dtype.kind in "OUS":
-        classes = classes.astype(str).astype(object)
-    elif classes.dtype.kind in "iub":
-        classes = classes.astype(np.int64)
-    graph = model.graph
-    for node in graph.node:  # the class index becomes an inner tensor
-        node.output[:] = ["label_index" if o == "label" else o for o in node.output]
-    graph.initializer.append(numpy_helper.from_array(classes, name="classes"))
-    graph.node.append(helper.make_node("Gather", ["classes", "label_index"], ["label"], axis=0))
-    label = next(o for o in graph.output if o.name == "label")
-    label.type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(classes.dtype)
-    onnx.checker.check_model(model)
-    return model
+__all__ = ["to_onnx"]
 
 
 def to_onnx(
@@ -145,17 +55,8 @@ def to_onnx(
         When torch cannot export the module (the message names the operation), or on
         a bad ``dtype`` / ``exporter``.
     """
-    onnx = require("onnx", "ONNX export")
-    if exporter not in ("torchscript", "dynamo"):
-        raise ValueError(f"exporter must be 'torchscript' or 'dynamo', got {exporter!r}.")
     if hasattr(estimator, "encoder_"):
-        from ._skl2onnx import convert
-
         return convert(estimator, X=X, drop_inputs=drop_inputs, dtype=dtype, opset=opset)
-    graph, n_in, task = torch_graph(estimator, drop_inputs=drop_inputs, dtype=dtype)
-    name = type(estimator).__name__
-    model = onnx.load_from_string(_export(graph, n_in, task, dtype, opset, exporter, name))
-    if task == "classification":
-        model = _with_labels(model, estimator.classes_)
-    model.doc_string = f"{name} exported by sksparse_nn"
-    return model
+    return export_module(
+        estimator, drop_inputs=drop_inputs, dtype=dtype, opset=opset, exporter=exporter
+    )

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.pipeline import Pipeline
 
 from ._deps import require
+from ._torch_export import export_module
 
 __all__ = ["convert", "package_estimators", "register_converters"]
 
@@ -68,10 +69,8 @@ def _convert(scope, operator, container):
     """Inline the estimator's exported graph, its tensors renamed into the scope."""
     from onnx import helper, numpy_helper
 
-    from ._onnx import to_onnx
-
     opset = min(int(container.target_opset), _MAX_TORCH_OPSET)
-    model = to_onnx(operator.raw_operator, dtype=_tensor_type(operator), opset=opset)
+    model = export_module(operator.raw_operator, dtype=_tensor_type(operator), opset=opset)
     graph = model.graph
     names = {graph.input[0].name: operator.inputs[0].full_name, "": ""}
     for out, var in zip(graph.output, operator.outputs, strict=False):
@@ -106,10 +105,19 @@ def _not_converted(scope, operator, container):
     raise RuntimeError(f"{operator.type} is parsed into its parts, never converted as one")
 
 
+def _forward_options(scope, outer, inner):
+    """Conversion options given for ``outer`` (by id) apply to ``inner`` (the
+    classifier's ``zipmap``)."""
+    options = getattr(scope, "options", None)
+    if options and id(outer) in options and id(inner) not in options:
+        options[id(inner)] = options[id(outer)]
+
+
 def _parse_inner(scope, model, inputs, custom_parsers=None):
     """``SparsePathCV``: the estimator it chose."""
     from skl2onnx._parse import _parse_sklearn
 
+    _forward_options(scope, model, model.estimator_)
     return _parse_sklearn(scope, model.estimator_, inputs, custom_parsers=custom_parsers)
 
 
@@ -118,6 +126,7 @@ def _parse_variable_model(scope, model, inputs, custom_parsers=None):
     from skl2onnx._parse import _parse_sklearn
 
     pipeline = Pipeline([("encoder", model.encoder_), ("estimator", model.estimator_)])
+    _forward_options(scope, model, model.estimator_)
     return _parse_sklearn(scope, pipeline, inputs, custom_parsers=custom_parsers)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["trusted_types"]
 
+
 def trusted_types():
     """The types a skops file of the package's estimators holds beyond skops' defaults.
 

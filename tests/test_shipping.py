@@ -1,0 +1,165 @@
+"""Shipping a fitted model: ONNX graphs (onnxruntime predicts what the estimator does)
+and skops files (they load back and predict identically), for every estimator of the
+shared table (``ESTIMATORS`` of tests/test_common.py: a new family is held to it)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from test_common import ESTIMATORS, _ids
+
+from sksparse_nn import DGatedAutoencoder, DGatedNeuralNetClassifier, NODERegressor
+from sksparse_nn.export import register_converters, to_onnx, trusted_types
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+skl2onnx = pytest.importorskip("skl2onnx")
+sio = pytest.importorskip("skops.io")
+
+#: float32 rounding (eps 1.2e-7) through the folded scaling and a few layers of width
+#: <= 8: about a hundred roundings of the output's size.
+RTOL = 100 * np.finfo(np.float32).eps
+
+
+def _data(est, n=48, p=5, seed=0, classes=("a", "b", "c")):
+    """Training rows and targets (string classes for classifiers), and other rows for
+    the comparison, spread wider than the training rows (nothing traced from the
+    export's example row can pass unnoticed)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    if is_classifier(est):
+        y = np.asarray(classes)[np.digitize(X[:, 0] + X[:, 1], [-0.6, 0.6][: len(classes) - 1])]
+    else:
+        y = X[:, 0] + np.abs(X[:, 1]) + 0.1 * rng.normal(size=n)
+    return X, y, 2.0 * rng.normal(size=(30, p)) + 0.5
+
+
+def _run(model, X):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: X.astype(np.float32)})
+
+
+def _fit(est, X, y):
+    with warnings.catch_warnings():  # tiny budgets: convergence warnings expected
+        warnings.simplefilter("ignore")
+        return est.fit(X, y)
+
+
+def _assert_same_predictions(outputs, fitted, X):
+    """onnxruntime's outputs equal the fitted model's on X, to float32 rounding."""
+    if is_classifier(fitted):
+        proba = fitted.predict_proba(X)
+        np.testing.assert_allclose(outputs[1], proba, rtol=0, atol=RTOL)
+        top2 = np.sort(proba, axis=1)[:, -2:]
+        clear = top2[:, 1] - top2[:, 0] > 2 * RTOL  # ties within rounding may flip
+        assert np.array_equal(outputs[0][clear], fitted.predict(X)[clear])
+    else:
+        pred = fitted.predict(X).reshape(len(X), -1)
+        scale = max(1.0, np.abs(pred).max())
+        np.testing.assert_allclose(outputs[0], pred, rtol=0, atol=RTOL * scale)
+
+
+def _trusted(est):
+    """The package's list, plus the test's own classes an estimator holds."""
+    own = [type(est), getattr(est, "module", None), getattr(est, "estimator", None)]
+    own = [c if isinstance(c, type) else type(c) for c in own if c is not None]
+    return trusted_types() + [f"{c.__module__}.{c.__qualname__}" for c in own]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_onnx_and_skops_predict_what_the_estimator_does(estimator):
+    X, y, X_new = _data(estimator)
+    unfitted = clone(estimator)
+    loaded = sio.loads(sio.dumps(unfitted), trusted=_trusted(unfitted))
+    assert loaded.get_params().keys() == unfitted.get_params().keys()
+
+    fitted = _fit(clone(estimator), X, y)
+    _assert_same_predictions(_run(to_onnx(fitted), X_new), fitted, X_new)
+    selected = getattr(fitted, "selected_features_", None)
+    if selected is not None and len(selected) < X.shape[1] and not hasattr(fitted, "encoder"):
+        # the graph reads the selected columns only: the others may hold anything
+        X_nan = X_new.copy()
+        X_nan[:, np.setdiff1d(np.arange(X.shape[1]), selected)] = np.nan
+        _assert_same_predictions(_run(to_onnx(fitted), X_nan), fitted, X_new)
+
+    loaded = sio.loads(sio.dumps(fitted), trusted=_trusted(fitted))
+    method = fitted.predict_proba if is_classifier(fitted) else fitted.predict
+    assert np.array_equal(getattr(loaded, method.__name__)(X_new), method(X_new))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
+def test_a_pipeline_with_scaling_converts_as_a_whole(estimator):
+    register_converters()
+    if not type(estimator).__module__.startswith("sksparse_nn"):
+        register_converters([type(estimator)])  # a family of one's own joins by name
+    X, y, X_new = _data(estimator, classes=("no", "yes"), seed=1)
+    pipe = _fit(make_pipeline(StandardScaler(), clone(estimator)), 10.0 * X + 3.0, y)
+    options = {id(pipe[-1]): {"zipmap": False}} if is_classifier(pipe) else None
+    model = skl2onnx.to_onnx(pipe, X[:1].astype(np.float32), options=options)
+    X_new = 10.0 * X_new + 3.0
+    outputs = _run(model, X_new)
+    if is_regressor(pipe):
+        outputs[0] = outputs[0].reshape(len(X_new), -1)
+    _assert_same_predictions(outputs, pipe, X_new)
+
+
+def test_drop_inputs_takes_the_selected_columns_alone():
+    est = _fit(
+        NODERegressor(num_trees=4, depth=2, max_epochs=3, random_state=0),
+        *_data(NODERegressor())[:2],
+    )
+    X_new = _data(est)[2]
+    columns = est.selected_features_
+    out = _run(to_onnx(est, drop_inputs=True), X_new[:, columns])
+    _assert_same_predictions(out, est, X_new)
+
+
+def test_the_autoencoder_exports_its_codes_and_round_trips():
+    X, _, X_new = _data(DGatedAutoencoder())
+    small = {"n_components": 4, "hidden_layer_sizes": (8,), "max_epochs": 3}
+    est = _fit(DGatedAutoencoder(**small, random_state=0), X, None)
+    (codes,) = _run(to_onnx(est), X_new)
+    expected = est.transform(X_new)
+    np.testing.assert_allclose(codes, expected, atol=RTOL * max(1.0, np.abs(expected).max()))
+    loaded = sio.loads(sio.dumps(est), trusted=trusted_types())
+    assert np.array_equal(loaded.transform(X_new), expected)
+
+
+class _Cumulative(torch.nn.Module):
+    """A module with an operation the TorchScript exporter has no ONNX form for."""
+
+    def __init__(self, n_features, n_outputs):
+        super().__init__()
+        self.hidden = torch.nn.Linear(n_features, n_outputs)
+
+    def forward(self, x):
+        return torch.cummax(self.hidden(x), dim=1).values
+
+
+def test_a_module_torch_cannot_export_is_a_clear_error():
+    est = DGatedNeuralNetClassifier(_Cumulative, gates={"hidden.weight": "in"}, max_epochs=2)
+    X, y, _ = _data(est)
+    _fit(est, X, y)
+    with pytest.raises(ValueError, match="cannot export the fitted module of .*cummax"):
+        to_onnx(est)
+
+
+def test_missing_extra_is_an_import_error_naming_it(monkeypatch):
+    import sys
+
+    est = _fit(NODERegressor(num_trees=2, depth=2, max_epochs=1), *_data(NODERegressor())[:2])
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx now fails
+    with pytest.raises(ImportError, match=r"sksparse-nn\[export\]"):
+        to_onnx(est)
+
+
+@pytest.mark.slow
+def test_the_dynamo_exporter_gives_the_same_graph_outputs():
+    est = NODERegressor(num_trees=4, depth=2, max_epochs=3, random_state=0)
+    X, y, X_new = _data(est)
+    _fit(est, X, y)
+    _assert_same_predictions(_run(to_onnx(est, exporter="dynamo"), X_new), est, X_new)
