@@ -12,7 +12,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from test_common import ESTIMATORS, _ids
 
-from sksparse_nn import DGatedAutoencoder, DGatedNeuralNetClassifier, NODERegressor
+from sksparse_nn import (
+    DGatedAutoencoder,
+    DGatedNeuralNetClassifier,
+    DGatedNeuralNetRegressor,
+    NODERegressor,
+)
 from sksparse_nn.export import register_converters, to_onnx, trusted_types
 
 onnx = pytest.importorskip("onnx")
@@ -127,6 +132,45 @@ def test_the_autoencoder_exports_its_codes_and_round_trips():
     np.testing.assert_allclose(codes, expected, atol=RTOL * max(1.0, np.abs(expected).max()))
     loaded = sio.loads(sio.dumps(est), trusted=trusted_types())
     assert np.array_equal(loaded.transform(X_new), expected)
+
+
+def test_a_user_module_reads_only_the_inputs_its_first_layer_uses():
+    from test_common import _TwoLayer
+
+    est = DGatedNeuralNetRegressor(_TwoLayer, gates={"hidden.weight": "in"}, max_epochs=2)
+    X, y, X_new = _data(est)
+    _fit(est, X, y)
+    with torch.no_grad():  # as if training had removed inputs 1 and 3
+        est.module_.module.hidden.weight[:, [1, 3]] = 0.0
+    X_nan = X_new.copy()
+    X_nan[:, [1, 3]] = np.nan
+    _assert_same_predictions(_run(to_onnx(est), X_nan), est, X_new)
+    model = to_onnx(est, drop_inputs=True)
+    _assert_same_predictions(_run(model, X_new[:, [0, 2, 4]]), est, X_new)
+
+
+class _Conv(torch.nn.Module):
+    """A small conv chain on 1 x 6 x 6 images."""
+
+    def __init__(self, n_outputs):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.out = torch.nn.Linear(4 * 4 * 4, n_outputs)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.conv(x)).flatten(1))
+
+
+def test_an_image_model_exports_with_its_sample_shape():
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(40, 1, 6, 6))
+    y = (images[:, 0, 2, 2] > 0).astype(int)
+    est = DGatedNeuralNetClassifier(_Conv, gates={"conv.weight": "out"}, max_epochs=2)
+    _fit(est, images, y)
+    new = 2.0 * rng.normal(size=(9, 1, 6, 6))
+    session = ort.InferenceSession(to_onnx(est).SerializeToString())
+    outputs = session.run(None, {"X": new.astype(np.float32)})
+    _assert_same_predictions(outputs, est, new)
 
 
 class _Cumulative(torch.nn.Module):

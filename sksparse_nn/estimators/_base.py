@@ -426,13 +426,15 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         return raw, keep
 
     def _inference_module(self):
-        """``(module, columns)``: the smallest plain module computing the raw outputs
-        (regression values, logits, codes) of the fitted model from ``X[:, columns]``
-        (default: a copy of ``module_`` on every column). Families that compact
-        (:func:`~sksparse_nn.compaction.compact_module`, their ``compact()``) return
-        the compacted module and the columns it reads: what ``to_onnx`` exports."""
+        """``(module, columns, shape)``: the smallest plain module computing the raw
+        outputs (regression values, logits, codes) of the fitted model from
+        ``X[:, columns]`` (indices along axis 1: features, or channels of images), and
+        the shape of one sample of X (default: a copy of ``module_`` on every column
+        of a table). Families that compact (their ``compact()``) return the compacted
+        module and the columns it reads: what ``to_onnx`` exports."""
         check_is_fitted(self, "module_")
-        return copy.deepcopy(self.module_).eval(), np.arange(self.n_features_in_)
+        n = self.n_features_in_
+        return copy.deepcopy(self.module_).eval(), np.arange(n), (n,)
 
     def _feature_importances(self, module):
         """Norm of each input feature's weights (:func:`column_norms`), exactly 0 for

@@ -362,7 +362,8 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
 
     def _inference_module(self):
         """The compacted encoder: codes of the live units (``transform``)."""
-        return _Encoder(self.compact()), np.arange(self.n_features_in_)
+        n = self.n_features_in_
+        return _Encoder(self.compact()), np.arange(n), (n,)
 
     # ----------------------------------------------------------------- paths
     def regularization_path(self, X, y=None, **kwargs):

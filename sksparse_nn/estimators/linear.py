@@ -185,7 +185,7 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
             layer.weight.copy_(weight[:, torch.as_tensor(live)])
             if bias is not None:
                 layer.bias.copy_(bias)
-        return layer.eval(), live
+        return layer.eval(), live, (self.n_features_in_,)
 
     def _weight_scale(self, X, y):
         """``std(y) / std(X)`` (medians over columns): the size of coefficients in the

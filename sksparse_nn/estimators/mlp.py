@@ -175,7 +175,7 @@ class _DGatedMLP(BaseDGated):
         return compact_mlp(self.module_, self.selected_features_)
 
     def _inference_module(self):
-        return self.compact(), self.selected_features_
+        return self.compact(), self.selected_features_, (self.n_features_in_,)
 
 
 _MLP_DOC = fill(

@@ -296,7 +296,8 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
 
     def _inference_module(self):
         terms = self.module_.terms
-        return self.compact(), sorted({c for t in self.selected_terms_ for c in terms[t]})
+        columns = sorted({c for t in self.selected_terms_ for c in terms[t]})
+        return self.compact(), columns, (self.n_features_in_,)
 
 
 _NAM_DOC = fill(

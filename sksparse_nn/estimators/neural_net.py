@@ -277,7 +277,24 @@ class _DGatedNeuralNet(BaseDGated):
         return (out.eval(), report) if return_report else out.eval()
 
     def _inference_module(self):
-        return self.compact(), np.arange(self.n_features_in_)
+        """The compacted model without the input columns (features, or channels of
+        images) its first layer gives only zero weights (when that layer reads the
+        input directly), its input scaling sliced alike."""
+        out, report = self.compact(return_report=True)
+        shape = self._sample_shape_
+        columns = np.arange(shape[0])
+        kept = np.asarray(report.kept_inputs, dtype=np.int64)
+        if 0 < kept.size < shape[0]:  # 0: no layer reads the input directly
+            user = self.module_.module
+            example = torch.zeros((2, *shape), dtype=next(user.parameters()).dtype)
+            out.module, _ = compact_module(user, example, drop_inputs=True)
+            index = torch.as_tensor(kept)
+            for name in ("in_shift", "in_scale"):
+                value = getattr(out, name)
+                if value.dim() > 1 and value.shape[1] == shape[0]:
+                    setattr(out, name, value.index_select(1, index))
+            columns = kept
+        return out.eval(), columns, shape
 
     def _fit_scaling(self, X, targets):
         scaling = super()._fit_scaling(None, targets)

@@ -317,7 +317,7 @@ class _NODEFamily(BaseDGated):
         return compact_node(self.module_, self.selected_features_)
 
     def _inference_module(self):
-        return self.compact(), self.selected_features_
+        return self.compact(), self.selected_features_, (self.n_features_in_,)
 
 
 _NODE_DOC = fill(

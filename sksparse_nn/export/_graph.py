@@ -13,9 +13,9 @@ __all__ = ["InferenceGraph", "inference_parts"]
 
 
 def inference_parts(estimator):
-    """``(module, columns, task)`` of a fitted estimator: the smallest module on
-    ``X[:, columns]`` giving its raw outputs, and ``"regression"``, ``"classification"``
-    or ``"transform"``.
+    """``(module, columns, sample_shape, task)`` of a fitted estimator: the smallest
+    module on ``X[:, columns]`` giving its raw outputs, the shape of one sample of X,
+    and ``"regression"``, ``"classification"`` or ``"transform"``.
 
     The estimator's ``_inference_module`` hook gives the module (the package's
     families); a meta-estimator with a fitted ``estimator_`` (SparsePathCV) gives its
@@ -37,13 +37,13 @@ def inference_parts(estimator):
         )
     inner = getattr(estimator, "_inference_module", None)
     if inner is not None:
-        module, columns = inner()
-        return module, np.asarray(columns, dtype=np.int64), task
+        module, columns, shape = inner()
+        return module, np.asarray(columns, dtype=np.int64), tuple(shape), task
     if hasattr(estimator, "estimator_"):
-        module, columns, _ = inference_parts(estimator.estimator_)
-        return module, columns, task
+        return inference_parts(estimator.estimator_)[:3] + (task,)
     if hasattr(estimator, "coef_") and hasattr(estimator, "intercept_"):
-        return _linear(estimator.coef_, estimator.intercept_) + (task,)
+        module, columns = _linear(estimator.coef_, estimator.intercept_)
+        return module, columns, (estimator.n_features_in_,), task
     raise TypeError(
         f"{type(estimator).__name__} has no inference module to export (no "
         "_inference_module, estimator_ or coef_)."

@@ -24,21 +24,22 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def torch_graph(estimator, *, drop_inputs=False, dtype="float32"):
-    """``(graph, n_inputs, task)``: the :class:`InferenceGraph` of a fitted estimator
-    (a plain torch module: what ``to_onnx`` exports), the width of the X it takes and
-    the task."""
+    """``(graph, sample_shape, task)``: the :class:`InferenceGraph` of a fitted
+    estimator (a plain torch module: what ``to_onnx`` exports), the shape of one sample
+    of the X it takes and the task."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
-    module, columns, task = inference_parts(estimator)
-    n_in = len(columns) if drop_inputs else int(estimator.n_features_in_)
-    every = not drop_inputs and np.array_equal(columns, np.arange(n_in))
+    module, columns, shape, task = inference_parts(estimator)
+    if drop_inputs:
+        shape = (len(columns), *shape[1:])
+    every = np.array_equal(columns, np.arange(shape[0]))
     read = None if drop_inputs or every else columns
-    return InferenceGraph(module, read, task, _DTYPES[dtype]), n_in, task
+    return InferenceGraph(module, read, task, _DTYPES[dtype]), tuple(shape), task
 
 
-def _export(graph, n_in, task, dtype, opset, exporter, name):
+def _export(graph, shape, task, dtype, opset, exporter, name):
     """Serialized ONNX model of ``graph`` (inputs ``X`` with a free batch axis)."""
-    example = torch.zeros((2, n_in), dtype=_DTYPES[dtype])
+    example = torch.zeros((2, *shape), dtype=_DTYPES[dtype])
     outputs = OUTPUTS[task]
     buffer = io.BytesIO()
     try:
@@ -108,9 +109,9 @@ def export_module(
     onnx = require("onnx", "ONNX export")
     if exporter not in ("torchscript", "dynamo"):
         raise ValueError(f"exporter must be 'torchscript' or 'dynamo', got {exporter!r}.")
-    graph, n_in, task = torch_graph(estimator, drop_inputs=drop_inputs, dtype=dtype)
+    graph, shape, task = torch_graph(estimator, drop_inputs=drop_inputs, dtype=dtype)
     name = type(estimator).__name__
-    model = onnx.load_from_string(_export(graph, n_in, task, dtype, opset, exporter, name))
+    model = onnx.load_from_string(_export(graph, shape, task, dtype, opset, exporter, name))
     if task == "classification":
         model = _with_labels(model, estimator.classes_)
     model.doc_string = f"{name} exported by sksparse_nn"
