@@ -14,6 +14,7 @@ from test_common import ESTIMATORS, _ids
 
 from sksparse_nn import (
     DGatedAutoencoder,
+    DGatedNAMRegressor,
     DGatedNeuralNetClassifier,
     DGatedNeuralNetRegressor,
     NODERegressor,
@@ -121,6 +122,16 @@ def test_drop_inputs_takes_the_selected_columns_alone():
     columns = est.selected_features_
     out = _run(to_onnx(est, drop_inputs=True), X_new[:, columns])
     _assert_same_predictions(out, est, X_new)
+
+
+def test_a_nam_graph_holds_beyond_one_chunk_of_rows():
+    # the NAM's forward sums features in chunks sized by the batch: the traced graph
+    # must not keep the example batch's chunks (64 units x 5 features: 820+ rows)
+    est = DGatedNAMRegressor(hidden_layer_sizes=(64,), max_epochs=2, random_state=0)
+    X, y, _ = _data(est)
+    _fit(est, X, y)
+    X_new = np.random.default_rng(2).normal(size=(2000, X.shape[1]))
+    _assert_same_predictions(_run(to_onnx(est), X_new), est, X_new)
 
 
 def test_the_autoencoder_exports_its_codes_and_round_trips():

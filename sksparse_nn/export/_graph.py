@@ -3,6 +3,8 @@ its compacted module (scaling folded in), and the output link of its task."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 from sklearn.base import is_classifier, is_regressor
@@ -74,7 +76,7 @@ class InferenceGraph(nn.Module):
 
     def __init__(self, module, columns, task, dtype=torch.float32):
         super().__init__()
-        self.module = module.to(dtype).eval()
+        self.module = copy.deepcopy(module).to(dtype).eval()  # the caller's is kept
         self.task = task
         if columns is None:
             self.columns = None

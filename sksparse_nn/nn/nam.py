@@ -255,6 +255,8 @@ class NAM(nn.Module):
             out_weight = self.out
             n, h1 = x.shape[0], first.shape[2]
             step = max(1, _CHUNK_ELEMENTS // max(1, n * h1))
+            if tracing():  # one chunk: a traced graph must hold for any batch size
+                step = max(1, self.n_features)
             out = None
             for start in range(0, self.n_features, step):
                 part = slice(start, start + step)
