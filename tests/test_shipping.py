@@ -95,6 +95,9 @@ def test_onnx_and_skops_predict_what_the_estimator_does(estimator):
     loaded = sio.loads(sio.dumps(fitted), trusted=_trusted(fitted))
     method = fitted.predict_proba if is_classifier(fitted) else fitted.predict
     assert np.array_equal(getattr(loaded, method.__name__)(X_new), method(X_new))
+    if hasattr(fitted, "history_"):  # a skorch History again, every entry kept
+        assert type(loaded.history_) is type(fitted.history_)
+        assert list(loaded.history_) == list(fitted.history_)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)

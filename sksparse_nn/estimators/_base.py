@@ -23,10 +23,9 @@ from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from skorch.history import History
 
 from ..exceptions import TrainingDivergedError
-from ..export import PortableModule
+from ..export import PortableHistory, PortableModule
 from ..groups import check_groups, resolve_group_weights
 from ..sparsifiers import (
     DEFAULT_METHOD,
@@ -532,18 +531,19 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
 
     def __getstate__(self):
         """The state with ``module_`` as a :class:`~sksparse_nn.export.PortableModule`
-        (pickle keeps the module, skops sees plain arrays) and ``history_`` as a list."""
+        (pickle keeps the module, skops sees plain arrays) and ``history_`` as a
+        :class:`~sksparse_nn.export.PortableHistory` (skops: one JSON text)."""
         state = dict(super().__getstate__())  # a copy: the default is __dict__ itself
         if isinstance(state.get("module_"), torch.nn.Module):
             state["module_"] = PortableModule(state["module_"])
         if "history_" in state:
-            state["history_"] = list(state["history_"])
+            state["history_"] = PortableHistory(state["history_"])
         return state
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        if "history_" in self.__dict__:
-            self.history_ = History(self.history_)
+        if isinstance(self.__dict__.get("history_"), PortableHistory):
+            self.history_ = self.history_.restore()
         module = self.__dict__.get("module_")
         if isinstance(module, PortableModule):
             self.module_ = module.restore(

@@ -41,6 +41,6 @@ def trusted_types():
 def _inner():
     """Types the package's fitted objects hold beyond its public estimators."""
     from ..path import RegularizationPath
-    from ._portable import PortableModule
+    from ._portable import PortableHistory, PortableModule
 
-    return [PortableModule, RegularizationPath]
+    return [PortableHistory, PortableModule, RegularizationPath]
