@@ -18,6 +18,7 @@ from sksparse_nn import (
     DGatedNeuralNetClassifier,
     DGatedNeuralNetRegressor,
     NODERegressor,
+    SparseLinearClassifier,
 )
 from sksparse_nn.export import register_converters, to_onnx, trusted_types
 
@@ -117,14 +118,14 @@ def test_a_pipeline_with_scaling_converts_as_a_whole(estimator):
 
 
 def test_drop_inputs_takes_the_selected_columns_alone():
-    est = _fit(
-        NODERegressor(num_trees=4, depth=2, max_epochs=3, random_state=0),
-        *_data(NODERegressor())[:2],
-    )
-    X_new = _data(est)[2]
+    est = SparseLinearClassifier(lam=0.05)
+    X, y, X_new = _data(est)
+    _fit(est, X, y)
     columns = est.selected_features_
-    out = _run(to_onnx(est, drop_inputs=True), X_new[:, columns])
-    _assert_same_predictions(out, est, X_new)
+    assert 0 < len(columns) < X.shape[1]  # the data select some columns
+    model = to_onnx(est, drop_inputs=True)
+    assert model.graph.input[0].type.tensor_type.shape.dim[1].dim_value == len(columns)
+    _assert_same_predictions(_run(model, X_new[:, columns]), est, X_new)
 
 
 def test_a_nam_graph_holds_beyond_one_chunk_of_rows():
