@@ -188,6 +188,16 @@ def test_an_image_model_exports_with_its_sample_shape():
     _assert_same_predictions(outputs, est, new)
 
 
+def test_skops_refuses_a_module_instance_parameter_clearly():
+    net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    est = DGatedNeuralNetRegressor(net, gates={"0.weight": "in"})
+    with pytest.raises(TypeError, match="module= is a torch module instance.*its class"):
+        sio.dumps(est)
+    import pickle
+
+    assert isinstance(pickle.loads(pickle.dumps(est)).module, torch.nn.Sequential)
+
+
 class _Cumulative(torch.nn.Module):
     """A module with an operation the TorchScript exporter has no ONNX form for."""
 

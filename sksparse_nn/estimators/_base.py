@@ -65,6 +65,16 @@ from ._paths import PathProtocol
 __all__ = ["BaseDGated", "column_norms"]
 
 
+def _unbuildable(estimator, name):
+    """Why skops cannot store the torch module an estimator holds in ``name``."""
+    return (
+        f"{type(estimator).__name__}: skops stores a fitted torch module as arrays and "
+        f"rebuilds it from the estimator's parameters, but {name}= is a torch module "
+        "instance, which it cannot rebuild. Pass its class instead (with module__* "
+        "parameters for its constructor) to save with skops; pickle keeps instances."
+    )
+
+
 def column_norms(weight):
     """Euclidean norm of each column of a ``(n_out, n_features)`` weight (float64)."""
     return np.linalg.norm(as_numpy(weight), axis=0)
@@ -534,8 +544,11 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         (pickle keeps the module, skops sees plain arrays) and ``history_`` as a
         :class:`~sksparse_nn.export.PortableHistory` (skops: one JSON text)."""
         state = dict(super().__getstate__())  # a copy: the default is __dict__ itself
-        if isinstance(state.get("module_"), torch.nn.Module):
-            state["module_"] = PortableModule(state["module_"])
+        for key, value in state.items():
+            if key == "module_" and isinstance(value, torch.nn.Module):
+                state[key] = PortableModule(value)
+            elif isinstance(value, torch.nn.Module):  # a parameter: pickle only
+                state[key] = PortableModule(value, unbuildable=_unbuildable(self, key))
         if "history_" in state:
             state["history_"] = PortableHistory(state["history_"])
         return state
@@ -544,11 +557,13 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         super().__setstate__(state)
         if isinstance(self.__dict__.get("history_"), PortableHistory):
             self.history_ = self.history_.restore()
-        module = self.__dict__.get("module_")
-        if isinstance(module, PortableModule):
-            self.module_ = module.restore(
-                lambda: self._build_module(self.n_features_in_, self.n_outputs_)
-            )
+        for key, value in list(self.__dict__.items()):
+            if key == "module_" and isinstance(value, PortableModule):
+                self.module_ = value.restore(
+                    lambda: self._build_module(self.n_features_in_, self.n_outputs_)
+                )
+            elif isinstance(value, PortableModule):
+                setattr(self, key, value.module)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

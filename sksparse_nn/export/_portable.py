@@ -58,11 +58,16 @@ class PortableModule:
         The module (pickle and copies keep it as it is).
     arrays : dict of str to ndarray, optional
         Its parameters and buffers by qualified name (what skops stores).
+    unbuildable : str or None, default=None
+        Why the owner cannot rebuild this module (a module given as a parameter
+        instance): skops then refuses it with that message instead of storing arrays
+        no one can load.
     """
 
-    def __init__(self, module=None, arrays=None):
+    def __init__(self, module=None, arrays=None, unbuildable=None):
         self.module = module
         self.arrays = arrays
+        self.unbuildable = unbuildable
 
     def __reduce__(self):
         # pickle and deepcopy: the module object itself. skops does not take a
@@ -70,12 +75,14 @@ class PortableModule:
         return (_from_module, (self.module,))
 
     def __getstate__(self):
+        if self.unbuildable:
+            raise TypeError(self.unbuildable)
         if self.module is None:
             return {"arrays": self.arrays}
         return {"arrays": {k: v.detach().cpu().numpy() for k, v in _tensors(self.module)}}
 
     def __setstate__(self, state):
-        self.module, self.arrays = None, dict(state["arrays"])
+        self.module, self.arrays, self.unbuildable = None, dict(state["arrays"]), None
 
     def restore(self, build):
         """The module: the one kept, or ``build()`` (a fresh module of the same
