@@ -14,11 +14,13 @@ from test_common import ESTIMATORS, _ids
 
 from sksparse_nn import (
     DGatedAutoencoder,
+    DGatedMLPRegressor,
     DGatedNAMRegressor,
     DGatedNeuralNetClassifier,
     DGatedNeuralNetRegressor,
     NODERegressor,
     SparseLinearClassifier,
+    VariableModel,
 )
 from sksparse_nn.export import register_converters, to_onnx, trusted_types
 
@@ -115,6 +117,42 @@ def test_a_pipeline_with_scaling_converts_as_a_whole(estimator):
     if is_regressor(pipe):
         outputs[0] = outputs[0].reshape(len(X_new), -1)
     _assert_same_predictions(outputs, pipe, X_new)
+
+
+def test_a_variable_model_on_a_mixed_table_converts_with_its_encoder():
+    # what VariableModel's default encoder builds: imputer + scaler on numbers, one-hot
+    # on strings, in a ColumnTransformer
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    n = 80
+    frame = pd.DataFrame(
+        {
+            "a": 5.0 * rng.normal(size=n) + 2.0,
+            "b": rng.normal(size=n),
+            "c": rng.choice(["x", "y", "z", "w"], n, p=[0.45, 0.45, 0.07, 0.03]),
+        }
+    )
+    frame.loc[::7, "b"] = np.nan
+    y = frame["a"].to_numpy() + (frame["c"] == "x") + 0.1 * rng.normal(size=n)
+    encoder = ColumnTransformer(
+        [
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["a", "b"]),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ["c"]),
+        ]
+    )
+    est = DGatedMLPRegressor(lam=0.01, hidden_layer_sizes=(8,), max_epochs=5, random_state=0)
+    model = VariableModel(encoder, est)
+    _fit(model, frame, y)
+    session = ort.InferenceSession(to_onnx(model, frame.head()).SerializeToString())
+    feeds = {c: frame[[c]].to_numpy(np.float32) for c in ("a", "b")}
+    feeds["c"] = frame[["c"]].to_numpy(object)
+    (values,) = session.run(None, feeds)
+    expected = model.predict(frame)
+    np.testing.assert_allclose(values[:, 0], expected, atol=RTOL * np.abs(expected).max())
 
 
 def test_drop_inputs_takes_the_selected_columns_alone():

@@ -181,8 +181,9 @@ def register_converters(classes=None):
 
 def convert(estimator, *, X=None, dtype="float32", opset=None, drop_inputs=False):
     """A model with an encoder (``VariableModel``) through skl2onnx: ``X`` (a few rows
-    of the training table, e.g. a DataFrame of mixed columns) gives the input types;
-    without it the input is one ``dtype`` tensor of ``n_features_in_`` columns."""
+    of the training table, e.g. a DataFrame of mixed columns) gives the input types, its
+    float columns as ``dtype``; without it the input is one ``dtype`` tensor of
+    ``n_features_in_`` columns."""
     skl2onnx = require("skl2onnx", "ONNX export of a VariableModel")
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 
@@ -194,6 +195,8 @@ def convert(estimator, *, X=None, dtype="float32", opset=None, drop_inputs=False
     register_converters()
     kind = DoubleTensorType if dtype == "float64" else FloatTensorType
     initial = None if X is not None else [("X", kind([None, estimator.n_features_in_]))]
+    if X is not None:
+        X = _with_float_dtype(X, np.float64 if dtype == "float64" else np.float32)
     return skl2onnx.to_onnx(
         estimator,
         X,
@@ -201,6 +204,16 @@ def convert(estimator, *, X=None, dtype="float32", opset=None, drop_inputs=False
         target_opset=opset,
         options=_no_zipmap(estimator),
     )
+
+
+def _with_float_dtype(X, dtype):
+    """``X`` with its float columns in ``dtype``: skl2onnx types the graph's inputs from
+    them (and onnxruntime imputes float32 only)."""
+    if hasattr(X, "dtypes"):  # a DataFrame
+        floats = [c for c, t in X.dtypes.items() if getattr(t, "kind", None) == "f"]
+        return X.astype(dict.fromkeys(floats, dtype))
+    X = np.asarray(X)
+    return X.astype(dtype) if np.issubdtype(X.dtype, np.floating) else X
 
 
 def _no_zipmap(estimator):
