@@ -121,7 +121,7 @@ def test_a_pipeline_with_scaling_converts_as_a_whole(estimator):
 
 def test_a_variable_model_on_a_mixed_table_converts_with_its_encoder():
     # what VariableModel's default encoder builds: imputer + scaler on numbers, one-hot
-    # on strings, in a ColumnTransformer
+    # with rare levels grouped on strings, in a ColumnTransformer
     pd = pytest.importorskip("pandas")
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
@@ -141,17 +141,20 @@ def test_a_variable_model_on_a_mixed_table_converts_with_its_encoder():
     encoder = ColumnTransformer(
         [
             ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["a", "b"]),
-            ("cat", OneHotEncoder(handle_unknown="ignore"), ["c"]),
+            ("cat", OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=6), ["c"]),
         ]
     )
     est = DGatedMLPRegressor(lam=0.01, hidden_layer_sizes=(8,), max_epochs=5, random_state=0)
     model = VariableModel(encoder, est)
     _fit(model, frame, y)
+    assert len(model.encoder_.named_transformers_["cat"].infrequent_categories_[0]) > 0
     session = ort.InferenceSession(to_onnx(model, frame.head()).SerializeToString())
-    feeds = {c: frame[[c]].to_numpy(np.float32) for c in ("a", "b")}
-    feeds["c"] = frame[["c"]].to_numpy(object)
+    new = frame.head(12).copy()
+    new["c"] = ["x", "y", "z", "w", "unseen", "x"] * 2
+    feeds = {c: new[[c]].to_numpy(np.float32) for c in ("a", "b")}
+    feeds["c"] = new[["c"]].to_numpy(object)
     (values,) = session.run(None, feeds)
-    expected = model.predict(frame)
+    expected = model.predict(new)
     np.testing.assert_allclose(values[:, 0], expected, atol=RTOL * np.abs(expected).max())
 
 
