@@ -158,6 +158,19 @@ def test_a_variable_model_on_a_mixed_table_converts_with_its_encoder():
     np.testing.assert_allclose(values[:, 0], expected, atol=RTOL * np.abs(expected).max())
 
 
+def test_missing_value_indicators_convert_with_the_pipeline():
+    from sklearn.impute import SimpleImputer
+
+    est = DGatedMLPRegressor(hidden_layer_sizes=(8,), max_epochs=3, random_state=0)
+    X, y, X_new = _data(est)
+    X[::5, 1] = np.nan
+    X_new[::3, 1] = np.nan
+    pipe = _fit(make_pipeline(SimpleImputer(add_indicator=True), StandardScaler(), est), X, y)
+    register_converters()
+    outputs = _run(skl2onnx.to_onnx(pipe, X[:1].astype(np.float32)), X_new)
+    _assert_same_predictions(outputs, pipe, X_new)
+
+
 def test_drop_inputs_takes_the_selected_columns_alone():
     est = SparseLinearClassifier(lam=0.05)
     X, y, X_new = _data(est)

@@ -16,8 +16,8 @@ onnx, onnxruntime, skl2onnx and skops are the optional ``export`` extra
 Modules, one job each: ``_graph`` (the inference module: columns, compacted module,
 output link), ``_torch_export`` (its torch.onnx export, class labels), ``_onnx``
 (``to_onnx``: torch export, or skl2onnx for a model with an encoder), ``_skl2onnx``
-(converters, shape calculators, parsers), ``_one_hot`` (``OneHotEncoder`` with rare
-levels grouped, which skl2onnx converts only column by column), ``_skops`` (trusted
+(converters, shape calculators, parsers), ``_encoders`` (``OneHotEncoder`` grouping
+rare levels and ``SimpleImputer`` with indicators, which skl2onnx refuses), ``_skops`` (trusted
 types), ``_portable`` (:class:`PortableModule`, :class:`PortableHistory`), ``_deps`` (the
 extra's ImportError).
 """

@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.pipeline import Pipeline
 
 from ._deps import require
-from ._one_hot import register_one_hot
+from ._encoders import register_encoders
 from ._torch_export import export_module
 
 __all__ = ["convert", "package_estimators", "register_converters"]
@@ -155,7 +155,7 @@ def register_converters(classes=None):
     from skl2onnx import update_registered_converter
     from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
 
-    register_one_hot()  # encoders that group rare levels (VariableModel's)
+    register_encoders()  # settings of VariableModel's encoders skl2onnx refuses
     classes = package_estimators() if classes is None else list(classes)
     for cls in classes:
         alias = f"SksparseNN{cls.__name__}"

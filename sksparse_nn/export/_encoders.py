@@ -1,20 +1,23 @@
-"""A skl2onnx converter for ``OneHotEncoder`` with infrequent categories.
+"""skl2onnx converters in front of skl2onnx's own for two encoder settings it refuses,
+both in what ``VariableModel``'s encoders build; every other encoder goes to skl2onnx's.
 
-``VariableModel``'s encoders group rare levels (``min_frequency`` / ``max_categories``):
-skl2onnx converts such an encoder only when every column is a separate input, not the
-one-column input a ``ColumnTransformer`` gives it. This converter handles those
-encoders (per column: a ``LabelEncoder`` from level to output column, rare and unknown
-levels to the infrequent column or to none, then ``OneHot``) and leaves every other
-encoder to skl2onnx's own converter.
+* ``OneHotEncoder`` grouping rare levels (``min_frequency`` / ``max_categories``):
+  skl2onnx converts it only when every column is a separate input, not the one-column
+  input a ``ColumnTransformer`` gives it. Here, per column, a ``LabelEncoder`` from level
+  to output column (rare and unknown levels to the infrequent column or to none), then
+  ``OneHot``.
+* ``SimpleImputer(add_indicator=True)``: skl2onnx drops the indicator columns. Here the
+  ``Imputer`` of NaN by the fitted statistics, then ``IsNaN`` of the indicator's columns.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["register_one_hot"]
+__all__ = ["register_encoders"]
 
 _ALIAS = "SklearnOneHotEncoder"
+_IMPUTER = "SklearnSimpleImputer"
 _ORIGINAL = {}
 
 
@@ -43,7 +46,7 @@ def _columns(encoder, index):
 def _shape(operator):
     encoder = operator.raw_operator
     if not _grouped(encoder):
-        return _ORIGINAL["shape"](operator)
+        return _ORIGINAL[_ALIAS, "shape"](operator)
     from skl2onnx.common.data_types import FloatTensorType
 
     width = sum(_columns(encoder, i)[3] for i in range(len(encoder.categories_)))
@@ -53,7 +56,7 @@ def _shape(operator):
 def _convert(scope, operator, container):
     encoder = operator.raw_operator
     if not _grouped(encoder):
-        return _ORIGINAL["convert"](scope, operator, container)
+        return _ORIGINAL[_ALIAS, "convert"](scope, operator, container)
     from onnx import TensorProto
     from skl2onnx.common.data_types import StringTensorType
 
@@ -110,8 +113,63 @@ def _convert(scope, operator, container):
     container.add_node("Concat", pieces, operator.outputs[0].full_name, axis=1)
 
 
-def register_one_hot():
-    """Put this converter in front of skl2onnx's for ``OneHotEncoder`` (once)."""
+def _indicates(imputer):
+    """Whether the fitted imputer adds missing-value indicator columns."""
+    indicator = getattr(imputer, "indicator_", None)
+    return indicator is not None and len(indicator.features_) > 0
+
+
+def _imputer_shape(operator):
+    imputer = operator.raw_operator
+    if not _indicates(imputer):
+        return _ORIGINAL[_IMPUTER, "shape"](operator)
+    from skl2onnx.common.data_types import FloatTensorType
+
+    width = imputer.statistics_.size + len(imputer.indicator_.features_)
+    operator.outputs[0].type = FloatTensorType([operator.inputs[0].get_first_dimension(), width])
+
+
+def _convert_imputer(scope, operator, container):
+    imputer = operator.raw_operator
+    if not _indicates(imputer):
+        return _ORIGINAL[_IMPUTER, "convert"](scope, operator, container)
+    from onnx import TensorProto
+
+    statistics = np.asarray(imputer.statistics_, dtype=np.float64)
+    if not (isinstance(imputer.missing_values, float) and np.isnan(imputer.missing_values)):
+        raise NotImplementedError("SimpleImputer(add_indicator=True) with missing_values != NaN")
+    if not np.all(np.isfinite(statistics)):
+        raise NotImplementedError("SimpleImputer(add_indicator=True) with empty features")
+    names = [v.full_name for v in operator.inputs]
+    source = scope.get_unique_variable_name("imp_columns")
+    container.add_node("Concat", names, source, axis=1)
+    x = scope.get_unique_variable_name("imp_float")
+    container.add_node("Cast", source, x, to=TensorProto.FLOAT)
+    imputed = scope.get_unique_variable_name("imp_imputed")
+    container.add_node(
+        "Imputer",
+        x,
+        imputed,
+        op_domain="ai.onnx.ml",
+        op_version=1,
+        imputed_value_floats=statistics.astype(np.float32).tolist(),
+        replaced_value_float=float("nan"),
+    )
+    features = np.asarray(imputer.indicator_.features_, dtype=np.int64)
+    index = scope.get_unique_variable_name("imp_features")
+    container.add_initializer(index, TensorProto.INT64, [features.size], features.tolist())
+    picked = scope.get_unique_variable_name("imp_picked")
+    container.add_node("Gather", [x, index], picked, axis=1)
+    missing = scope.get_unique_variable_name("imp_missing")
+    container.add_node("IsNaN", picked, missing)
+    flags = scope.get_unique_variable_name("imp_flags")
+    container.add_node("Cast", missing, flags, to=TensorProto.FLOAT)
+    container.add_node("Concat", [imputed, flags], operator.outputs[0].full_name, axis=1)
+
+
+def register_encoders():
+    """Put these converters in front of skl2onnx's for ``OneHotEncoder`` and
+    ``SimpleImputer`` (skl2onnx's stay in use for every other setting)."""
     from skl2onnx.common._registration import (
         get_converter,
         get_shape_calculator,
@@ -119,8 +177,12 @@ def register_one_hot():
         register_shape_calculator,
     )
 
-    if "convert" not in _ORIGINAL:
-        _ORIGINAL["convert"] = get_converter(_ALIAS)
-        _ORIGINAL["shape"] = get_shape_calculator(_ALIAS)
-    register_converter(_ALIAS, _convert, overwrite=True)
-    register_shape_calculator(_ALIAS, _shape, overwrite=True)
+    for alias, convert, shape in (
+        (_ALIAS, _convert, _shape),
+        (_IMPUTER, _convert_imputer, _imputer_shape),
+    ):
+        if (alias, "convert") not in _ORIGINAL:
+            _ORIGINAL[alias, "convert"] = get_converter(alias)
+            _ORIGINAL[alias, "shape"] = get_shape_calculator(alias)
+        register_converter(alias, convert, overwrite=True)
+        register_shape_calculator(alias, shape, overwrite=True)
