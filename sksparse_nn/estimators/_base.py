@@ -224,7 +224,7 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         self.n_iter_ = len(trained.history)
         plan = trained.callbacks.get("lr_schedule")
         # the share of lr this fit ended stable at: where a warm start begins (the engine)
-        self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0))
+        self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0) * trained.lr_scale)
         module = trained.module.to("cpu")
         zero_tol = self.zero_tol * self._weight_scale(X, y)
         raw, keep = self._collapse(module, zero_tol)

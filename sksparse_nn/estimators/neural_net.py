@@ -17,8 +17,8 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from ..compaction import compact_module
 from ..groups import resolve_groups
 from ..sparsifiers import ZERO_TOL, sparsified_tensors
-from ..training import ArrayDataset, Scaling, seeded
-from ..utils.columns import column_moments
+from ..training import ArrayDataset, bounded_scale, seeded
+from ..utils.columns import column_moments, column_range
 from ._base import BaseDGated
 from ._contract import Traits
 from ._docs import fill
@@ -60,12 +60,14 @@ def _input_scaling(X):
     broadcast against ``X``."""
     if X.ndim == 2:
         mean, var = column_moments(X)  # sparse: O(nnz), no copy
+        low, high = column_range(X)
     else:
         axes = tuple(a for a in range(X.ndim) if a != 1)
         mean = X.mean(axis=axes, dtype=np.float64)
         var = X.var(axis=axes, dtype=np.float64)
+        low, high = X.min(axis=axes), X.max(axis=axes)
     shape = (-1,) + (1,) * (X.ndim - 2)
-    return mean.reshape(shape), Scaling._scale(mean, var).reshape(shape)
+    return mean.reshape(shape), bounded_scale(mean, var, low, high).reshape(shape)
 
 
 class _DGatedNeuralNet(BaseDGated):
