@@ -126,43 +126,53 @@ def test_a_pipeline_with_scaling_converts_as_a_whole(estimator):
     _assert_same_predictions(outputs, pipe, X_new)
 
 
-def test_a_variable_model_on_a_mixed_table_converts_with_its_encoder():
-    # what VariableModel's default encoder builds: imputer + scaler on numbers, one-hot
-    # with rare levels grouped on strings, in a ColumnTransformer
-    pd = pytest.importorskip("pandas")
+def _mixed_encoder():
+    """An explicit encoder of the mixed table: imputer + scaler on numbers, one-hot with
+    rare levels grouped on strings, in a ColumnTransformer."""
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.preprocessing import OneHotEncoder
 
+    return ColumnTransformer(
+        [
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["a", "b", "d"]),
+            ("cat", OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=10), ["c"]),
+        ]
+    )
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["TableEncoder", "ColumnTransformer"])
+def test_a_variable_model_on_a_mixed_table_converts_with_its_encoder(explicit):
+    # VariableModel's default encoder (rare levels pooled, missing-value indicators) or
+    # an explicit ColumnTransformer: converted with the estimator, saved with skops
+    pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(0)
-    n = 80
+    n = 120
     frame = pd.DataFrame(
         {
             "a": 5.0 * rng.normal(size=n) + 2.0,
             "b": rng.normal(size=n),
             "c": rng.choice(["x", "y", "z", "w"], n, p=[0.45, 0.45, 0.07, 0.03]),
+            "d": rng.integers(0, 3, n),
         }
     )
     frame.loc[::7, "b"] = np.nan
     y = frame["a"].to_numpy() + (frame["c"] == "x") + 0.1 * rng.normal(size=n)
-    encoder = ColumnTransformer(
-        [
-            ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["a", "b"]),
-            ("cat", OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=6), ["c"]),
-        ]
-    )
     est = DGatedMLPRegressor(lam=0.01, hidden_layer_sizes=(8,), max_epochs=5, random_state=0)
-    model = VariableModel(encoder, est)
+    model = VariableModel(est, encoder=_mixed_encoder() if explicit else "auto")
     _fit(model, frame, y)
-    assert len(model.encoder_.named_transformers_["cat"].infrequent_categories_[0]) > 0
+    assert any("infrequent" in name for name in model.encoder_.get_feature_names_out())
     session = ort.InferenceSession(to_onnx(model, frame.head()).SerializeToString())
     new = frame.head(12).copy()
     new["c"] = ["x", "y", "z", "w", "unseen", "x"] * 2
     feeds = {c: new[[c]].to_numpy(np.float32) for c in ("a", "b")}
     feeds["c"] = new[["c"]].to_numpy(object)
+    feeds["d"] = new[["d"]].to_numpy(np.int64)
     (values,) = session.run(None, feeds)
     expected = model.predict(new)
     np.testing.assert_allclose(values[:, 0], expected, atol=RTOL * np.abs(expected).max())
+    loaded = sio.loads(sio.dumps(model), trusted=trusted_types())
+    assert np.array_equal(loaded.predict(new), expected)
 
 
 def test_missing_value_indicators_convert_with_the_pipeline():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.pipeline import Pipeline
 
 from ._deps import require
@@ -122,6 +122,15 @@ def _parse_inner(scope, model, inputs, custom_parsers=None):
     return _parse_sklearn(scope, model.estimator_, inputs, custom_parsers=custom_parsers)
 
 
+def _parse_fitted_encoding(scope, model, inputs, custom_parsers=None):
+    """``TableEncoder``: the ``ColumnTransformer`` it fitted."""
+    from skl2onnx._parse import _parse_sklearn
+
+    if not hasattr(model, "column_transformer_"):
+        raise TypeError(f"{type(model).__name__} has no fitted column_transformer_ to convert")
+    return _parse_sklearn(scope, model.column_transformer_, inputs, custom_parsers=custom_parsers)
+
+
 def _parse_variable_model(scope, model, inputs, custom_parsers=None):
     """``VariableModel``: its fitted encoder, then its estimator."""
     from skl2onnx._parse import _parse_sklearn
@@ -167,6 +176,11 @@ def register_converters(classes=None):
         elif "estimator" in parameters:  # SparsePathCV
             update_registered_converter(
                 cls, alias, _not_shaped, _not_converted, parser=_parse_inner
+            )
+        elif issubclass(cls, TransformerMixin) and not hasattr(cls, "_inference_module"):
+            # an encoder of the package (TableEncoder): the ColumnTransformer it fitted
+            update_registered_converter(
+                cls, alias, _not_shaped, _not_converted, parser=_parse_fitted_encoding
             )
         elif issubclass(cls, ClassifierMixin):
             update_registered_converter(

@@ -10,8 +10,9 @@ def trusted_types():
 
     Fitted torch modules are saved as plain arrays (:class:`PortableModule`) and
     rebuilt by their estimator on loading, so no torch type is ever loaded: the list is
-    the package's public estimator classes, ``PortableModule`` and the path result
-    ``SparsePathCV`` keeps. A ``DGatedNeuralNet*`` whose ``module`` (or ``optimizer``)
+    the package's public estimator classes, ``PortableModule``, ``PortableHistory``, the
+    path result ``SparsePathCV`` keeps and ``numpy.dtype`` (a fitted ``SimpleImputer``,
+    as in ``TableEncoder``, holds one). A ``DGatedNeuralNet*`` whose ``module`` (or ``optimizer``)
     parameter is a class of your own holds that class too: add it.
 
     Returns
@@ -35,7 +36,9 @@ def trusted_types():
         if isinstance(cls, type) and issubclass(cls, BaseEstimator)
     ]
     inner = [f"{cls.__module__}.{cls.__qualname__}" for cls in _inner()]
-    return sorted(set(public) | set(inner))
+    # a fitted SimpleImputer (TableEncoder's) keeps the dtype it was fitted on; skops
+    # does not trust numpy's dtype objects by default
+    return sorted(set(public) | set(inner) | {"numpy.dtype"})
 
 
 def _inner():
