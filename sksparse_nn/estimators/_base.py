@@ -25,7 +25,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import TrainingDivergedError
-from ..export import PortableHistory, PortableModule
 from ..groups import check_groups, resolve_group_weights
 from ..sparsifiers import (
     DEFAULT_METHOD,
@@ -61,18 +60,9 @@ from ..utils.validation import (
 from ._contract import Traits, with_hook_table
 from ._docs import fill
 from ._paths import PathProtocol
+from ._shipping import ShippingMixin
 
 __all__ = ["BaseDGated", "column_norms"]
-
-
-def _unbuildable(estimator, name):
-    """Why skops cannot store the torch module an estimator holds in ``name``."""
-    return (
-        f"{type(estimator).__name__}: skops stores a fitted torch module as arrays and "
-        f"rebuilds it from the estimator's parameters, but {name}= is a torch module "
-        "instance, which it cannot rebuild. Pass its class instead (with module__* "
-        "parameters for its constructor) to save with skops; pickle keeps instances."
-    )
 
 
 def column_norms(weight):
@@ -81,7 +71,7 @@ def column_norms(weight):
 
 
 @with_hook_table
-class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
+class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the sparse estimators (not for direct use): the family contract.
 
     A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
@@ -434,17 +424,6 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         collapse(module, zero_tol=zero_tol)
         return raw, keep
 
-    def _inference_module(self):
-        """``(module, columns, shape)``: the smallest plain module computing the raw
-        outputs (regression values, logits, codes) of the fitted model from
-        ``X[:, columns]`` (indices along axis 1: features, or channels of images), and
-        the shape of one sample of X (default: a copy of ``module_`` on every column
-        of a table). Families that compact (their ``compact()``) return the compacted
-        module and the columns it reads: what ``to_onnx`` exports."""
-        check_is_fitted(self, "module_")
-        n = self.n_features_in_
-        return copy.deepcopy(self.module_).eval(), np.arange(n), (n,)
-
     def _feature_importances(self, module):
         """Norm of each input feature's weights (:func:`column_norms`), exactly 0 for
         removed features; ``None`` (default): groups are not input features."""
@@ -509,61 +488,6 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
     def _after_fit(self, X, y, sample_weight=None):
         """Set family-specific fitted attributes (e.g. ``coef_``); ``sample_weight`` is the
         normalized weights of the fit (mean 1) or None."""
-
-    # ------------------------------------------------------------- shipping
-    def to_onnx(self, *, drop_inputs=False, dtype="float32", opset=None, exporter="torchscript"):
-        """The fitted model as an ONNX graph (see :func:`sksparse_nn.export.to_onnx`).
-
-        Parameters
-        ----------
-        drop_inputs : bool, default=False
-            ``False``: the graph takes every column of X (the unselected ones are read
-            by no operation); ``True``: it takes ``X[:, selected columns]`` only.
-        dtype : {"float32", "float64"}, default="float32"
-            Input and arithmetic of the graph (float32: what ONNX runtimes run fastest).
-        opset : int or None, default=None
-            ONNX operator set (``None``: the exporter's default).
-        exporter : {"torchscript", "dynamo"}, default="torchscript"
-            torch's ONNX exporter (the TorchScript one exports in a fraction of the
-            time of ``torch.export``'s).
-
-        Returns
-        -------
-        model : onnx.ModelProto
-            Inputs ``X``; outputs ``variable`` (regression), ``label`` and
-            ``probabilities`` (classification) or ``codes`` (autoencoders).
-        """
-        from ..export import to_onnx
-
-        return to_onnx(
-            self, drop_inputs=drop_inputs, dtype=dtype, opset=opset, exporter=exporter
-        )
-
-    def __getstate__(self):
-        """The state with ``module_`` as a :class:`~sksparse_nn.export.PortableModule`
-        (pickle keeps the module, skops sees plain arrays) and ``history_`` as a
-        :class:`~sksparse_nn.export.PortableHistory` (skops: one JSON text)."""
-        state = dict(super().__getstate__())  # a copy: the default is __dict__ itself
-        for key, value in state.items():
-            if key == "module_" and isinstance(value, torch.nn.Module):
-                state[key] = PortableModule(value)
-            elif isinstance(value, torch.nn.Module):  # a parameter: pickle only
-                state[key] = PortableModule(value, unbuildable=_unbuildable(self, key))
-        if "history_" in state:
-            state["history_"] = PortableHistory(state["history_"])
-        return state
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if isinstance(self.__dict__.get("history_"), PortableHistory):
-            self.history_ = self.history_.restore()
-        for key, value in list(self.__dict__.items()):
-            if key == "module_" and isinstance(value, PortableModule):
-                self.module_ = value.restore(
-                    lambda: self._build_module(self.n_features_in_, self.n_outputs_)
-                )
-            elif isinstance(value, PortableModule):
-                setattr(self, key, value.module)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -22,6 +22,7 @@ from ..utils.columns import column_moments, column_range
 from ._base import BaseDGated
 from ._contract import Traits
 from ._docs import fill
+from ._shipping import without_unread_inputs
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedNeuralNetClassifier", "DGatedNeuralNetRegressor"]
@@ -279,24 +280,9 @@ class _DGatedNeuralNet(BaseDGated):
         return (out.eval(), report) if return_report else out.eval()
 
     def _inference_module(self):
-        """The compacted model without the input columns (features, or channels of
-        images) its first layer gives only zero weights (when that layer reads the
-        input directly), its input scaling sliced alike."""
+        # the compacted model without the inputs its first layer never reads
         out, report = self.compact(return_report=True)
-        shape = self._sample_shape_
-        columns = np.arange(shape[0])
-        kept = np.asarray(report.kept_inputs, dtype=np.int64)
-        if 0 < kept.size < shape[0]:  # 0: no layer reads the input directly
-            user = self.module_.module
-            example = torch.zeros((2, *shape), dtype=next(user.parameters()).dtype)
-            out.module, _ = compact_module(user, example, drop_inputs=True)
-            index = torch.as_tensor(kept)
-            for name in ("in_shift", "in_scale"):
-                value = getattr(out, name)
-                if value.dim() > 1 and value.shape[1] == shape[0]:
-                    setattr(out, name, value.index_select(1, index))
-            columns = kept
-        return out.eval(), columns, shape
+        return without_unread_inputs(out, report, self._sample_shape_)
 
     def _fit_scaling(self, X, targets):
         scaling = super()._fit_scaling(None, targets)
