@@ -53,9 +53,8 @@ def _sorted_descending(z):
     """``z`` sorted along its last axis, largest first (values only, no gradient).
 
     CPU tensors are sorted by numpy, far faster than torch's CPU sort of many short rows
-    (NODE sorts its choice logits at every step). While a graph is traced or exported
-    (``torch.onnx``, ``torch.export``), torch's sort: numpy's result would be baked into
-    the graph as a constant."""
+    (NODE sorts its choice logits at every step); torch's sort while a graph is traced
+    (numpy's result would be a constant of the exported graph)."""
     if z.device.type == "cpu" and not tracing():
         return torch.from_numpy(-np.sort(-z.detach().numpy(), axis=-1))  # a new array
     return torch.sort(z.detach(), dim=-1, descending=True).values
