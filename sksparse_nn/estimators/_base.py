@@ -60,6 +60,7 @@ from ..utils.validation import (
 from ._contract import Traits, with_hook_table
 from ._docs import fill
 from ._paths import PathProtocol
+from ._shipping import ShippingMixin
 
 __all__ = ["BaseDGated", "column_norms"]
 
@@ -70,7 +71,7 @@ def column_norms(weight):
 
 
 @with_hook_table
-class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
+class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the sparse estimators (not for direct use): the family contract.
 
     A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines

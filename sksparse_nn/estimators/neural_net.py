@@ -22,6 +22,7 @@ from ..utils.columns import column_moments, column_range
 from ._base import BaseDGated
 from ._contract import Traits
 from ._docs import fill
+from ._shipping import without_unread_inputs
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedNeuralNetClassifier", "DGatedNeuralNetRegressor"]
@@ -50,7 +51,8 @@ class Standardized(torch.nn.Module):
 
     def forward(self, x):
         out = self.module((x - self.in_shift) / self.in_scale)
-        return out.reshape(len(out), -1) * self.out_scale + self.out_shift
+        # shape[0], not len(): a traced graph (torch.onnx) keeps the batch axis free
+        return out.reshape(out.shape[0], -1) * self.out_scale + self.out_shift
 
 
 def _input_scaling(X):
@@ -276,6 +278,11 @@ class _DGatedNeuralNet(BaseDGated):
         out = copy.deepcopy(self.module_)
         out.module = small
         return (out.eval(), report) if return_report else out.eval()
+
+    def _inference_module(self):
+        # the compacted model without the inputs its first layer never reads
+        out, report = self.compact(return_report=True)
+        return without_unread_inputs(out, report, self._sample_shape_)
 
     def _fit_scaling(self, X, targets):
         scaling = super()._fit_scaling(None, targets)
