@@ -277,8 +277,24 @@ def summary(cells, rule):
     max, mean CPU s)``."""
     rows = []
     keys = sorted({(c["table"], c["model"]) for c in cells})
+    # each table on the splits every model of it finished (a fair comparison while the
+    # panel is run in parts)
+    common = {}
+    for table in {t for t, _ in keys}:
+        seeds = [
+            {c["seed"] for c in cells if (c["table"], c["model"]) == (table, m)}
+            for t, m in keys
+            if t == table
+        ]
+        common[table] = set.intersection(*seeds)
     for table, model in keys:
-        group = [c for c in cells if (c["table"], c["model"]) == (table, model)]
+        group = [
+            c
+            for c in cells
+            if (c["table"], c["model"]) == (table, model) and c["seed"] in common[table]
+        ]
+        if not group:
+            continue
         results = [outcome(c, rule) for c in group]
         ok = [r for r in results if r is not None]
         scores = np.array([r[0] for r in ok]) if ok else np.array([np.nan])
@@ -333,8 +349,39 @@ def report(args):
             )
         ranks = results["rules"][rule]["mean_ranks"]
         print("mean rank:", ", ".join(f"{m} {v:.2f}" for m, v in ranks.items()))
+    print("\n" + rst_table(results["rules"]["best"]["rows"]))
     write_json(results, args.out)
     return results
+
+
+def rst_table(rows):
+    """The default rule's panel as a reST list-table: per table, each model's mean test
+    score, its spread over the splits and the variables kept (mean, range)."""
+    models = [m for m in (*OURS, *PEERS) if any(r["model"] == m for r in rows)]
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - table (metric, splits)",
+        *[f"     - {m}" for m in models],
+    ]
+    for table in sorted({r["table"] for r in rows}):
+        cells = {r["model"]: r for r in rows if r["table"] == table}
+        first = next(iter(cells.values()))
+        metric = "AUC" if first["task"] == "clf" else "RMSE"
+        splits = min(r["splits"] for r in cells.values())
+        lines.append(f"   * - {table} ({metric}, {splits})")
+        for m in models:
+            r = cells.get(m)
+            if r is None:
+                lines.append("     -")
+                continue
+            fail = f", {r['failures']} failed" if r["failures"] else ""
+            lines.append(
+                f"     - {r['score']:.3f} +- {r['sd']:.3f}; {r['variables']:.1f} "
+                f"({r['kept_min']:.0f}-{r['kept_max']:.0f}){fail}"
+            )
+    return "\n".join(lines)
 
 
 def main():
