@@ -83,25 +83,22 @@ from ._least_squares import GroupLassoResult, group_lasso_path, solve_group_lass
 from ._logistic import GroupLogisticResult, solve_group_logistic
 
 # isort: split
-# The package-internal API of the linear family's block steps: the pieces of the solvers
-# that estimators/_gated_least_squares.py, _gated_logistic.py and _curvature.py use (a
-# later issue composes them as datafit x penalty x solver objects). Re-exported by
-# alias, not in __all__, which lists the user-facing names.
-from ._coordinate_descent import SparseColumns as SparseColumns
-from ._coordinate_descent import column_entries as column_entries
-from ._coordinate_descent import least_squares_cd as least_squares_cd
-from ._coordinate_descent import solve_set_cd as solve_set_cd
-from ._coordinate_descent import wide_set as wide_set
-from ._data import extended_groups as extended_groups
-from ._design import GramCache as GramCache
-from ._kkt import group_violations as group_violations
-from ._kkt import kkt_scale as kkt_scale
-from ._kkt import row_squares as row_squares
-from ._lipschitz import BlockLipschitz as BlockLipschitz
-from ._logistic_newton import update_hessian as update_hessian
-from ._proximal import anderson_extrapolation as anderson_extrapolation
-from ._working_set import working_set as working_set
-from ._working_set import ws_fista as ws_fista
+# The package-internal API of the linear family (estimators/linear.py and
+# _linear_training.py): the gated fits, their data memo and the pieces of the ridge
+# start. Re-exported by alias, not in __all__, which lists the user-facing names.
+from ._curvature import DenseCurvature as DenseCurvature
+from ._curvature import DesignCurvature as DesignCurvature
+from ._data_memo import DataMemo as DataMemo
+from ._data_memo import data_key as data_key
+from ._data_memo import same_key as same_key
+from ._gated_fits import GatedFit as GatedFit
+from ._gated_fits import gated_least_squares_fit as gated_least_squares_fit
+from ._gated_fits import gated_logistic_fit as gated_logistic_fit
+from ._gated_setup import KKT_TOL as KKT_TOL
+from ._gated_setup import centered_moments as centered_moments
+from ._gated_setup import curvature_operator as curvature_operator
+from ._gated_setup import is_wide as is_wide
+from ._gated_setup import uses_working_sets as uses_working_sets
 
 __all__ = [
     "GroupLassoClassifier",

@@ -1,7 +1,7 @@
 """Curvature operators of quadratic models ``<W, G W> / 2``: the linear block steps' algebra.
 
-The exact block steps of the linear models (``linear._GatedLeastSquares``) need five things
-of the curvature ``G`` (p x p): products ``G W``, products with its diagonal blocks (one
+The exact block steps of the linear models (``GatedLeastSquares``) need five things of
+the curvature ``G`` (p x p): products ``G W``, products with its diagonal blocks (one
 block per penalized group), and solves of the scaled system ``(S G S + diag(a)) V = B``
 on the live features. Two operators provide them:
 
@@ -23,8 +23,8 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..groups import same_group_pairs
-from ..solvers import SparseColumns, column_entries
 from ..utils.columns import column_squares
+from ._coordinate_descent import SparseColumns, column_entries
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
