@@ -83,6 +83,17 @@ from ._least_squares import GroupLassoResult, group_lasso_path, solve_group_lass
 from ._logistic import GroupLogisticResult, solve_group_logistic
 
 # isort: split
+# The composition (package-internal, re-exported by alias, not in __all__): datafits,
+# penalties and the solver any pair of them runs on.
+from ._composed import ComposedResult as ComposedResult
+from ._composed import proximal_gradient as proximal_gradient
+from ._datafits import LeastSquares as LeastSquares
+from ._datafits import Logistic as Logistic
+from ._datafits import Multinomial as Multinomial
+from ._penalties import GatedGroupNorm as GatedGroupNorm
+from ._penalties import GroupNorm as GroupNorm
+
+# isort: split
 # The package-internal API of the linear family (estimators/linear.py and
 # _linear_training.py): the gated fits, their data memo and the pieces of the ridge
 # start. Re-exported by alias, not in __all__, which lists the user-facing names.

@@ -18,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.special
 
-from ._kkt import group_violations, kkt_setup
 from ._logistic_newton import _NEAR_VIOLATION, backtrack
+from ._penalties import group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
 # Most coordinate-descent sweeps on one quadratic model.

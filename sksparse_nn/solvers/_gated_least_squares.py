@@ -16,7 +16,7 @@ from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 from ._data import extended_groups
 from ._gated_setup import BLOCK_STEPS_PATIENCE, NEWTON_MAX_SIZE
 from ._gated_working_sets import WorkingSetSteps
-from ._kkt import group_violations, kkt_scale
+from ._penalties import group_violations, kkt_scale
 from ._proximal import anderson_extrapolation
 
 __all__ = ["GatedLeastSquares"]
@@ -245,7 +245,7 @@ class GatedLeastSquares(WorkingSetSteps):
 
     def kkt_violation(self, W, G):
         """Largest distance of ``-G`` to the D = 2 penalty's subdifferential, over groups
-        (:func:`~sksparse_nn.solvers._kkt.group_violations`, the reference solver's rule).
+        (:func:`~sksparse_nn.solvers._penalties.group_violations`, the reference solver's rule).
 
         ``G`` is the gradient of the smooth part at ``W``; free (unpenalized) features
         count alone, with ``|G|``. Zero at the group-lasso solution.

@@ -12,8 +12,8 @@ import numpy as np
 import scipy.linalg
 
 from ._coordinate_descent import least_squares_cd, wide_set
-from ._kkt import row_squares
 from ._lipschitz import BlockLipschitz
+from ._penalties import row_squares
 from ._working_set import working_set, ws_fista
 
 __all__ = ["WorkingSetSteps", "working_set_rounds"]
