@@ -152,10 +152,11 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     last check: a group's update is the proximal step of its block with step ``1 / L_g``,
     ``L_g`` the exact curvature of a one-column group, else the smaller of two upper
     bounds of the block's largest eigenvalue (its trace; its value at ``h = weights``
-    times ``max h / weights``). The loop runs compiled (:func:`._kernels.model_cd`),
-    ``_SWEEPS_PER_CHECK`` sweeps between two checks; at each check (all groups, one
-    product with ``A^T``) the last sweeps' iterates are extrapolated (Anderson
-    acceleration, as in *Anderson acceleration of coordinate descent*), with the zeros
+    times ``max h / weights``). The loop runs compiled (:func:`._kernels.model_cd`,
+    ahead of time where built: :mod:`._compiled`), ``_SWEEPS_PER_CHECK`` sweeps between
+    two checks; at each check (all groups, one product with ``A^T``) the last sweeps'
+    iterates are extrapolated (Anderson acceleration, as in *Anderson acceleration of
+    coordinate descent*), with the zeros
     of the last sweep kept and the extrapolation taken only if it lowers the model. The
     sweeps' states extrapolate with the same weights (they are affine in the iterate),
     so neither the extrapolation nor the comparison costs a product with ``A``.
@@ -164,7 +165,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     2000 x 10000 text-like path). Compiling the loop around the sweeps took that
     path's model solves from 0.17 to 0.11 s.
     """
-    from . import _kernels as kernels  # numba, imported with the first sparse problem
+    from ._compiled import model_cd  # the compiled kernel, imported with the first set
 
     k = cols.k
     nv = k + (1 if cols.has_const else 0)
@@ -195,7 +196,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
             L = np.where(multi, np.minimum(trace, base * ratio * (1.0 + 1e-12)), trace)
     thr_group = lam_rho[cols.group_labels] if n_col_groups else np.zeros(0)
     pos = np.zeros(nv, dtype=bool) if positive is None else np.asarray(positive, dtype=bool)
-    w, _, t, sweeps = kernels.model_cd(
+    w, _, t, sweeps = model_cd(
         x, gw, h, ext, lam_rho, n_groups, cols.group_labels, st, L, thr_group, c, m, s, hb,
         pos, bool(pos.any()), indptr, indices, data, wdata, cols.dense, tol_model,
         max_sweeps, _SWEEPS_PER_CHECK,
