@@ -101,7 +101,8 @@ def test_the_aot_kernel_gives_the_jit_bits_without_numba(tmp_path):
         "from sksparse_nn.solvers import _compiled\n"
         "X = sp.random(60, 300, density=0.05, format='csr', random_state=0)\n"
         "y = (np.asarray(X[:, :10].sum(axis=1)).ravel() > 0.05).astype(int)\n"
-        "np.save(sys.argv[1], SparseLinearClassifier(lam=0.002, D=2, random_state=0).fit(X, y).coef_)\n"
+        "est = SparseLinearClassifier(lam=0.002, D=2, random_state=0)\n"
+        "np.save(sys.argv[1], est.fit(X, y).coef_)\n"
         "print(bool(_compiled._kernel), 'numba' in sys.modules)\n"
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
