@@ -280,8 +280,18 @@ class DesignCurvature:
         implicitly (a sweep costs the set's nonzeros), dense columns are copied centred
         (no cancellation). None for sparse ``X`` with sample weights, whose centring is
         along their square roots, which the columns do not hold."""
-        if not sp.issparse(self.X):
-            return SparseColumns(self.columns(idx), np.arange(idx.size), ext)
+        if not sp.issparse(self.X):  # one copy of the set's columns, centred in place
+            cols = SparseColumns(self.X_cols, idx, ext)
+            mean = self.x_mean[idx[cols.order]]
+            if np.any(mean):  # as columns() centres them: the same values
+                block = cols.data.reshape(idx.size, -1)  # row g: column g, group order
+                if self.u is None:
+                    block -= mean[:, None]
+                else:
+                    for start in range(0, idx.size, _PRODUCT_CHUNK):
+                        part = slice(start, start + _PRODUCT_CHUNK)
+                        block[part] -= np.outer(mean[part], self.u)
+            return cols
         if self.u is not None:
             return None
         return SparseColumns(self.X_cols, idx, ext, self.x_mean)
