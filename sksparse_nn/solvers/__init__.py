@@ -44,6 +44,13 @@ Contents
     validation of group specifications and group weights, shared with the estimators of
     the library.
 
+Inside the package the solvers compose as datafit x penalty x solver (datafits
+``LeastSquares``, ``Logistic``, ``Multinomial``; penalties ``GroupNorm`` and the gated
+``GatedGroupNorm``; ``proximal_gradient`` runs any pair), and the functions above are the
+fast presets of those compositions; the D-gated linear estimators call the gated presets
+(``gated_least_squares_fit``, ``gated_logistic_fit``). The package's architecture page
+draws the whole room.
+
 Stopping rule
 -------------
 The solver stops when the *relative KKT violation* is at most ``tol``. With
