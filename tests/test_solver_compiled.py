@@ -120,3 +120,15 @@ def test_the_aot_kernel_gives_the_jit_bits_without_numba(tmp_path):
     assert out["aot"] == ["True", "False"]  # the AOT kernel, and no numba
     assert out["jit"] == ["False", "True"]
     np.testing.assert_array_equal(np.load(tmp_path / "aot.npy"), np.load(tmp_path / "jit.npy"))
+
+
+def test_a_read_only_package_builds_into_the_user_cache(monkeypatch, tmp_path):
+    # the package's directory first where the kernel is there, else the first writable
+    package, user = tmp_path / "package", tmp_path / "user"
+    package.mkdir()
+    monkeypatch.delenv("SKSPARSE_NN_KERNEL_DIR", raising=False)
+    monkeypatch.setattr(_compiled, "_directories", lambda: [package, user])
+    monkeypatch.setattr(_compiled, "_writable", lambda d: d != package)
+    assert _compiled._path("k").parent == user
+    (package / _compiled._path("k").name).touch()  # built there (by an administrator)
+    assert _compiled._path("k").parent == package  # a build found is loaded, read-only

@@ -19,7 +19,8 @@ import costs under a millisecond and needs no numba; later processes load it.
 The module file's name carries a digest of the kernels' source, numba's version, the
 interpreter's ABI and the host CPU, so an edited kernel, another numba or another CPU
 gets its own build, never a stale or foreign one. It lives in the package's
-``__pycache__`` (where numba keeps its cache), or in ``SKSPARSE_NN_KERNEL_DIR``;
+``__pycache__`` (where numba keeps its cache; the user's cache directory when the
+package is read-only), or in ``SKSPARSE_NN_KERNEL_DIR``;
 ``SKSPARSE_NN_AOT=0`` turns the AOT kernel off (numba's JIT kernel only). A build that
 fails (no C compiler, a read-only directory) leaves the JIT kernel in use, silently: it
 is the same computation, to the bit (the AOT code is generated for the host CPU's
@@ -61,8 +62,23 @@ _kernel = None  # the loaded AOT function, or False when there is none
 _STALE_LOCK_S = 600
 
 
-def _directory():
-    return Path(os.environ.get("SKSPARSE_NN_KERNEL_DIR") or _SOURCE.parent / "__pycache__")
+def _directories():
+    """Where a built kernel may be: ``SKSPARSE_NN_KERNEL_DIR`` alone when set, else the
+    package's ``__pycache__`` and then the user's cache (``$XDG_CACHE_HOME`` or
+    ``~/.cache``, ``/sksparse_nn``: for a package installed read-only)."""
+    if os.environ.get("SKSPARSE_NN_KERNEL_DIR"):
+        return [Path(os.environ["SKSPARSE_NN_KERNEL_DIR"])]
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return [_SOURCE.parent / "__pycache__", Path(cache) / "sksparse_nn"]
+
+
+def _writable(directory):
+    """Whether a kernel can be written into ``directory`` (created if missing)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK)
 
 
 def _host():
@@ -90,7 +106,12 @@ def _module_name():
 
 
 def _path(name):
-    return _directory() / (name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    """The kernel's file: the first of :func:`_directories` that holds it, else the
+    first writable one (where a build goes), else the first."""
+    file = name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    candidates = [d / file for d in _directories()]
+    found = next((c for c in candidates if c.exists()), None)
+    return found or next((c for c in candidates if _writable(c.parent)), candidates[0])
 
 
 def _load(path, name):
