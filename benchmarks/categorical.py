@@ -121,7 +121,7 @@ def run_ours(kind, d):
         "nam": (DGatedNAMClassifier(random_state=0), DGatedNAMRegressor(random_state=0)),
     }
     clf, reg = table[kind]
-    model = VariableModel(encoder(d["X_train"]), clf if d["task"] == "clf" else reg)
+    model = VariableModel(clf if d["task"] == "clf" else reg, encoder=encoder(d["X_train"]))
     path = model.regularization_path(
         d["X_train"],
         d["y_train"],

@@ -207,7 +207,7 @@ def _table_case():
             ("cat", OneHotEncoder(sparse_output=False), ["color"]),
         ]
     )
-    model = sk.VariableModel(encoder, sk.SparseLinearRegressor(lam=0.05)).fit(frame, y)
+    model = sk.VariableModel(sk.SparseLinearRegressor(lam=0.05), encoder=encoder).fit(frame, y)
     out = _record(model, frame)
     out["selected"] = np.asarray([v in model.selected_variables_ for v in frame.columns], float)
     return out

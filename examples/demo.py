@@ -42,7 +42,7 @@ def linear_cv_path():
     search.fit(X, (y - y.mean()) / y.std())
     seconds = time.perf_counter() - start
     print(f"\nSparsePathCV(SparseLinearRegressor(D=3)) on diabetes ({seconds:.1f} s)")
-    print(f"  lam chosen by the one-standard-error rule: {search.lam_:.4f}")
+    print(f"  lam with the best mean CV score: {search.lam_:.4f}")
     print(f"  selected features: {list(search.feature_names_in_[search.selected_features_])}")
 
 

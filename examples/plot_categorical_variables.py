@@ -83,7 +83,7 @@ def encoder(numeric="passthrough"):
 
 def main(out=OUT):
     df, y = make_sales()
-    model = VariableModel(encoder(), DGatedNAMRegressor(random_state=0)).fit(df, y)
+    model = VariableModel(DGatedNAMRegressor(random_state=0), encoder=encoder()).fit(df, y)
     nam = model.estimator_
     print(f"{df.shape[1]} variables -> {len(model.groups_)} encoded columns")
     print(f"kept variables: {model.selected_variables_.tolist()}")
@@ -91,7 +91,7 @@ def main(out=OUT):
         f"sparsity gap: largest removed group norm {nam.sparsity_gap_[0]:.1e}, "
         f"smallest kept {nam.sparsity_gap_[1]:.2f}; R^2 {model.score(df, y):.3f}"
     )
-    linear = VariableModel(encoder(StandardScaler()), SparseLinearRegressor())
+    linear = VariableModel(SparseLinearRegressor(), encoder=encoder(StandardScaler()))
     path = linear.regularization_path(df, y, n_lams=20, lam_min_ratio=1e-2, cv=5)
     print(f"group lasso, 1-SE choice: {list(path.selected_at(path.lam_1se_))}")
 

@@ -1,6 +1,6 @@
 """sksparse_nn: scikit-learn compatible sparse neural estimators trained with D-Gating."""
 
-from .compose import VariableModel, variable_groups
+from .compose import TableEncoder, VariableModel, variable_groups
 from .estimators import (
     DGatedAutoencoder,
     DGatedMLPClassifier,
@@ -51,6 +51,7 @@ __all__ = [
     "SparseLinearRegressor",
     "SparsePathCV",
     "TrainingDivergedError",
+    "TableEncoder",
     "VariableModel",
     "collapse",
     "dgate",

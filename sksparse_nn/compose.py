@@ -20,9 +20,10 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .encoding import TableEncoder
 from .variables import variable_groups
 
-__all__ = ["VariableModel", "variable_groups"]
+__all__ = ["TableEncoder", "VariableModel", "variable_groups"]
 
 
 # ------------------------------------------------------------------ the meta-estimator
@@ -53,24 +54,28 @@ def _groups_param(estimator):
 class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     """Encode a table, fit a sparse estimator with one group per variable, report variables.
 
-    ``encoder`` (e.g. a ColumnTransformer with a OneHotEncoder for categoricals and a
-    StandardScaler for numbers) is fitted on ``X``; :func:`variable_groups` then says
-    which encoded columns come from which of the user's columns, and ``estimator`` is
-    fitted on the encoded data with ``groups`` set to one group per variable, so a
-    categorical is kept or dropped whole. Predictions come from the estimator; as a
+    The raw table (a DataFrame with strings, categories, booleans, numbers and missing
+    values, or an array) is encoded by ``encoder`` (by default a
+    :class:`~sksparse_nn.encoding.TableEncoder`: one-hot levels with rare ones pooled,
+    imputation with a missing-indicator column, standardization);
+    :func:`variable_groups` then says which encoded columns come from which of the
+    user's columns, and ``estimator`` is fitted on the encoded data with ``groups`` set
+    to one group per variable, so a categorical (with all its levels) or a number (with
+    its missingness) is kept or dropped whole. Predictions come from the estimator; as a
     selector (like :class:`~sklearn.feature_selection.SelectFromModel`), ``transform``
     keeps the selected *original* columns.
 
     Parameters
     ----------
-    encoder : transformer
-        Maps the user's table to numbers; cloned and fitted. Unknown categories at
-        predict time are handled as the encoder says (``handle_unknown`` of
-        OneHotEncoder); missing values must be imputed by the encoder (e.g. a
-        SimpleImputer in a pipeline part): the estimators refuse NaN.
     estimator : estimator with a ``groups`` parameter
         SparseLinear*, GroupLasso*, DGatedMLP*, DGatedNAM*, or a
         :class:`~sksparse_nn.SparsePathCV` of one; cloned. Its ``groups`` is set here.
+    encoder : "auto" or transformer, default="auto"
+        Maps the user's table to numbers; cloned and fitted. ``"auto"`` is
+        ``TableEncoder()``, what a raw table needs (unknown levels at predict time
+        ignored, missing values imputed). A transformer of your own (e.g. a
+        ColumnTransformer) handles unknown categories as it says and must impute
+        missing values: the estimators refuse NaN.
     unpenalized : list of str or int, default=None
         Variables (names, or positions among the encoder's inputs) that are never
         removed (label -1).
@@ -102,33 +107,29 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> from sklearn.compose import make_column_transformer
-    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
     >>> from sksparse_nn import SparseLinearRegressor
     >>> from sksparse_nn.compose import VariableModel
     >>> rng = np.random.RandomState(0)
     >>> df = pd.DataFrame({"color": rng.choice(["red", "blue", "green"], 200),
     ...                    "shape": rng.choice(["disc", "star"], 200),
     ...                    "size": rng.randn(200)})
+    >>> df.loc[::10, "size"] = np.nan  # missing values are fine
     >>> effect = {"red": 1.0, "blue": -1.0, "green": 0.0}
     >>> y = df["color"].map(effect) + 0.1 * rng.randn(200)
-    >>> encode = make_column_transformer((OneHotEncoder(), ["color", "shape"]),
-    ...                                  (StandardScaler(), ["size"]))
-    >>> model = VariableModel(encode, SparseLinearRegressor(lam=0.05))
-    >>> model = model.fit(df, y)
+    >>> model = VariableModel(SparseLinearRegressor(lam=0.05)).fit(df, y)
     >>> model.selected_variables_.tolist()
     ['color']
     """
 
-    def __init__(self, encoder, estimator, *, unpenalized=None):
-        self.encoder = encoder
+    def __init__(self, estimator, *, encoder="auto", unpenalized=None):
         self.estimator = estimator
+        self.encoder = encoder
         self.unpenalized = unpenalized
 
     # -------------------------------------------------------------------- fit
     def _encode_fit(self, X, y):
         """(fitted encoder, encoded X, variable of each column, variable names, groups)."""
-        encoder = clone(self.encoder)
+        encoder = self._new_encoder()
         encoded = _check_finite(encoder.fit_transform(X, y), encoder)
         sources, names = variable_groups(encoder)
         labels = sources.copy()
@@ -138,6 +139,16 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
                 raise ValueError(f"unpenalized names variable {v!r}, out of range.")
             labels[sources == index] = -1
         return encoder, encoded, sources, names, labels
+
+    def _new_encoder(self):
+        if isinstance(self.encoder, str) and self.encoder == "auto":
+            return TableEncoder()
+        if not (hasattr(self.encoder, "fit_transform") and hasattr(self.encoder, "transform")):
+            raise ValueError(
+                f"VariableModel: encoder must be 'auto' or a transformer (fit_transform "
+                f"and transform), got {self.encoder!r}."
+            )
+        return clone(self.encoder)
 
     def _with_groups(self, labels):
         estimator = clone(self.estimator)
@@ -265,6 +276,7 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         tags.target_tags = inner.target_tags
         tags.input_tags.string = True
         tags.input_tags.categorical = True
+        tags.input_tags.allow_nan = isinstance(self.encoder, str) and self.encoder == "auto"
         return tags
 
 
@@ -279,7 +291,8 @@ def _check_finite(encoded, encoder):
         raise ValueError(
             f"The encoder {type(encoder).__name__} produced NaN or infinite values: X has "
             "missing values (NaN) the encoder does not impute (add a SimpleImputer to the "
-            "encoder), or values too large for the encoder's arithmetic (rescale X)."
+            "encoder, or leave encoder='auto', which imputes), or values too large for "
+            "the encoder's arithmetic (rescale X)."
         )
     return encoded
 

@@ -6,6 +6,7 @@ any transformer that names its outputs after its inputs). Its public home is
 from __future__ import annotations
 
 import numpy as np
+from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_is_fitted
@@ -31,6 +32,25 @@ def _onehot_sources(encoder):
             for i, c in enumerate(encoder.categories_)
         ]
     return np.repeat(np.arange(len(counts)), counts)
+
+
+def _imputer_sources(imputer, n_inputs):
+    """Input of every output column of a fitted SimpleImputer: the columns it keeps
+    (an empty column is dropped unless ``keep_empty_features``), then one
+    missing-indicator column per input that had missing values."""
+    statistics = np.asarray(imputer.statistics_)
+    kept = np.arange(n_inputs)
+    if not imputer.keep_empty_features:
+        empty = (
+            np.isnan(statistics)
+            if statistics.dtype.kind == "f"
+            else np.array([s is None or s != s for s in statistics], dtype=bool)
+        )
+        kept = kept[~empty]
+    indicator = getattr(imputer, "indicator_", None)
+    if indicator is None:
+        return kept
+    return np.concatenate([kept, np.asarray(indicator.features_, dtype=np.intp)])
 
 
 def _sources_by_name(transformer, inputs):
@@ -73,6 +93,10 @@ def _sources(transformer, n_inputs):
         return sources
     if isinstance(transformer, OneHotEncoder):
         return _onehot_sources(transformer)
+    if isinstance(transformer, SimpleImputer):
+        return _imputer_sources(transformer, n_inputs)
+    if hasattr(transformer, "column_transformer_"):  # TableEncoder: its fitted encoding
+        return _sources(transformer.column_transformer_, n_inputs)
     if not hasattr(transformer, "get_feature_names_out"):
         raise ValueError(
             f"{type(transformer).__name__} has no get_feature_names_out: cannot map its "

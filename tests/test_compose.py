@@ -108,7 +108,7 @@ def _fit(model, X, y):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_the_informative_categorical_is_kept_whole_and_the_noise_dropped(estimator):
     df, y = _table()
-    model = _fit(VariableModel(_encoder(), estimator), df, y)
+    model = _fit(VariableModel(estimator, encoder=_encoder()), df, y)
     assert model.selected_variables_.tolist() == ["color", "size"]
     np.testing.assert_array_equal(model.get_support(), [True, False, True, False])
     # all or nothing: every encoded column of a dropped variable is exactly 0, every
@@ -128,12 +128,12 @@ def test_unknown_categories_follow_the_encoder():
     df, y = _table()
     new = df.head(4).copy()
     new.loc[0, "color"] = "purple"  # unseen level
-    ignoring = VariableModel(_encoder("ignore"), SparseLinearRegressor(lam=0.05)).fit(df, y)
+    ignoring = VariableModel(SparseLinearRegressor(lam=0.05), encoder=_encoder("ignore")).fit(df, y)
     pred = ignoring.predict(new)
     assert np.all(np.isfinite(pred))
     # an unknown level encodes as all zeros: the colour term of the reference level
     np.testing.assert_allclose(pred[1:], ignoring.predict(df.head(4))[1:])
-    strict = VariableModel(_encoder("error"), SparseLinearRegressor(lam=0.05)).fit(df, y)
+    strict = VariableModel(SparseLinearRegressor(lam=0.05), encoder=_encoder("error")).fit(df, y)
     with pytest.raises(ValueError, match="unknown categor"):
         strict.predict(new)
 
@@ -141,20 +141,22 @@ def test_unknown_categories_follow_the_encoder():
 def test_missing_values_need_an_imputing_encoder():
     df, y = _table()
     df.loc[5, "size"] = np.nan
-    model = VariableModel(_encoder(), SparseLinearRegressor(lam=0.05))
+    model = VariableModel(SparseLinearRegressor(lam=0.05), encoder=_encoder())
     with pytest.raises(ValueError, match="NaN"):
         model.fit(df, y)
     imputing = make_column_transformer(
         (OneHotEncoder(), ["color", "shape"]),
         (make_pipeline(SimpleImputer(), StandardScaler()), ["size", "weight"]),
     )
-    fitted = VariableModel(imputing, SparseLinearRegressor(lam=0.05)).fit(df, y)
+    fitted = VariableModel(SparseLinearRegressor(lam=0.05), encoder=imputing).fit(df, y)
     assert fitted.selected_variables_.tolist() == ["color", "size"]
 
 
 def test_unpenalized_variables_survive_any_lam():
     df, y = _table()
-    model = VariableModel(_encoder(), SparseLinearRegressor(lam=1e3), unpenalized=["weight"])
+    model = VariableModel(
+        SparseLinearRegressor(lam=1e3), encoder=_encoder(), unpenalized=["weight"]
+    )
     model.fit(df, y)
     assert model.selected_variables_.tolist() == ["weight"]
     assert np.all(model.groups_[model.groups_ >= 0] != 3)
@@ -163,12 +165,12 @@ def test_unpenalized_variables_survive_any_lam():
 def test_estimators_without_groups_are_refused_clearly():
     df, y = _table()
     with pytest.raises(ValueError, match="NODERegressor has no `groups`.*selects trees"):
-        VariableModel(_encoder(), NODERegressor(max_epochs=1)).fit(df, y)
+        VariableModel(NODERegressor(max_epochs=1), encoder=_encoder()).fit(df, y)
 
 
 def test_path_counts_variables():
     df, y = _table()
-    model = VariableModel(_encoder(), SparseLinearRegressor())
+    model = VariableModel(SparseLinearRegressor(), encoder=_encoder())
     path = model.regularization_path(df, y, n_lams=8, lam_min_ratio=1e-2)
     assert path.feature_names.tolist() == ["color", "shape", "size", "weight"]
     assert path.selection_unit == "variables"
@@ -189,12 +191,14 @@ def test_path_counts_variables():
 def test_works_with_grid_search_and_sparse_path_cv():
     df, y = _table(n=300)
     search = GridSearchCV(
-        VariableModel(_encoder(), SparseLinearRegressor()),
+        VariableModel(SparseLinearRegressor(), encoder=_encoder()),
         {"estimator__lam": [0.01, 0.1]},
         cv=3,
     ).fit(df, y)
     assert search.best_estimator_.selected_variables_.tolist() == ["color", "size"]
-    cv_model = VariableModel(_encoder(), SparsePathCV(SparseLinearRegressor(), cv=3)).fit(df, y)
+    cv_model = VariableModel(SparsePathCV(SparseLinearRegressor(), cv=3), encoder=_encoder()).fit(
+        df, y
+    )
     assert {"color", "size"} <= set(cv_model.selected_variables_)
 
 
@@ -202,7 +206,7 @@ def test_classifier_delegation():
     df, y = _table()
     label = (y > 0).astype(int)
     for estimator in (SparseLinearClassifier(lam=0.02), DGatedMLPClassifier(random_state=0)):
-        model = _fit(VariableModel(_encoder(), estimator), df, label)
+        model = _fit(VariableModel(estimator, encoder=_encoder()), df, label)
         np.testing.assert_array_equal(model.classes_, [0, 1])
         proba = model.predict_proba(df)
         assert proba.shape == (len(df), 2)
@@ -217,7 +221,7 @@ def test_shape_plot_speaks_in_variables_and_levels():
     from sksparse_nn.plotting import plot_shape_functions
 
     df, y = _table()
-    model = _fit(VariableModel(_encoder(), DGatedNAMRegressor(random_state=0)), df, y)
+    model = _fit(VariableModel(DGatedNAMRegressor(random_state=0), encoder=_encoder()), df, y)
     axes = plot_shape_functions(model, df)
     assert [ax.get_title() for ax in axes] == ["color", "size"]
     bars = axes[0].patches
@@ -229,3 +233,55 @@ def test_shape_plot_speaks_in_variables_and_levels():
     # per level: 0.2 is several standard errors)
     truth = np.array([COLOR_EFFECT[name] for name in levels])
     np.testing.assert_allclose(f - f.mean(), truth - truth.mean(), atol=0.2)
+
+
+# ------------------------------------------------------------- a raw table, no encoder
+def _raw_table(n=400, seed=0):
+    """``_table`` as users bring it: missing values in a number (its missingness is
+    informative) and in a category, a rare level, a bool column, an object column."""
+    df, y = _table(n, seed)
+    rng = np.random.RandomState(seed + 1)
+    missing = rng.rand(n) < 0.2
+    y = y + 2.0 * missing  # the missingness of `size` carries signal
+    df.loc[missing, "size"] = np.nan
+    df.loc[rng.rand(n) < 0.1, "color"] = None
+    df.loc[3, "shape"] = "pyramid"  # seen once: pooled
+    df["flag"] = rng.rand(n) < 0.5
+    return df, y
+
+
+def test_a_raw_table_fits_with_no_encoder_and_is_left_untouched():
+    df, y = _raw_table()
+    before = df.copy()
+    model = VariableModel(SparseLinearRegressor(lam=0.05)).fit(df, y)
+    pd.testing.assert_frame_equal(df, before)
+    assert model.selected_variables_.tolist() == ["color", "size"]
+    names = model.encoder_.get_feature_names_out()
+    # the missing indicator of `size` and the missing level of `color` are in their
+    # variables' groups; the rare level is pooled
+    size = model.variable_names_.tolist().index("size")
+    assert model.groups_[names.tolist().index("missingindicator_size")] == size
+    assert "shape_pyramid" not in names and "shape_infrequent_sklearn" in names
+    assert "color_nan" in names
+    coef = np.ravel(model.estimator_.coef_)
+    dropped = ~np.isin(model.groups_, model.selected_features_)
+    assert np.all(coef[dropped] == 0) and coef[names.tolist().index("missingindicator_size")] != 0
+    # unknown levels and missing values at predict time
+    new = df.head(3).copy()
+    new.loc[new.index[0], "color"] = "purple"
+    new.loc[new.index[1], "weight"] = np.nan
+    assert np.all(np.isfinite(model.predict(new)))
+
+
+def test_the_table_encoder_reads_column_kinds_and_refuses_others():
+    from sksparse_nn.encoding import TableEncoder
+
+    array = np.array([["a", 1.0, None], ["b", None, "x"], ["a", 2.0, 3]], dtype=object)
+    encoder = TableEncoder(min_frequency=1).fit(array)
+    # numbers (with a missing value) are numeric; strings, and numbers mixed with
+    # strings, are levels
+    assert encoder.numeric_columns_ == [1] and encoder.categorical_columns_ == [0, 2]
+    assert variable_groups(encoder)[0].tolist() == [0, 0, 2, 2, 2, 1, 1]  # x, 3, nan
+    frame = pd.DataFrame({"when": pd.date_range("2020", periods=3), "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"'when' \(datetime64.*convert"):
+        TableEncoder().fit(frame)

@@ -181,3 +181,38 @@ def test_plots_run_headless(cv_path):
     assert cv_path.plot(kind="norms").get_yscale() == "log"
     assert plot_tradeoff([cv_path]).get_xlabel() == "selected features"
     plt.close("all")
+
+
+def test_classifiers_are_scored_by_the_log_loss_by_default():
+    # validation rows holding one class only are scored too (the estimator's classes
+    # are the labels); an explicit scorer still wins
+    from sklearn.metrics import log_loss
+
+    from sksparse_nn import SparseLinearClassifier, regularization_path
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
+    X_val, y_val = X[y == 1][:10], y[y == 1][:10]
+    path = regularization_path(
+        SparseLinearClassifier(),
+        X,
+        y,
+        lams=[0.01, 0.1],
+        X_val=X_val,
+        y_val=y_val,
+        keep_estimators=True,
+    )
+    expected = [-log_loss(y_val, e.predict_proba(X_val), labels=[0, 1]) for e in path.estimators]
+    np.testing.assert_allclose(path.val_score, expected, rtol=1e-12)
+    accuracy = regularization_path(
+        SparseLinearClassifier(),
+        X,
+        y,
+        lams=[0.01, 0.1],
+        X_val=X_val,
+        y_val=y_val,
+        scoring="accuracy",
+    )
+    assert np.all((accuracy.val_score >= 0) & (accuracy.val_score <= 1))
+    assert SparsePathCV(SparseLinearClassifier()).rule == "best"

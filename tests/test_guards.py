@@ -199,3 +199,22 @@ def test_every_training_step_of_a_fit_is_in_training_mode():
     X, y = torch.randn(80, 3, dtype=torch.float64), torch.randn(80, 1, dtype=torch.float64)
     net.fit(X, y)  # skorch's default split: 16 validation rows, evaluated every epoch
     assert len(modes.seen_) == 3 * 4 and all(modes.seen_)
+
+
+def test_a_diverged_fit_is_retried_once_at_a_tenth_of_the_rate():
+    from sksparse_nn import DGatedMLPRegressor
+    from sksparse_nn.exceptions import TrainingDivergedError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    y = X[:, 0] + 0.1 * rng.normal(size=120)
+    # lr=1 overshoots (the first epoch's loss is not finite); lr=0.1 is the default
+    est = DGatedMLPRegressor(lr=1.0, max_epochs=20, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"trained again from its start at lr=0.1"):
+        est.fit(X, y)
+    assert est.get_params()["lr"] == 1.0  # the user's parameter is left alone
+    assert est._warm_rate_scale[1] <= 0.1  # a warm start goes on at the rate that worked
+    assert est.score(X, y) > 0.9
+    # a rate that diverges at a tenth too is an error that says both
+    with pytest.raises(TrainingDivergedError, match=r"retry from the start at lr=1 diverged"):
+        DGatedMLPRegressor(lr=10.0, max_epochs=20, random_state=0).fit(X, y)

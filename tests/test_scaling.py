@@ -156,3 +156,26 @@ def test_node_with_offsets_beyond_float32_precision(data):
     np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
     with pytest.raises(ValueError, match="column 0 of X has values around 1.7e"):
         NODERegressor(**params).fit(X + np.array([1.7e9, 0, 0, 0, 0]), y)
+
+
+def test_standardized_inputs_are_bounded_and_ordinary_columns_keep_their_deviation():
+    # a rare level's indicator (one 1 in 400 rows: 20 deviations from its mean) and a
+    # heavy tail are scaled to reach MAX_STANDARDIZED; Gaussian columns are standardized
+    from sksparse_nn.training import MAX_STANDARDIZED, Scaling
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    X[:, 1] = 0.0
+    X[7, 1] = 1.0
+    X[:, 2] = rng.standard_cauchy(400)
+    X[:, 3] = 5.0  # constant
+    scaling = Scaling.fit(X)
+    Z, _ = scaling.transform(X, None)
+    assert np.abs(Z).max() <= MAX_STANDARDIZED * (1 + 1e-12)
+    assert np.isclose(np.abs(Z[:, 1]).max(), MAX_STANDARDIZED)  # its one 1
+    assert scaling.x_scale[0] == pytest.approx(X[:, 0].std(), rel=1e-12)
+    assert scaling.x_scale[3] == 1.0
+    # sparse input: the same scales (centring happens per batch)
+    import scipy.sparse as sp
+
+    np.testing.assert_allclose(Scaling.fit(sp.csr_matrix(X)).x_scale, scaling.x_scale)

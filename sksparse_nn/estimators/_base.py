@@ -60,6 +60,7 @@ from ..utils.validation import (
 from ._contract import Traits, with_hook_table
 from ._docs import fill
 from ._paths import PathProtocol
+from ._shipping import ShippingMixin
 
 __all__ = ["BaseDGated", "column_norms"]
 
@@ -70,7 +71,7 @@ def column_norms(weight):
 
 
 @with_hook_table
-class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
+class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the sparse estimators (not for direct use): the family contract.
 
     A family sets ``_traits`` (a :class:`~sksparse_nn.estimators.Traits`), defines
@@ -213,7 +214,7 @@ class BaseDGated(PathProtocol, BaseEstimator, metaclass=ABCMeta):
         self.n_iter_ = len(trained.history)
         plan = trained.callbacks.get("lr_schedule")
         # the share of lr this fit ended stable at: where a warm start begins (the engine)
-        self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0))
+        self._warm_rate_scale = (self.lr, getattr(plan, "scale_", 1.0) * trained.lr_scale)
         module = trained.module.to("cpu")
         zero_tol = self.zero_tol * self._weight_scale(X, y)
         raw, keep = self._collapse(module, zero_tol)

@@ -92,6 +92,7 @@ HOOKS = (
     Hook("_training_callbacks", "optional", "(module) -> further (name, callback) pairs"),
     Hook("_trainer", "optional", "() -> the trainer (the engine's GradientTrainer)"),
     Hook("_collapse", "optional", "(module, zero_tol) -> (norms, keep); exact zeros"),
+    Hook("_inference_module", "optional", "() -> (compact module, columns it reads, sample shape)"),
     Hook("_feature_importances", "optional", "(module) -> importance per input feature, or None"),
     Hook("_weight_scale", "optional", "(X, y) -> the unit of zero_tol (1 in standard units)"),
     Hook("_module_output", "optional", "(X, method) -> outputs on validated X, float64"),

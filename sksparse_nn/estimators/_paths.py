@@ -26,8 +26,8 @@ class PathProtocol:
         ``regularization_path(self, X, y, **kwargs)`` of
         :func:`sksparse_nn.regularization_path`, whose keywords (``lams``,
         ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``scoring``,
-        ``n_jobs``, ``verbose``, ``keep_estimators``) it takes; this estimator is not
-        modified.
+        ``n_jobs``, ``verbose``, ``keep_estimators``, ``checkpoint``) it takes; this
+        estimator is not modified.
 
         Returns
         -------

@@ -43,6 +43,17 @@ class _HalfMeanSquaredError(torch.nn.Module):
         return weighted_mean(0.5 * (y_pred - y_true).pow(2).mean(dim=1), sample_weight)
 
 
+
+class _Encoder(torch.nn.Module):
+    """The encoding half of an autoencoder module (what ``transform`` computes)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model.encode(x)
+
 class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseDGated):
     """Autoencoder whose bottleneck units are removed by D-Gating: a self-sizing PCA.
 
@@ -348,6 +359,11 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         """The fitted module with only the live bottleneck units (same reconstructions)."""
         check_is_fitted(self, "module_")
         return compact_autoencoder(self.module_, self.selected_components_)
+
+    def _inference_module(self):
+        """The compacted encoder: codes of the live units (``transform``)."""
+        n = self.n_features_in_
+        return _Encoder(self.compact()), np.arange(n), (n,)
 
     # ----------------------------------------------------------------- paths
     def regularization_path(self, X, y=None, **kwargs):

@@ -164,6 +164,19 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
     def _feature_importances(self, module):
         return column_norms(module.weight)
 
+    def _inference_module(self):
+        """A ``Linear`` on the live columns (the scores ``X[:, live] W^T + b``)."""
+        weight = self.module_.weight.detach()
+        live = np.flatnonzero(as_numpy(weight.abs().sum(dim=0) > 0))
+        bias = self.module_.bias
+        layer = torch.nn.Linear(live.size, weight.shape[0], bias=bias is not None)
+        layer = layer.to(weight.dtype)
+        with torch.no_grad():
+            layer.weight.copy_(weight[:, torch.as_tensor(live)])
+            if bias is not None:
+                layer.bias.copy_(bias)
+        return layer.eval(), live, (self.n_features_in_,)
+
     def _weight_scale(self, X, y):
         """``std(y) / std(X)`` (medians over columns): the size of coefficients in the
         user's units, so that ``zero_tol`` removes only numerical dust whatever the

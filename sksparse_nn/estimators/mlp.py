@@ -174,6 +174,9 @@ class _DGatedMLP(BaseDGated):
         check_is_fitted(self, "module_")
         return compact_mlp(self.module_, self.selected_features_)
 
+    def _inference_module(self):
+        return self.compact(), self.selected_features_, (self.n_features_in_,)
+
 
 _MLP_DOC = fill(
     """

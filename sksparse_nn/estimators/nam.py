@@ -294,6 +294,11 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         check_is_fitted(self, "module_")
         return compact_nam(self.module_, self.selected_terms_)
 
+    def _inference_module(self):
+        terms = self.module_.terms
+        columns = sorted({c for t in self.selected_terms_ for c in terms[t]})
+        return self.compact(), columns, (self.n_features_in_,)
+
 
 _NAM_DOC = fill(
     """

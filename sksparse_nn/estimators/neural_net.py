@@ -17,11 +17,12 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from ..compaction import compact_module
 from ..groups import resolve_groups
 from ..sparsifiers import ZERO_TOL, sparsified_tensors
-from ..training import ArrayDataset, Scaling, seeded
-from ..utils.columns import column_moments
+from ..training import ArrayDataset, bounded_scale, seeded
+from ..utils.columns import column_moments, column_range
 from ._base import BaseDGated
 from ._contract import Traits
 from ._docs import fill
+from ._shipping import without_unread_inputs
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedNeuralNetClassifier", "DGatedNeuralNetRegressor"]
@@ -50,7 +51,8 @@ class Standardized(torch.nn.Module):
 
     def forward(self, x):
         out = self.module((x - self.in_shift) / self.in_scale)
-        return out.reshape(len(out), -1) * self.out_scale + self.out_shift
+        # shape[0], not len(): a traced graph (torch.onnx) keeps the batch axis free
+        return out.reshape(out.shape[0], -1) * self.out_scale + self.out_shift
 
 
 def _input_scaling(X):
@@ -59,12 +61,14 @@ def _input_scaling(X):
     broadcast against ``X``."""
     if X.ndim == 2:
         mean, var = column_moments(X)  # sparse: O(nnz), no copy
+        low, high = column_range(X)
     else:
         axes = tuple(a for a in range(X.ndim) if a != 1)
         mean = X.mean(axis=axes, dtype=np.float64)
         var = X.var(axis=axes, dtype=np.float64)
+        low, high = X.min(axis=axes), X.max(axis=axes)
     shape = (-1,) + (1,) * (X.ndim - 2)
-    return mean.reshape(shape), Scaling._scale(mean, var).reshape(shape)
+    return mean.reshape(shape), bounded_scale(mean, var, low, high).reshape(shape)
 
 
 class _DGatedNeuralNet(BaseDGated):
@@ -274,6 +278,11 @@ class _DGatedNeuralNet(BaseDGated):
         out = copy.deepcopy(self.module_)
         out.module = small
         return (out.eval(), report) if return_report else out.eval()
+
+    def _inference_module(self):
+        # the compacted model without the inputs its first layer never reads
+        out, report = self.compact(return_report=True)
+        return without_unread_inputs(out, report, self._sample_shape_)
 
     def _fit_scaling(self, X, targets):
         scaling = super()._fit_scaling(None, targets)

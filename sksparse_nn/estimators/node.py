@@ -316,6 +316,9 @@ class _NODEFamily(BaseDGated):
         check_is_fitted(self, "module_")
         return compact_node(self.module_, self.selected_features_)
 
+    def _inference_module(self):
+        return self.compact(), self.selected_features_, (self.n_features_in_,)
+
 
 _NODE_DOC = fill(
     """

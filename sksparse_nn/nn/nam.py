@@ -56,6 +56,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._tracing import tracing
 from .mlp import ACTIVATIONS
 
 __all__ = ["NAM", "compact_nam"]
@@ -238,6 +239,7 @@ class NAM(nn.Module):
             and not x.requires_grad
             and x.shape[0] > 0
             and self.n_features > 0
+            and not tracing()  # numba's loops are invisible to a graph being traced
         )
 
     def forward(self, x):
@@ -253,6 +255,8 @@ class NAM(nn.Module):
             out_weight = self.out
             n, h1 = x.shape[0], first.shape[2]
             step = max(1, _CHUNK_ELEMENTS // max(1, n * h1))
+            if tracing():  # one chunk: a traced graph must hold for any batch size
+                step = max(1, self.n_features)
             out = None
             for start in range(0, self.n_features, step):
                 part = slice(start, start + step)

@@ -44,6 +44,8 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from ._tracing import tracing
+
 __all__ = ["NODE", "ObliviousTreeLayer", "compact_node", "entmax15", "entmoid15"]
 
 
@@ -51,8 +53,9 @@ def _sorted_descending(z):
     """``z`` sorted along its last axis, largest first (values only, no gradient).
 
     CPU tensors are sorted by numpy, far faster than torch's CPU sort of many short rows
-    (NODE sorts its choice logits at every step)."""
-    if z.device.type == "cpu":
+    (NODE sorts its choice logits at every step); torch's sort while a graph is traced
+    (numpy's result would be a constant of the exported graph)."""
+    if z.device.type == "cpu" and not tracing():
         return torch.from_numpy(-np.sort(-z.detach().numpy(), axis=-1))  # a new array
     return torch.sort(z.detach(), dim=-1, descending=True).values
 

@@ -12,6 +12,10 @@ through joblib (so ``joblib.parallel_config(backend="dask")`` spreads the folds 
 cluster), while the calling process runs the path on all the data; the result then holds
 per-fold scores, their mean and standard error, ``best_lam_`` and ``lam_1se_``.
 
+With ``checkpoint=DIR`` every finished point of every path is written to plain files as
+it finishes, and a rerun resumes each path after its last finished point; a directory of
+another computation (other data, parameters, grid, folds) is refused.
+
 Failures: a diverged point is recorded as failed and ends its path; Ctrl-C returns the
 finished points and folds (``completed=False``) and chooses no lam. Parallel folds do not
 receive the calling process's SIGINT: it is forwarded to them through a flag file
@@ -26,7 +30,11 @@ Modules, one job each:
 * ``_parallel``: the CV folds in joblib workers, with Ctrl-C forwarded to them;
 * ``_assemble``: the result from the points and folds, and the one-standard-error rule;
 * ``_result``: :class:`RegularizationPath`;
-* ``_warnings``: the path's warnings, raised once in the calling process.
+* ``_warnings``: the path's warnings, raised once in the calling process;
+* ``_checkpoint``: a checkpoint directory: its manifest, the point files of each path
+  (atomic writes, checksums), the refusal of another computation;
+* ``_fingerprint``: what identifies a computation (data hashes, parameters, grid, folds)
+  and what differs between two.
 """
 
 from ._assemble import _one_se_rule  # noqa: F401 (importable as sksparse_nn.path._one_se_rule)

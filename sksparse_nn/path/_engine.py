@@ -10,9 +10,11 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import indexable
 
 from ._assemble import _assemble
+from ._checkpoint import open_checkpoint
 from ._grid import _check_lams, _grid_args, lambda_grid
 from ._parallel import n_workers, parallel_path
 from ._points import fold_scores, run_path
+from ._scoring import default_scorer
 from ._warnings import _report
 
 
@@ -31,6 +33,7 @@ def regularization_path(
     n_jobs=None,
     verbose=0,
     keep_estimators=False,
+    checkpoint=None,
 ):
     """Fit ``estimator`` along a lam grid with warm starts from dense to sparse (or, for
     an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
@@ -66,7 +69,9 @@ def regularization_path(
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
         ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
     scoring : str or callable, default=None
-        Scorer for validation and CV scores; ``None`` uses ``estimator.score``.
+        Scorer for validation and CV scores. ``None``: minus the log-loss for
+        classifiers (smooth in lam, where accuracy's steps tie many lams and widen the
+        standard errors), else ``estimator.score`` (R^2 for regressors).
     n_jobs : int, default=None
         Parallel jobs over the folds (joblib; ``-1`` all cores); the full-data path runs
         in the calling process meanwhile. Each of these processes uses
@@ -75,6 +80,18 @@ def regularization_path(
         Progress bars over lams (and folds).
     keep_estimators : bool, default=False
         Keep a fitted copy of the estimator at every lam in ``path.estimators``.
+    checkpoint : str or path-like, default=None
+        A directory where every finished point of the full-data path and of every fold
+        is written as it finishes (created if needed; plain files, which a Dask
+        cluster's workers can write to on shared storage). A rerun with the same
+        checkpoint resumes each path after its last finished point, and gives the result
+        of an uninterrupted run (with a fixed ``random_state``). It refuses (ValueError
+        naming what differs) a directory holding another computation: other data, other
+        estimator parameters (except ``lam``, ``warm_start`` and ``verbose``), another
+        grid, other CV splits or scoring. A damaged file is ignored and recomputed, with
+        a warning. ``None`` (the default) writes nothing: a path of seconds needs none.
+        The files are pickles: point it only at a directory you trust; one computation
+        at a time per directory.
 
     Returns
     -------
@@ -104,12 +121,18 @@ def regularization_path(
     extend = lams is None and cv is None
     if lams is None:
         lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
-    scorer = check_scoring(base, scoring) if scoring is not None else None
+    scorer = check_scoring(base, scoring) if scoring is not None else default_scorer(base)
 
     splits = []
     if cv is not None:
         splitter = check_cv(cv, y, classifier=is_classifier(base))
         splits = list(splitter.split(X, y))
+    stores = [None] * len(splits)
+    if checkpoint is not None:  # refuses another computation's directory, before any fit
+        args = (X_val, y_val, lams, extend, splits, scoring)
+        opened = open_checkpoint(checkpoint, base, X, y, *args)
+        lams = opened.lams
+        stores = [opened.path(f"fold-{k}") for k in range(len(splits))]
     workers = n_workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
@@ -117,6 +140,7 @@ def regularization_path(
         "y_val": y_val,
         "scorer": scorer,
         "keep_estimators": keep_estimators,
+        "checkpoint": None if checkpoint is None else opened.path("full"),
     }
 
     if workers == 1 or not splits:
@@ -128,12 +152,12 @@ def regularization_path(
             if verbose:
                 print(f"[regularization_path] fold {k + 1}/{len(splits)}")
             try:
-                folds.append(fold_scores(base, X, y, train, test, lams, scorer, None))
+                folds.append(fold_scores(base, X, y, train, test, lams, scorer, None, stores[k]))
             except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
                 folds.append({"completed": False})
     else:
         full, folds, error = parallel_path(
-            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs
+            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores
         )
         if error is not None:
             raise error

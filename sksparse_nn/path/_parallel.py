@@ -19,14 +19,15 @@ from ._points import fold_scores, run_path
 __all__ = ["n_workers", "parallel_path"]
 
 
-def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads):
+def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store):
     """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
-    this worker itself (a terminal signals the whole process group) raises it for all."""
+    this worker itself (a terminal signals the whole process group) raises it for all.
+    ``store``: the fold's checkpoint files (written from here), or None."""
     # a worker process runs tasks in its main thread; a thread-based backend does not
     alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
     received = []
     with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads)
+        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store)
     if received or out["interrupted"] == "here":
         out["interrupted"] = "here"
         _raise_flag(flag)
@@ -83,14 +84,17 @@ def _wait(done):
         time.sleep(0.02)
 
 
-def parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwargs):
+def parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores):
     """The full-data path in this process (its finished points survive a Ctrl-C as with
-    n_jobs=1) while joblib runs the folds; returns (full, folds, error)."""
+    n_jobs=1) while joblib runs the folds, each writing its checkpoint ``stores[k]``
+    (None: no checkpoint); returns (full, folds, error)."""
     threads = max(1, (os.cpu_count() or 1) // (workers + 1))
     flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
     flag = os.path.join(flag_dir, "interrupt")
     tasks = [
-        delayed(_fold_task)(k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads)
+        delayed(_fold_task)(
+            k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads, stores[k]
+        )
         for k, (train, test) in enumerate(splits)
     ]
     results, errors, done = {}, [], threading.Event()

@@ -83,6 +83,7 @@ def run_path(
     verbose=0,
     threads=None,
     desc="path",
+    checkpoint=None,
 ):
     """The warm-started path on one data set: a dict with the list of finished points.
 
@@ -112,6 +113,11 @@ def run_path(
     fitted from the largest lam down (a convex problem: sparse to dense, no extension);
     the points are returned in ascending lam order either way, and an interrupted or
     diverged descending path keeps its sparse end.
+
+    ``checkpoint`` (a :class:`~sksparse_nn.path._checkpoint.PathStore`, or None): every
+    finished point (and the start model) is written there as it finishes, and the
+    points found there are taken instead of fitted, the next point warm-starting from
+    the last one's saved model.
     """
     est = clone(estimator)
     user_warm_start = est.get_params()["warm_start"]
@@ -124,8 +130,8 @@ def run_path(
         with torch_threads(threads):
             start = None if descending else _path_start(est)
             if start is not None:
-                warm = _fit_start(est, start, X, y)
-            for lam in grid:
+                est, warm = _start_model(est, start, X, y, checkpoint)
+            for i, lam in enumerate(grid):
                 if interrupt_requested():
                     raise InterruptRequested
                 if empty is not None:  # the same empty model at every larger lam
@@ -133,12 +139,24 @@ def run_path(
                     if progress is not None:
                         progress.update(1)
                     continue
-                try:
-                    point = fit_point(est, float(lam), X, y, warm, X_val, y_val, scorer)
-                except TrainingDivergedError as exc:
-                    points.append(failed_point(float(lam), X_val is not None))
-                    out["diverged"] = (float(lam), str(exc))
+                saved = None if checkpoint is None else checkpoint.restore(i, float(lam))
+                if saved is not None and saved[2] is not None:  # a saved diverged point
+                    points.append(saved[0])
+                    out["diverged"] = tuple(saved[2])
                     break
+                if saved is not None:
+                    point, est = saved[0], saved[1]
+                else:
+                    try:
+                        point = fit_point(est, float(lam), X, y, warm, X_val, y_val, scorer)
+                    except TrainingDivergedError as exc:
+                        points.append(failed_point(float(lam), X_val is not None))
+                        out["diverged"] = (float(lam), str(exc))
+                        if checkpoint is not None:
+                            checkpoint.save(i, points[-1], None, out["diverged"])
+                        break
+                    if checkpoint is not None:
+                        checkpoint.save(i, point, est)
                 if keep_estimators:  # as the user configured it
                     kept = copy.deepcopy(est).set_params(warm_start=user_warm_start)
                     point["estimator"] = kept
@@ -187,6 +205,18 @@ def _path_start(est):
             f"got {start!r}."
         )
     return float(start)
+
+
+def _start_model(est, lam, X, y, checkpoint):
+    """(model, warm) of the path's start model at ``lam``: the checkpoint's, or fitted
+    (and saved there)."""
+    saved = None if checkpoint is None else checkpoint.load_start()
+    if saved is not None:
+        return saved
+    warm = _fit_start(est, lam, X, y)
+    if checkpoint is not None:
+        checkpoint.save_start(est, warm)
+    return est, warm
 
 
 def _fit_start(est, lam, X, y):
@@ -286,9 +316,10 @@ def _rows(y, index):
     return None if y is None else _safe_indexing(y, index)
 
 
-def fold_scores(estimator, X, y, train, test, lams, scorer, threads):
+def fold_scores(estimator, X, y, train, test, lams, scorer, threads, checkpoint=None):
     """Validation scores of the warm-started path fitted on one fold's training part
-    (``y`` None for unsupervised estimators such as the autoencoder)."""
+    (``y`` None for unsupervised estimators such as the autoencoder; ``checkpoint``: the
+    fold's store, see :func:`run_path`)."""
     rec = run_path(
         estimator,
         _safe_indexing(X, train),
@@ -298,6 +329,7 @@ def fold_scores(estimator, X, y, train, test, lams, scorer, threads):
         y_val=_rows(y, test),
         scorer=scorer,
         threads=threads,
+        checkpoint=checkpoint,
     )
     points = rec["points"]
     # a diverged fold scores NaN from there on (in the order the path was fitted)

@@ -37,7 +37,7 @@ from .guards import (
 from .net import PenalizedNet, StopTraining
 from .optimizers import FactorSGD, resolve_optimizer
 from .runtime import check_device, flush_denormals, seeded, thread_policy
-from .scaling import Scaling
+from .scaling import MAX_STANDARDIZED, Scaling, bounded_scale
 from .schedule import LRPlan, StopWhenSettled
 from .signals import TINY
 
@@ -56,7 +56,9 @@ __all__ = [
     "PenaltyAwareClipping",
     "PenalizedNet",
     "RandomSplit",
+    "MAX_STANDARDIZED",
     "Scaling",
+    "bounded_scale",
     "StopTraining",
     "StopWhenConverged",
     "StopWhenSettled",

@@ -11,6 +11,7 @@ with an exact solver of its own, returns a subclass of :class:`GradientTrainer` 
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 
 from ..exceptions import TrainingDivergedError
 from ..sparsifiers import penalty_curvatures, sparsified_tensors
+from ..utils.convergence import warn_convergence
 from .callbacks import make_callbacks
 from .data import BatchIterator, RandomSplit
 from .guards import ConvergenceMonitor, DivergenceGuard
@@ -38,6 +40,10 @@ RESTART_RAMP_STEPS = 500
 #: settled (StopWhenSettled's ``earliest``; at most a quarter of the cap): from a random
 #: init, training can rest on an early plateau for hundreds of steps.
 COLD_MIN_STEPS = 1000
+#: A fit that diverges is trained once more from its start at this share of its rate
+#: (every parameter group's): a tenth is past the edge of stability of a step that
+#: overshot on the data's largest curvature, and still a usable rate.
+BACKOFF = 0.1
 
 
 class Trained(NamedTuple):
@@ -47,6 +53,9 @@ class Trained(NamedTuple):
     module: torch.nn.Module
     history: object
     callbacks: dict
+    #: The share of the estimator's ``lr`` the fit trained at (:data:`BACKOFF` after a
+    #: retry): where the next warm start of a path begins.
+    lr_scale: float = 1.0
 
 
 def _epochs_for(steps, steps_per_epoch, max_epochs):
@@ -130,8 +139,61 @@ class GradientTrainer:
         ``seed`` seeds the validation split; ``warm`` says the module is a previous fit
         (a warm start); ``baseline()`` and ``describe(epoch, loss)`` are the divergence
         guard's yardstick and message; ``weight_scale()`` the unit of ``zero_tol``.
+
+        A fit that diverges is trained again from its start at :data:`BACKOFF` times its
+        learning rates, and says so through ``warn_convergence`` (a path reports it
+        with its points); :class:`TrainingDivergedError` only when that diverges too.
         """
-        net = self.make_net(estimator, module, dataset, seed, net_options, callbacks)
+        start = copy.deepcopy(module.state_dict())
+        options = dict(
+            seed=seed,
+            warm=warm,
+            baseline=baseline,
+            describe=describe,
+            weight_scale=weight_scale,
+            net_options=net_options,
+            callbacks=callbacks,
+        )
+        try:
+            return self._train_at(estimator, module, dataset, 1.0, **options)
+        except TrainingDivergedError as exc:
+            first = exc
+        module.load_state_dict(start)
+        try:
+            trained = self._train_at(estimator, module, dataset, BACKOFF, **options)
+        except TrainingDivergedError as exc:
+            raise TrainingDivergedError(
+                f"{first} A retry from the start at lr={estimator.lr * BACKOFF:g} diverged "
+                f"too (epoch {exc.epoch}).",
+                lam=first.lam,
+                epoch=first.epoch,
+            ) from first
+        warn_convergence(
+            f"{type(estimator).__name__}: training diverged at lam={estimator.lam:g} with "
+            f"lr={estimator.lr:g} (epoch {first.epoch}) and was trained again from its "
+            f"start at lr={estimator.lr * BACKOFF:g}, which converged. Set a lower lr to "
+            "save the failed attempt.",
+            stacklevel=3,
+        )
+        return trained
+
+    def _train_at(
+        self,
+        estimator,
+        module,
+        dataset,
+        lr_scale,
+        *,
+        seed,
+        warm,
+        baseline,
+        describe,
+        weight_scale,
+        net_options,
+        callbacks,
+    ):
+        """One training run at ``lr_scale`` times the estimator's learning rates."""
+        net = self.make_net(estimator, module, dataset, seed, net_options, callbacks, lr_scale)
         # the divergence guard judges an epoch before the stopping rules act on it (an
         # exploded loss is an error, not a warm start to restart)
         net.callbacks.append(("divergence", DivergenceGuard(baseline, describe)))
@@ -146,15 +208,23 @@ class GradientTrainer:
             raise TrainingDivergedError(
                 f"{message} ({exc})", lam=estimator.lam, epoch=epoch
             ) from exc
-        return Trained(net.module_, net.history, dict(net.callbacks_))
+        return Trained(net.module_, net.history, dict(net.callbacks_), lr_scale)
 
-    def make_net(self, est, module, dataset, seed, net_options=None, callbacks=()):
-        """The skorch net of one fit (not yet trained)."""
+    def make_net(self, est, module, dataset, seed, net_options=None, callbacks=(), lr_scale=1.0):
+        """The skorch net of one fit (not yet trained), at ``lr_scale`` times the
+        estimator's learning rates (a parameter group's stability cap stays a cap)."""
         n = len(dataset)
         batch_size = n if est.batch_size is None else min(est.batch_size, n)
         max_epochs = epoch_budget(est, n, batch_size)
         ridge = est._ridge(module)
         optimizer, options = est._optimizer(module, ridge)
+        lr = est.lr * lr_scale
+        if lr_scale != 1.0 and "param_groups" in options:
+            options = dict(options)
+            options["param_groups"] = [
+                (name, {**group, "lr": min(group["lr"], lr)} if "lr" in group else group)
+                for name, group in options["param_groups"]
+            ]
         all_callbacks = make_callbacks(
             lr_plan=LRPlan(max_epochs, est.lr_schedule), tol=est.tol, verbose=est.verbose
         )
@@ -170,7 +240,7 @@ class GradientTrainer:
             lam=est.lam,
             ridge=ridge,
             optimizer=optimizer,
-            lr=est.lr,
+            lr=lr,
             max_epochs=max_epochs,
             batch_size=batch_size,
             iterator_train=BatchIterator,

@@ -1,7 +1,8 @@
 """Column statistics of a dense or sparse ``X`` (numpy/scipy only, float64).
 
 :func:`column_squares` (sum of squares of every column) and :func:`column_moments` (mean
-and variance of every column): ``O(nnz)`` on sparse ``X``, without a temporary of the size
+and variance of every column), :func:`column_range` (smallest and largest values):
+``O(nnz)`` on sparse ``X``, without a temporary of the size
 of ``X``. The solvers' designs, the linear family's block steps and the training engine's
 standardization read them.
 """
@@ -12,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-__all__ = ["column_moments", "column_squares"]
+__all__ = ["column_moments", "column_range", "column_squares"]
 
 
 def _canonical(X):
@@ -62,3 +63,18 @@ def column_moments(X):
     if exact.any():
         var[exact] = np.var(X[:, exact], axis=0, dtype=np.float64)
     return mean, var
+
+
+def column_range(X):
+    """Smallest and largest value of every column of a dense or sparse ``X`` (float64).
+
+    A sparse column with fewer stored entries than rows holds zeros (scipy's ``min`` /
+    ``max`` count them): ``O(nnz)``, no dense copy.
+    """
+    low, high = X.min(axis=0), X.max(axis=0)
+    if sp.issparse(X):
+        low, high = low.toarray(), high.toarray()
+    return (
+        np.asarray(low, dtype=np.float64).ravel(),
+        np.asarray(high, dtype=np.float64).ravel(),
+    )

@@ -52,7 +52,16 @@ def check_range(X, limit, name, dtype_name, estimator_name=None):
         return
     hi, lo = float(data.max()), float(data.min())
     if not (np.isfinite(hi) and np.isfinite(lo)):
-        assert_all_finite(data, input_name=name, estimator_name=estimator_name)
+        try:
+            assert_all_finite(data, input_name=name, estimator_name=estimator_name)
+        except ValueError as exc:
+            if name != "X" or not np.isnan(hi + lo):
+                raise
+            raise ValueError(
+                f"{exc}\nWith sksparse_nn, VariableModel(estimator) takes the raw table: "
+                "it imputes missing values and adds a missing-indicator column to each "
+                "variable's group (see sksparse_nn.compose.VariableModel)."
+            ) from None
     largest = max(hi, -lo)
     if largest > limit:
         raise ValueError(

@@ -1,0 +1,40 @@
+"""Shipping fitted estimators: ONNX graphs of the compacted models and secure persistence.
+
+* :func:`to_onnx`: the fitted estimator as an ONNX model (``torch.onnx``): only the
+  selected input columns are read, the compacted module runs, the input / target
+  scaling and the output link (probabilities, class labels) are in the graph;
+* :func:`register_converters`: skl2onnx converters, so that a scikit-learn
+  ``Pipeline`` (scalers, ``ColumnTransformer``, ``VariableModel``) converts as a whole
+  with ``skl2onnx.to_onnx``;
+* :func:`trusted_types`: the short list of types to pass to ``skops.io.load``;
+  :class:`PortableModule` and :class:`PortableHistory` are how a fitted torch module
+  and its training history appear in a skops file (plain arrays, one JSON text).
+
+onnx, onnxruntime, skl2onnx and skops are the optional ``export`` extra
+(``pip install 'sksparse-nn[export]'``); only the functions that need them import them.
+
+Modules, one job each: ``_graph`` (the inference module: columns, compacted module,
+output link), ``_torch_export`` (its torch.onnx export, class labels), ``_onnx``
+(``to_onnx``: torch export, or skl2onnx for a model with an encoder), ``_skl2onnx``
+(converters, shape calculators, parsers), ``_encoders`` (``OneHotEncoder`` grouping
+rare levels and ``SimpleImputer`` with indicators, which skl2onnx refuses), ``_skops`` (trusted
+types), ``_portable`` (:class:`PortableModule`, :class:`PortableHistory`), ``_deps`` (the
+extra's ImportError).
+"""
+
+from ._graph import InferenceGraph
+from ._onnx import to_onnx
+from ._portable import PortableHistory, PortableModule
+from ._skl2onnx import register_converters
+from ._skops import trusted_types
+from ._torch_export import torch_graph
+
+__all__ = [
+    "InferenceGraph",
+    "PortableHistory",
+    "PortableModule",
+    "register_converters",
+    "to_onnx",
+    "torch_graph",
+    "trusted_types",
+]
