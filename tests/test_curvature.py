@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from sksparse_nn import GroupLassoRegressor, SparseLinearRegressor
-from sksparse_nn.estimators._curvature import DenseCurvature, DesignCurvature
+from sksparse_nn.solvers._curvature import DenseCurvature, DesignCurvature
 
 EPS = np.finfo(np.float64).eps
 
@@ -66,7 +66,7 @@ def test_wide_group_lasso_matches_the_proximal_solver(sparse):
 def test_in_place_positive_solve_matches_the_solver_and_falls_back(singular):
     # the scratch copy is factorized in place (no second copy of A); a singular A (more
     # features than samples) gets the least-norm solution from A rebuilt
-    from sksparse_nn.estimators._curvature import solve_pos
+    from sksparse_nn.solvers._curvature import solve_pos
 
     rng = np.random.default_rng(int(singular))
     X = rng.normal(size=(10 if singular else 60, 20))

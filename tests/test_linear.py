@@ -128,12 +128,12 @@ def test_a_certified_fit_is_its_plain_solution(group_data, dgate_calls, estimato
 def test_an_uncertified_D2_fit_trains_through_its_gates(group_data, dgate_calls, monkeypatch):
     # when the block steps cannot certify the solution (here: a tolerance of 0), the
     # module is gated after them and L-BFGS finishes from their point: the same solution
-    from sksparse_nn.estimators import linear
+    from sksparse_nn.solvers import _gated_fits
 
     X, y, labels = group_data.X, group_data.y, group_data.groups
     lam = 0.1 * SparseLinearRegressor(D=2, groups=labels).lambda_max(X, y)
     certified = SparseLinearRegressor(lam=lam, D=2, groups=labels).fit(X, y)
-    monkeypatch.setattr(linear, "KKT_TOL", 0.0)
+    monkeypatch.setattr(_gated_fits, "KKT_TOL", 0.0)
     est = SparseLinearRegressor(lam=lam, D=2, groups=labels).fit(X, y)
     assert dgate_calls == [2] and est.n_iter_ >= 1
     # both start from the block steps' point (relative KKT <= 1e-8 before L-BFGS), which

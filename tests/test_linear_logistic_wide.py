@@ -17,9 +17,8 @@ from scipy.special import expit, softmax
 
 from sksparse_nn import SparseLinearClassifier
 from sksparse_nn.estimators import linear
-from sksparse_nn.estimators._gated_least_squares import KKT_TOL
 from sksparse_nn.exceptions import ConvergenceWarning
-from sksparse_nn.solvers import solve_group_logistic
+from sksparse_nn.solvers import KKT_TOL, solve_group_logistic
 
 pytestmark = pytest.mark.numerics
 
@@ -178,7 +177,7 @@ def test_sparse_binary_D2_meets_the_kkt_conditions(grouped, intercept, weighted,
                                                    monkeypatch):  # fmt: skip
     # sparse X, binary: working sets are solved by coordinate descent on their sparse
     # columns (solvers._coordinate_descent), never a dense Hessian; same certificate as dense X
-    from sksparse_nn.estimators import _gated_logistic
+    from sksparse_nn.solvers import _gated_logistic
 
     calls = []
     solve = _gated_logistic.solve_set_cd
@@ -306,7 +305,7 @@ def test_uncertified_positive_steps_warn(monkeypatch):
     # of the KKT tolerance must say so (seen: working sets that also took the zero groups
     # near violating stalled, and the fit returned a zero coefficient with gradient
     # 1.2e-3 beyond -lam, silently, as if certified)
-    from sksparse_nn.estimators import _gated_logistic
+    from sksparse_nn.solvers import _gated_logistic
     from sksparse_nn.solvers._logistic_newton import _NEAR_VIOLATION
 
     rounds = _gated_logistic.working_set_rounds

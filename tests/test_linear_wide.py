@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from sksparse_nn import SparseLinearRegressor
-from sksparse_nn.estimators._gated_least_squares import KKT_TOL
-from sksparse_nn.solvers import lambda_max, solve_group_lasso
+from sksparse_nn.solvers import KKT_TOL, lambda_max, solve_group_lasso
 
 EPS = np.finfo(np.float64).eps
 # wider than the old limit of the block steps (2000 features) and than n: working sets
@@ -28,7 +27,7 @@ def wide():
 @pytest.fixture
 def cd_sets(monkeypatch):
     """The sizes of the working sets solved by coordinate descent on their columns."""
-    from sksparse_nn.estimators._gated_least_squares import GatedLeastSquares
+    from sksparse_nn.solvers._gated_least_squares import GatedLeastSquares
 
     sizes = []
     finish = GatedLeastSquares.coordinate_finish
@@ -161,11 +160,12 @@ def test_a_path_reuses_its_data_statistics_and_gives_the_fits_own(wide, monkeypa
     # column scale) are computed once along a warm-started path; a fit on other data of
     # the same shape gets its own, and the results are those of independent fits
     from sksparse_nn.estimators import linear
+    from sksparse_nn.solvers import _gated_fits
 
     calls = []
-    for name in ("column_moments", "column_squares"):
-        original = getattr(linear, name)
-        monkeypatch.setattr(linear, name, lambda X, f=original, n=name: calls.append(n) or f(X))
+    for module, name in ((linear, "column_moments"), (_gated_fits, "column_squares")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda X, f=original, n=name: calls.append(n) or f(X))
     X, y, labels = wide
     lam_max = lambda_max(X, y, labels, np.ones(labels.max() + 1))
     warm = SparseLinearRegressor(D=2, groups=SIZE, warm_start=True, zero_tol=1e-3)
@@ -200,12 +200,12 @@ def test_a_path_keeps_its_targets_moments_and_new_targets_replace_them(wide, mon
     # X^T y and the gradient at the last solution are kept along a path on the same
     # targets (one product with X each per point); other targets on the same X must not
     # see them: the warm fit then equals a cold fit on the new targets
-    from sksparse_nn.estimators import _linear_training
+    from sksparse_nn.solvers import _data_memo
 
     calls = []
-    original = _linear_training.centered_moments
+    original = _data_memo.centered_moments
     monkeypatch.setattr(
-        _linear_training,
+        _data_memo,
         "centered_moments",
         lambda *a, **k: calls.append(1) or original(*a, **k),
     )
@@ -276,12 +276,12 @@ def test_sets_beyond_the_gram_cache_are_solved_on_their_columns(wide, monkeypatc
     # a set that can never fit the Gram-block cache has no Gram route: coordinate
     # descent on its columns, even when narrower than 256 features (it held
     # whole-design block steps before, 3-6x slower on such paths)
-    from sksparse_nn.estimators import linear
+    from sksparse_nn.solvers import _gated_fits
     from sksparse_nn.solvers._design import GramCache
 
     capacity = 40
     monkeypatch.setattr(
-        linear, "gram_cache", lambda curv: GramCache(curv.products, curv.n_features, capacity)
+        _gated_fits, "gram_cache", lambda curv: GramCache(curv.products, curv.n_features, capacity)
     )
     calls = cd_sets
     X, y, labels = wide

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from sksparse_nn.solvers import _kernels
 from sksparse_nn.solvers._kernels import add_columns, cd_sweep
-from sksparse_nn.solvers._kkt import group_violations
+from sksparse_nn.solvers._penalties import group_violations
 from sksparse_nn.solvers._proximal import anderson_extrapolation, anderson_weights
 
 pytestmark = pytest.mark.numerics

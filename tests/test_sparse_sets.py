@@ -11,8 +11,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sksparse_nn import SparseLinearRegressor
-from sksparse_nn.estimators._gated_least_squares import KKT_TOL
-from sksparse_nn.solvers import _least_squares, lambda_max, solve_group_lasso
+from sksparse_nn.solvers import KKT_TOL, _least_squares, lambda_max, solve_group_lasso
 from sksparse_nn.solvers._coordinate_descent import (
     SparseColumns,
     column_entries,
@@ -88,7 +87,7 @@ def test_reference_solves_wide_sparse_sets_on_their_sparse_columns(
 @pytest.mark.numerics
 @pytest.mark.parametrize("case", ["plain", "intercept", "sample weights"])
 def test_estimator_solves_wide_sparse_sets_and_meets_the_kkt_conditions(text_like, case):
-    from sksparse_nn.estimators import _curvature
+    from sksparse_nn.solvers import _curvature
 
     X, y = text_like
     fit_intercept = case != "plain"
@@ -180,7 +179,7 @@ def test_a_warm_path_slices_its_sets_from_one_column_copy_of_x(text_like, estima
     # CSR columns cost a pass over all nonzeros per slice: the working sets read a CSC
     # copy of X, made once for a warm-started path and held by its data memo
     from sksparse_nn import SparseLinearClassifier
-    from sksparse_nn.estimators import _curvature, _gated_logistic
+    from sksparse_nn.solvers import _curvature, _gated_logistic
 
     X, y = text_like
     if estimator == "classifier":

@@ -5,84 +5,31 @@ starts, and the projection of ``positive=True``.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
-import scipy.sparse as sp
 import torch
 from sklearn.base import is_classifier, is_regressor
 from skorch.callbacks import Callback
 from skorch.history import History
 
 from ..groups import norms_by_label
+from ..solvers import (
+    KKT_TOL,
+    DataMemo,
+    centered_moments,
+    curvature_operator,
+    data_key,
+    is_wide,
+    same_key,
+    uses_working_sets,
+)
 from ..sparsifiers import gated_tensors, set_weight
 from ..training import GradientTrainer, Trained, as_numpy
 from ..utils.convergence import warn_convergence
-from ._gated_least_squares import (
-    KKT_TOL,
-    centered_moments,
-    curvature_operator,
-    is_wide,
-    uses_working_sets,
-)
 
 #: Widest data (features) that get the ridge start; wider data keep the default init.
 _RIDGE_INIT_MAX_FEATURES = 4000
 #: Relative KKT violation of a zero group beyond which L-BFGS may revive it (D = 2).
 _REVIVE_MARGIN = 1e-9
-
-
-def _same_key(a, b):
-    """Whether two data keys (tuples of arrays, shapes, flags, None) are equal."""
-    return len(a) == len(b) and all(
-        np.array_equal(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) else x == y
-        for x, y in zip(a, b, strict=True)
-    )
-
-
-class _DataMemo:
-    """Statistics of one data set that every fit on it needs, kept along a warm-started
-    path (see ``_SparseLinearModel._data_memo``): the Gram-block cache of the working
-    sets, the squared column norms of the (row-scaled) design, the median column
-    standard deviation of ``zero_tol``'s scale and sparse ``X`` by columns. Filled on
-    first use."""
-
-    def __init__(self):
-        self.gram = None
-        self.squares = None
-        self.x_std = None
-        self.csc = None
-        self.moments = None  # (Y, centered_moments without the Gram matrix)
-        self.gradient = None  # (W, gradient) at the last solution, for those targets
-
-    def targets_moments(self, X, Y, fit_intercept, sample_weight):
-        """``centered_moments`` of the targets ``Y`` without the Gram matrix, kept while
-        the targets are the same (a path: one product with ``X`` per point saved); new
-        targets drop the kept gradient too."""
-        kept = self.moments
-        if kept is None or not (kept[0].shape == Y.shape and np.array_equal(kept[0], Y)):
-            moments = centered_moments(X, Y, fit_intercept, False, sample_weight)
-            self.moments, self.gradient = (Y.copy(), moments), None
-        return self.moments[1]
-
-    def by_columns(self, X):
-        """``X`` as the working sets read it: sparse ``X`` in CSC (one copy per data set,
-        so that a working set's columns are slices, not a pass over all of ``X``'s
-        nonzeros as in CSR), dense ``X`` itself."""
-        if not sp.issparse(X) or X.format == "csc":
-            return X
-        if self.csc is None:
-            self.csc = X.tocsc()
-        return self.csc
-
-
-@functools.lru_cache(maxsize=8)
-def _probe(n):
-    """The fixed random vector of length ``n`` that data memos recognize data by
-    (read-only; cached, as drawing it costs about as much as the product it probes)."""
-    v = np.random.RandomState(0).standard_normal(n)
-    v.flags.writeable = False
-    return v
 
 
 def _is_gated(module):
@@ -115,9 +62,10 @@ class _ProjectNonNegative(Callback):
 
 class _BlockStepTrainer(GradientTrainer):
     """The linear family's trainer: exact block steps from the module's start (see
-    ``_gated_least_squares``), then the engine's gradient steps (L-BFGS finishes the
-    smooth D-gated problem), unless the block steps certified the solution (relative KKT
-    violation below ``KKT_TOL``): such a fit ends there, with no epoch trained.
+    ``sksparse_nn.solvers.gated_least_squares_fit``), then the engine's gradient steps
+    (L-BFGS finishes the smooth D-gated problem), unless the block steps certified the
+    solution (relative KKT violation below ``KKT_TOL``): such a fit ends there, with no
+    epoch trained.
 
     L-BFGS stops when one of its iterations lowers the objective by less than ``tol``
     (relative to the block steps' objective), not only at the end of an epoch.
@@ -247,24 +195,16 @@ class _LinearTraining:
         return self._zero_is_optimal(rhs, const, n_features)
 
     def _data_memo(self, X, sample_weight):
-        """This fit's :class:`_DataMemo`: the previous fit's when this one is a warm
-        start on the same data (a path), else a new one.
-
-        The data are recognized by a probe, ``X^T v`` for a fixed random ``v``, with the
-        shape, the sample weights and ``fit_intercept``; only warm starts keep the memo
-        (see ``__getstate__``). Fits on working sets ask for it: their statistics are
-        passes over a large design.
+        """This fit's :class:`~sksparse_nn.solvers.DataMemo`: the previous fit's when this
+        one is a warm start on the same data (a path, recognized by
+        :func:`~sksparse_nn.solvers.data_key`), else a new one. Only warm starts keep
+        the memo (see ``__getstate__``). Fits on working sets ask for it: their
+        statistics are passes over a large design.
         """
-        v = _probe(X.shape[0])
-        key = (
-            X.shape,
-            self.fit_intercept,
-            np.asarray(X.T @ v).ravel(),
-            None if sample_weight is None else np.asarray(sample_weight),
-        )
+        key = data_key(X, self.fit_intercept, sample_weight)
         kept = getattr(self, "_kept_data", None)
-        if not (self.warm_start and kept is not None and _same_key(kept[0], key)):
-            kept = (key, _DataMemo())
+        if not (self.warm_start and kept is not None and same_key(kept[0], key)):
+            kept = (key, DataMemo())
         self._kept_data = kept if self.warm_start else None
         self._fit_memo = kept[1]
         return kept[1]
@@ -303,9 +243,8 @@ class _LinearTraining:
         labels, rho = self._penalty_groups(X.shape[1])
         weight = as_numpy(module.weight).T
         bias = as_numpy(module.bias) if self.fit_intercept else None
-        W, b, objective, gradient, norms, certified = self._block_solve(
-            X, dataset.y, labels, rho, weight, bias, _weights(dataset)
-        )
+        fit = self._block_solve(X, dataset.y, labels, rho, weight, bias, _weights(dataset))
+        W, b, objective, gradient, norms, certified = fit[:6]
         if self.fit_intercept:
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
         if not certified and not np.any(W):  # zero, certified if it is the global minimum

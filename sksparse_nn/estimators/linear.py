@@ -23,23 +23,13 @@ from sklearn.base import is_regressor
 from sklearn.utils._param_validation import StrOptions
 
 from ..groups import AxisGroups, norms_by_label, penalty_value
+from ..solvers import gated_least_squares_fit, gated_logistic_fit, uses_working_sets
 from ..sparsifiers import ZERO_TOL, dgate
 from ..training import as_numpy
-from ..utils.columns import column_moments, column_squares
+from ..utils.columns import column_moments
 from ._base import BaseDGated, column_norms
 from ._contract import Traits
 from ._docs import fill
-from ._gated_least_squares import (
-    BLOCK_STEPS_TOL,
-    KKT_TOL,
-    GatedLeastSquares,
-    centered_moments,
-    curvature_operator,
-    gram_cache,
-    row_scaled,
-    uses_working_sets,
-)
-from ._gated_logistic import GatedLogisticProblem
 from ._linear_training import _LinearTraining
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
@@ -323,49 +313,15 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     _block_steps = True
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
-        """Gated least squares: ``(W, intercept, objective, gradient, norms, certified)``."""
-        Y = targets.cpu().double().numpy()
-        sets = uses_working_sets(X)
-        memo = self._data_memo(X, sample_weight) if sets else None
-        if sets:  # never form the p x p Gram matrix: products with the design
-            _, rhs, x_mean, y_mean, const = memo.targets_moments(
-                X, Y, self.fit_intercept, sample_weight
-            )
-            group = GatedLeastSquares.penalized_groups(labels, rho, self.lam)
-            if memo.squares is None:
-                Xs, _ = row_scaled(X, sample_weight)
-                memo.squares = column_squares(Xs)
-            gram = curvature_operator(
-                X, x_mean, group, True, None, sample_weight, squares=memo.squares,
-                by_columns=memo.by_columns(X) if sample_weight is None else None,
-            )  # fmt: skip
-        else:
-            gram, rhs, x_mean, y_mean, const = centered_moments(
-                X, Y, self.fit_intercept, sample_weight=sample_weight
-            )
-        nonneg = np.ones(X.shape[1], dtype=bool) if self.positive else None
-        problem = GatedLeastSquares(
-            gram, rhs, const, labels, rho, self.lam, self.D, nonneg,
-            gradient=None if memo is None else memo.gradient,
+        """Gated least squares: a :class:`~sksparse_nn.solvers.GatedFit`."""
+        memo = self._data_memo(X, sample_weight) if uses_working_sets(X) else None
+        fit = gated_least_squares_fit(
+            X, targets.cpu().double().numpy(), labels, rho, self.lam, self.D, weight,
+            fit_intercept=self.fit_intercept, positive=self.positive,
+            max_steps=_BLOCK_STEPS_MAX, sample_weight=sample_weight, memo=memo,
         )  # fmt: skip
-        if sets:  # working sets, their Gram blocks kept along a warm-started path
-            if memo.gram is None:
-                memo.gram = gram_cache(gram)
-            cache = memo.gram
-            cache.products = gram.products  # the blocks of this fit's design object
-            W, objective, self._n_block_steps = problem.minimize_working_sets(
-                weight, cache, _BLOCK_STEPS_MAX, BLOCK_STEPS_TOL, kkt_tol=KKT_TOL
-            )
-        else:
-            W, objective, self._n_block_steps = problem.minimize(
-                weight, _BLOCK_STEPS_MAX, BLOCK_STEPS_TOL, kkt_tol=KKT_TOL
-            )
-        intercept = y_mean - x_mean @ W
-        certified = self.D == 2 and problem.relative_kkt(W) <= KKT_TOL
-        gradient = -problem.gradient(W)
-        if memo is not None:  # where a warm start from this solution begins
-            memo.gradient = problem.last_gradient
-        return W, intercept, objective, gradient, problem.norms(W), certified
+        self._n_block_steps = fit.n_steps
+        return fit
 
     def _coef_shape(self, weight, bias):
         if self._y_1d:
@@ -413,36 +369,16 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
     _block_steps_max_features = _LOGISTIC_BLOCK_STEPS_MAX_FEATURES
 
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
-        """Gated logistic: ``(W, intercept, objective, gradient, norms, certified)``."""
-        by_columns = None
-        if uses_working_sets(X):  # zero_tol's column scale, X by columns, along a path
-            by_columns = self._data_memo(X, sample_weight).by_columns(X)
-        problem = GatedLogisticProblem(
-            X,
-            targets.cpu().numpy(),
-            weight.shape[1],
-            labels,
-            rho,
-            self.lam,
-            self.D,
-            self.fit_intercept,
-            sample_weight,
-            positive=self.positive,
-            by_columns=by_columns,
-        )
-        if bias is not None and problem.x_mean is not None:
-            bias = bias + problem.x_mean @ weight  # the intercept of the centred columns
-        start = weight if bias is None else np.vstack([weight, bias[None, :]])
-        V, objective, self._n_block_steps = problem.minimize(
-            problem.to_reduced(start), _BLOCK_STEPS_MAX, KKT_TOL, uses_working_sets(X)
-        )
-        W, p = problem.to_full(V), X.shape[1]
-        gradient = -problem.gradient[:p]  # the descent direction, as the regressor's
-        b = None
-        if self.fit_intercept:
-            b = W[p] if problem.x_mean is None else W[p] - problem.x_mean @ W[:p]
-        certified = self.D == 2 and problem.kkt(V, problem.gradient) <= KKT_TOL
-        return W[:p], b, objective, gradient, problem.shape.norms(V), certified
+        """Gated logistic: a :class:`~sksparse_nn.solvers.GatedFit`."""
+        # zero_tol's column scale, X by columns, along a path
+        memo = self._data_memo(X, sample_weight) if uses_working_sets(X) else None
+        fit = gated_logistic_fit(
+            X, targets.cpu().numpy(), weight.shape[1], labels, rho, self.lam, self.D,
+            weight, bias, fit_intercept=self.fit_intercept, positive=self.positive,
+            max_steps=_BLOCK_STEPS_MAX, sample_weight=sample_weight, memo=memo,
+        )  # fmt: skip
+        self._n_block_steps = fit.n_steps
+        return fit
 
     def _coef_shape(self, weight, bias):
         return weight, bias

@@ -37,9 +37,19 @@ Contents
     the scikit-learn estimator.
 :func:`solve_group_logistic`, :class:`~sksparse_nn.GroupLassoClassifier`
     the logistic / multinomial counterparts (``lambda_max(..., loss="log_loss")``).
+:func:`build_kernels`
+    the compiled coordinate-descent kernel built ahead of time (optional: the first
+    fit that needs it builds it).
 ``check_groups`` / ``resolve_group_weights``
     validation of group specifications and group weights, shared with the estimators of
     the library.
+
+Inside the package the solvers compose as datafit x penalty x solver (datafits
+``LeastSquares``, ``Logistic``, ``Multinomial``; penalties ``GroupNorm`` and the gated
+``GatedGroupNorm``; ``proximal_gradient`` runs any pair), and the functions above are the
+fast presets of those compositions; the D-gated linear estimators call the gated presets
+(``gated_least_squares_fit``, ``gated_logistic_fit``). The package's architecture page
+draws the whole room.
 
 Stopping rule
 -------------
@@ -77,37 +87,47 @@ norm at the null model.
 from ..groups import check_groups as check_groups
 from ..groups import count_groups as count_groups
 from ..groups import resolve_group_weights as resolve_group_weights
+from ._compiled import build_kernels
 from ._estimators import GroupLassoClassifier, GroupLassoRegressor
 from ._lambda_max import lambda_max
 from ._least_squares import GroupLassoResult, group_lasso_path, solve_group_lasso
 from ._logistic import GroupLogisticResult, solve_group_logistic
 
 # isort: split
-# The package-internal API of the linear family's block steps: the pieces of the solvers
-# that estimators/_gated_least_squares.py, _gated_logistic.py and _curvature.py use (a
-# later issue composes them as datafit x penalty x solver objects). Re-exported by
-# alias, not in __all__, which lists the user-facing names.
-from ._coordinate_descent import SparseColumns as SparseColumns
-from ._coordinate_descent import column_entries as column_entries
-from ._coordinate_descent import least_squares_cd as least_squares_cd
-from ._coordinate_descent import solve_set_cd as solve_set_cd
-from ._coordinate_descent import wide_set as wide_set
-from ._data import extended_groups as extended_groups
-from ._design import GramCache as GramCache
-from ._kkt import group_violations as group_violations
-from ._kkt import kkt_scale as kkt_scale
-from ._kkt import row_squares as row_squares
-from ._lipschitz import BlockLipschitz as BlockLipschitz
-from ._logistic_newton import update_hessian as update_hessian
-from ._proximal import anderson_extrapolation as anderson_extrapolation
-from ._working_set import working_set as working_set
-from ._working_set import ws_fista as ws_fista
+# The composition (package-internal, re-exported by alias, not in __all__): datafits,
+# penalties and the solver any pair of them runs on.
+from ._composed import ComposedResult as ComposedResult
+from ._composed import proximal_gradient as proximal_gradient
+from ._datafits import LeastSquares as LeastSquares
+from ._datafits import Logistic as Logistic
+from ._datafits import Multinomial as Multinomial
+from ._penalties import GatedGroupNorm as GatedGroupNorm
+from ._penalties import GroupNorm as GroupNorm
+
+# isort: split
+# The package-internal API of the linear family (estimators/linear.py and
+# _linear_training.py): the gated fits, their data memo and the pieces of the ridge
+# start. Re-exported by alias, not in __all__, which lists the user-facing names.
+from ._curvature import DenseCurvature as DenseCurvature
+from ._curvature import DesignCurvature as DesignCurvature
+from ._data_memo import DataMemo as DataMemo
+from ._data_memo import data_key as data_key
+from ._data_memo import same_key as same_key
+from ._gated_fits import GatedFit as GatedFit
+from ._gated_fits import gated_least_squares_fit as gated_least_squares_fit
+from ._gated_fits import gated_logistic_fit as gated_logistic_fit
+from ._gated_setup import KKT_TOL as KKT_TOL
+from ._gated_setup import centered_moments as centered_moments
+from ._gated_setup import curvature_operator as curvature_operator
+from ._gated_setup import is_wide as is_wide
+from ._gated_setup import uses_working_sets as uses_working_sets
 
 __all__ = [
     "GroupLassoClassifier",
     "GroupLassoRegressor",
     "GroupLassoResult",
     "GroupLogisticResult",
+    "build_kernels",
     "group_lasso_path",
     "lambda_max",
     "solve_group_lasso",

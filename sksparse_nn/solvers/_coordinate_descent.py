@@ -18,10 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.special
 
-from ._kkt import group_violations, kkt_setup
 from ._logistic_newton import _NEAR_VIOLATION, backtrack
+from ._penalties import group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
+# Stored entries per chunk of the per-column sums of a quadratic model (2 MB of floats).
+_CHUNK_ENTRIES = 1 << 18
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
 # Sweeps between two checks of the model's KKT conditions; their iterates are
@@ -60,15 +62,16 @@ class SparseColumns:
             A.sort_indices()
         else:  # dense columns: every entry stored, built in the group order directly
             n = self.n
+            # rows of X^T: one copy, already in column-major order (X[:, cols] then
+            # ravel(order="F") made two)
             A = sp.csc_matrix(
-                (np.asarray(X[:, cols[order]], dtype=np.float64).ravel(order="F"),
+                (np.asarray(X, dtype=np.float64).T[cols[order]].ravel(),
                  np.tile(np.arange(n, dtype=np.int32), k),
                  np.arange(0, n * k + 1, n, dtype=np.int64 if n * k >= 2**31 else np.int32)),
                 shape=(n, k),
             )  # fmt: skip
         self.A = A
         self.indptr, self.indices, self.data = A.indptr, A.indices, A.data
-        self.colid = np.repeat(np.arange(k), np.diff(A.indptr))
         self.m = np.zeros(k) if mean is None else np.asarray(mean, dtype=np.float64)[cols[order]]
         self.centred = mean is not None and bool(np.any(self.m))
         # groups of the columns, in the new order: [start, stop) column ranges
@@ -144,6 +147,18 @@ class SparseColumns:
         return self._lam_w
 
 
+def _column_chunks(indptr, k):
+    """Ranges ``[a, b)`` of the ``k`` CSC columns holding about ``_CHUNK_ENTRIES`` stored
+    entries each (at least one column): per-column sums in chunks need no temporary the
+    size of the set's nonzeros."""
+    a = 0
+    while a < k:
+        b = int(np.searchsorted(indptr, indptr[a] + _CHUNK_ENTRIES, side="right")) - 1
+        b = min(max(b, a + 1), k)
+        yield a, b
+        a = b
+
+
 def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_sweeps):
     """Minimize ``gw^T d + d^T A^T diag(h) A d / 2 + penalty(x + d)`` by block coordinate
     descent over the groups (internal order); returns ``(x + d, A d, sweeps)``.
@@ -152,10 +167,11 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     last check: a group's update is the proximal step of its block with step ``1 / L_g``,
     ``L_g`` the exact curvature of a one-column group, else the smaller of two upper
     bounds of the block's largest eigenvalue (its trace; its value at ``h = weights``
-    times ``max h / weights``). The loop runs compiled (:func:`._kernels.model_cd`),
-    ``_SWEEPS_PER_CHECK`` sweeps between two checks; at each check (all groups, one
-    product with ``A^T``) the last sweeps' iterates are extrapolated (Anderson
-    acceleration, as in *Anderson acceleration of coordinate descent*), with the zeros
+    times ``max h / weights``). The loop runs compiled (:func:`._kernels.model_cd`,
+    ahead of time where built: :mod:`._compiled`), ``_SWEEPS_PER_CHECK`` sweeps between
+    two checks; at each check (all groups, one product with ``A^T``) the last sweeps'
+    iterates are extrapolated (Anderson acceleration, as in *Anderson acceleration of
+    coordinate descent*), with the zeros
     of the last sweep kept and the extrapolation taken only if it lowers the model. The
     sweeps' states extrapolate with the same weights (they are affine in the iterate),
     so neither the extrapolation nor the comparison costs a product with ``A``.
@@ -164,15 +180,20 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     2000 x 10000 text-like path). Compiling the loop around the sweeps took that
     path's model solves from 0.17 to 0.11 s.
     """
-    from . import _kernels as kernels  # numba, imported with the first sparse problem
+    from ._compiled import model_cd  # the compiled kernel, imported with the first set
 
     k = cols.k
     nv = k + (1 if cols.has_const else 0)
     indptr, indices, data = cols.indptr, cols.indices, cols.data
     A = cols.A
-    wdata = data * h[indices]  # the columns weighted by the curvature
-    c = np.bincount(cols.colid, weights=wdata, minlength=k)  # X_j^T h
-    diag = np.bincount(cols.colid, weights=data * wdata, minlength=k)
+    wdata = np.empty_like(data)  # the columns weighted by the curvature
+    c, diag = np.zeros(k), np.zeros(k)  # X_j^T h and the squared weighted norms
+    for a, b in _column_chunks(indptr, k):  # temporaries of a chunk, not of the set
+        part = slice(indptr[a], indptr[b])
+        np.multiply(data[part], h[indices[part]], out=wdata[part])
+        colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
+        c[a:b] = np.bincount(colid, weights=wdata[part], minlength=b - a)
+        diag[a:b] = np.bincount(colid, weights=data[part] * wdata[part], minlength=b - a)
     m = cols.m
     sh = float(h.sum())
     if cols.centred:
@@ -195,7 +216,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
             L = np.where(multi, np.minimum(trace, base * ratio * (1.0 + 1e-12)), trace)
     thr_group = lam_rho[cols.group_labels] if n_col_groups else np.zeros(0)
     pos = np.zeros(nv, dtype=bool) if positive is None else np.asarray(positive, dtype=bool)
-    w, _, t, sweeps = kernels.model_cd(
+    w, _, t, sweeps = model_cd(
         x, gw, h, ext, lam_rho, n_groups, cols.group_labels, st, L, thr_group, c, m, s, hb,
         pos, bool(pos.any()), indptr, indices, data, wdata, cols.dense, tol_model,
         max_sweeps, _SWEEPS_PER_CHECK,

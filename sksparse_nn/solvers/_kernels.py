@@ -111,7 +111,7 @@ def add_columns(cols, delta, indptr, indices, wdata, r, dense=False):
 def group_violations(w, g, ext, lam_rho, n_groups, pos, has_pos):
     """Per group, the distance of ``-g`` to the penalty's subdifferential at ``w`` (plus
     the normal cone of ``w >= 0`` on ``pos`` when ``has_pos``), and the live groups: the
-    compiled twin of :func:`._kkt.group_violations` for one-column coefficients."""
+    compiled twin of :func:`._penalties.group_violations` for one-column coefficients."""
     nw = np.zeros(n_groups)
     for i in range(w.size):
         nw[ext[i]] += w[i] * w[i]

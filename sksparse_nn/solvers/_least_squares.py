@@ -11,8 +11,8 @@ import numpy as np
 from ._coordinate_descent import least_squares_cd, wide_set
 from ._data import check_solver_args, extended_groups
 from ._design import Design
-from ._kkt import group_violations, kkt_setup
 from ._lipschitz import BlockLipschitz
+from ._penalties import group_violations, kkt_setup
 from ._proximal import fista, start_coef
 from ._threads import single_blas_thread
 from ._working_set import inner_tolerance, working_set, ws_fista

@@ -6,8 +6,8 @@ import numpy as np
 import scipy.linalg.blas
 import scipy.special
 
-from ._kkt import group_violations, kkt_setup
 from ._lipschitz import BlockLipschitz
+from ._penalties import group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance, ws_fista
 
 _EPS = float(np.finfo(np.float64).eps)

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from ._kkt import kkt_setup, kkt_violation
+from ._penalties import kkt_setup, kkt_violation
 from ._threads import single_blas_thread
 
 

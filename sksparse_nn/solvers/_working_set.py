@@ -7,7 +7,7 @@ import numpy as np
 import scipy.linalg
 
 from ..groups import same_group_pairs
-from ._kkt import group_violations
+from ._penalties import group_violations
 from ._proximal import fista_steps
 
 # Smallest working set, in groups.

@@ -3,177 +3,26 @@
 The linear estimators' solver: with the gates held at their balanced values the D-gated
 objective is a ridge problem, so each step is one linear solve (see
 :class:`GatedLeastSquares`). Nothing here knows torch, skorch or scikit-learn; the
-estimators in ``linear.py`` hand it moments of their data and write its result back into
-the gated module.
+linear family hands it moments of its data (:mod:`._gated_setup`) and writes its result
+back into the gated module.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import scipy.linalg
-import scipy.sparse as sp
 
 from ..groups import count_groups, norms_by_label, penalty_value
-from ..solvers import (
-    BlockLipschitz,
-    GramCache,
-    anderson_extrapolation,
-    extended_groups,
-    group_violations,
-    kkt_scale,
-    least_squares_cd,
-    row_squares,
-    wide_set,
-    working_set,
-    ws_fista,
-)
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
+from ._data import extended_groups
+from ._gated_setup import BLOCK_STEPS_PATIENCE, NEWTON_MAX_SIZE
+from ._gated_working_sets import WorkingSetSteps
+from ._penalties import group_violations, kkt_scale
+from ._proximal import anderson_extrapolation
 
-__all__ = [
-    "BLOCK_STEPS_PATIENCE",
-    "BLOCK_STEPS_TOL",
-    "GatedLeastSquares",
-    "KKT_TOL",
-    "NEWTON_MAX_SIZE",
-    "centered_moments",
-    "curvature_operator",
-    "gram_cache",
-    "is_wide",
-    "uses_working_sets",
-    "working_set_rounds",
-    "row_scaled",
-]
-
-# Widest problem whose block steps use the p x p Gram matrix (else the design itself).
-DENSE_GRAM_MAX_FEATURES = 4000
-# Narrowest problem whose block steps run on working sets of groups.
-WORKING_SET_MIN_FEATURES = 100
-# Stopping tolerance of the block steps (relative decrease of the objective per step,
-# for so many steps in a row).
-BLOCK_STEPS_TOL = 1e-10
-BLOCK_STEPS_PATIENCE = 3
-# Relative KKT violation at which the block steps stop (D = 2): the proximal solver's
-# default tol (GroupLassoRegressor / GroupLassoClassifier, 1e-8), so the two certify their
-# coefficients by the same rule, not only the objective.
-KKT_TOL = 1e-8
-# Largest number of coefficients (features x free class columns) for Newton steps;
-# beyond it only cheaper curvature models are used.
-NEWTON_MAX_SIZE = 2000
-# Most working-set rounds of one fit (each: a full gradient, then block steps on the set).
-_WS_MAX_ROUNDS = 50
-# Most inner proximal iterations on one working set.
-_WS_PROXIMAL_MAX_ITER = 20000
-# Most coordinate-descent sweeps on one working set wider than the samples.
-_WS_CD_MAX_SWEEPS = 20000
-# Whole-design block steps taken, on wide data, while a working set is too large for the
-# Gram cache (after them the support has usually shrunk enough).
-_WHOLE_DESIGN_STEPS = 10
+__all__ = ["GatedLeastSquares"]
 
 
-def is_wide(X):
-    """Whether the block steps work on the design (Woodbury) instead of a Gram matrix."""
-    n, p = X.shape
-    return p > n or p > DENSE_GRAM_MAX_FEATURES
-
-
-def uses_working_sets(X):
-    """Whether the block steps on ``X`` run on working sets of groups: wide data, or more
-    than ``WORKING_SET_MIN_FEATURES`` features (narrower: the whole Gram matrix costs
-    less than the working sets' bookkeeping)."""
-    return is_wide(X) or X.shape[1] > WORKING_SET_MIN_FEATURES
-
-
-def row_scaled(X, sample_weight):
-    """``(diag(sqrt(s)) X, sqrt(s))``: weighted least squares as plain least squares on
-    scaled rows (``X`` itself without weights; sparse stays sparse)."""
-    if sample_weight is None:
-        return X, None
-    root = np.sqrt(sample_weight)
-    return (sp.diags(root) @ X if sp.issparse(X) else X * root[:, None]), root
-
-
-def centered_moments(X, Y, fit_intercept, with_gram=True, sample_weight=None):
-    """``(gram, rhs, x_mean, y_mean, const)`` of the centered least-squares problem.
-
-    ``gram = X_c^T S X_c / n``, ``rhs = X_c^T S Y_c / n`` and
-    ``const = ||S^(1/2) Y_c||^2 / (2n)``, with ``S`` the sample weights (mean 1; identity
-    when None) and ``X_c``, ``Y_c`` centred at the weighted means, so that
-    ``1/(2n) sum_i s_i ||y_i - W^T x_i - b||^2`` at the best intercept equals
-    ``const - <rhs, W> + <W, gram W> / 2``.
-    """
-    n, p = X.shape
-    s = np.ones(n) if sample_weight is None else sample_weight
-    x_mean = np.asarray(X.T @ s).ravel() / n if fit_intercept else np.zeros(p)
-    y_mean = s @ Y / n if fit_intercept else np.zeros(Y.shape[1])
-    Xs, _ = row_scaled(X, sample_weight)
-    gram = None
-    if with_gram:
-        gram = np.asarray((Xs.T @ Xs).todense() if sp.issparse(Xs) else Xs.T @ Xs) / n
-        gram -= np.outer(x_mean, x_mean)
-    rhs = np.asarray(X.T @ (s[:, None] * Y)) / n - np.outer(x_mean, y_mean)
-    const = 0.5 * float((s @ (Y - y_mean) ** 2).sum()) / n
-    return gram, rhs, x_mean, y_mean, const
-
-
-def gram_cache(curv):
-    """An empty cache of the Gram blocks of ``curv`` (a :class:`DesignCurvature`) holding
-    at most ``sqrt(n p)`` features: no more memory than one copy of the design."""
-    n, p = curv.n, curv.n_features
-    return GramCache(curv.products, p, min(p, max(int(np.sqrt(float(n) * p)), 64)))
-
-
-def curvature_operator(X, x_mean, group, wide, gram, sample_weight, squares=None, by_columns=None):
-    """The curvature operator of the (weighted) centred design: the Gram matrix, or the
-    design itself when it is wide (``squares``: the squared column norms of the
-    row-scaled design, when known; ``by_columns``: ``X`` in CSC, without sample
-    weights, see :class:`DesignCurvature`)."""
-    if not wide:
-        return DenseCurvature(gram, group)
-    Xs, root = row_scaled(X, sample_weight)
-    return DesignCurvature(
-        Xs, x_mean, group, row_scale=root, squares=squares, by_columns=by_columns
-    )
-
-
-def working_set_rounds(W, gradient, violations, solve_set, ext, lam_rho, abs_tol, near=None):
-    """The D = 2 working-set rounds of the block steps (both losses).
-
-    Each round takes the full gradient (``gradient(W)``) and every group's KKT violation
-    (``violations(W, G) -> (viol, live)``, per stopping-rule group ``ext``); when the
-    largest is at most ``abs_tol`` the point is certified on all groups. Otherwise the
-    set is the live and free groups plus the worst violators
-    (:func:`~sksparse_nn.solvers._working_set.working_set`; with ``near``, the zero groups
-    with ``||G_j|| >= near lam rho_j`` too, ranked by that ratio), and
-    ``solve_set(idx, W, tol_in) -> (W, n_steps, stop)`` solves the problem on its
-    features to the absolute tolerance ``tol_in``, below the violation left outside
-    (after two rounds without progress: half of ``abs_tol``). Returns ``(W, n_steps)``.
-    """
-    free = lam_rho == 0
-    n_steps = stalled = 0
-    for _ in range(_WS_MAX_ROUNDS):
-        G = gradient(W)
-        viol, live = violations(W, G)
-        if viol.max(initial=0.0) <= abs_tol:
-            break
-        ratio = None
-        if near is not None:
-            norms = np.sqrt(np.bincount(ext, weights=row_squares(G), minlength=lam_rho.size))
-            ratio = np.full(lam_rho.size, -1.0)
-            np.divide(norms, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
-        idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, near)
-        tol_in = max(0.5 * abs_tol, 0.3 * outside) if stalled < 2 else 0.5 * abs_tol
-        W_new, steps, stop = solve_set(idx, W, tol_in)
-        n_steps += steps
-        stalled = stalled + 1 if np.array_equal(W_new, W) else 0
-        W = W_new
-        if stop or stalled >= 4:
-            break
-    return W, n_steps
-
-
-class GatedLeastSquares:
+class GatedLeastSquares(WorkingSetSteps):
     r"""Exact block steps on the D-gated least-squares objective (the linear models' start).
 
     With the gates held at their balanced values the D-gated objective is a ridge problem
@@ -396,7 +245,7 @@ class GatedLeastSquares:
 
     def kkt_violation(self, W, G):
         """Largest distance of ``-G`` to the D = 2 penalty's subdifferential, over groups
-        (:func:`~sksparse_nn.solvers._kkt.group_violations`, the reference solver's rule).
+        (:func:`~sksparse_nn.solvers._penalties.group_violations`, the reference solver's rule).
 
         ``G`` is the gradient of the smooth part at ``W``; free (unpenalized) features
         count alone, with ``|G|``. Zero at the group-lasso solution.
@@ -459,123 +308,6 @@ class GatedLeastSquares:
         return GatedLeastSquares(
             gram, rhs, self.const, sub_labels, rho, self.lam, self.D, nonneg, self.scale
         )
-
-    def proximal_finish(self, W, abs_tol, lipschitz=None, idx=None):
-        """The D = 2 minimizer from ``W`` (one output) to the absolute KKT tolerance
-        ``abs_tol``, by the reference solver's inner iterations (FISTA with restarts and
-        Newton steps on the support, :func:`~sksparse_nn.solvers._working_set.ws_fista`)
-        on this problem's Gram block: the convex problem the block steps also solve.
-        ``lipschitz``: the :class:`~sksparse_nn.solvers._lipschitz.BlockLipschitz` of the
-        sequence of blocks this one belongs to, ``idx`` its features there."""
-        G = self.curv.gram
-        if lipschitz is None:
-            lipschitz = BlockLipschitz()
-        L = lipschitz(G, idx, max(float(np.trace(G)), 1e-300))
-        with warnings.catch_warnings():  # ill-conditioned Newton steps are checked there
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            x, _, _, L = ws_fista(
-                G,
-                self.rhs[:, 0],
-                self.lam_rho,
-                self.ext,
-                self.lam_rho.size,
-                W[:, 0].copy(),
-                L,
-                abs_tol,
-                _WS_PROXIMAL_MAX_ITER,
-                self.nonneg is not None,
-            )
-        lipschitz.update(L)
-        return x[:, None]
-
-    def coordinate_finish(self, idx, W, abs_tol):
-        """The D = 2 minimizer on the features ``idx`` (one output, from their values
-        ``W``), the others held at zero, to the absolute KKT tolerance ``abs_tol``: block
-        coordinate descent on the set's centred columns (``least_squares_cd`` of
-        :mod:`sksparse_nn.solvers._coordinate_descent`). For a set wider than the
-        samples, where the Gram block's Newton factorizations cost ``|set|^3``; needs the
-        design (:class:`DesignCurvature`); None where its columns cannot be held
-        (:meth:`DesignCurvature.set_columns`)."""
-        groups, labels = np.unique(self.ext[idx], return_inverse=True)
-        cols = self.curv.set_columns(idx, labels)
-        if cols is None:
-            return None
-        positive = None if self.nonneg is None else self.nonneg[idx]
-        x, _, _ = least_squares_cd(
-            cols, self.rhs[idx, 0], W[:, 0], labels, self.lam_rho[groups], groups.size,
-            abs_tol, _WS_CD_MAX_SWEEPS, positive,
-        )  # fmt: skip
-        return x[:, None]
-
-    def minimize_working_sets(self, W, cache, max_steps, tol, kkt_tol=None):
-        """:meth:`minimize` at the active set's cost: block steps on working sets of
-        groups, their Gram blocks from ``cache`` (a :class:`GramCache` of this problem's
-        design, a :class:`DesignCurvature`).
-
-        D = 2: the rounds of :func:`working_set_rounds` (shared with the logistic
-        model); the problem on a set is solved with one output by :meth:`proximal_finish`
-        alone (block steps before it cost a solve each and bought nothing once its
-        Newton steps handle nearly singular sets: the paper simulation's and wider paths
-        ran 5-30% faster without them), else by up to ``max_steps`` block steps per set.
-        D > 2: zero groups are stationary (their factors get no gradient), so one run
-        on the live groups is the whole-design run at the live set's cost. A set too
-        large for the cache gets whole-design steps (Woodbury solves) until the support
-        has shrunk.
-
-        Returns ``(W, objective, n_steps)`` as :meth:`minimize`.
-        """
-        certify = kkt_tol is not None and self.D == 2
-        whole = [False]  # whether the last solve_set took whole-design steps
-
-        def solve_set(idx, W, tol_in):
-            """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
-            wide = wide_set(idx.size, self.curv.entries) or idx.size > cache.max_features
-            if certify and W.shape[1] == 1 and wide:
-                # columns sparser than the Gram block (a set too large for the cache
-                # always is, at most sqrt(n p) >= n features): coordinate descent
-                x = self.coordinate_finish(idx, W[idx], tol_in)
-                if x is not None:  # None: sparse X with sample weights (Gram route)
-                    W_new = np.zeros_like(W)
-                    W_new[idx] = x
-                    return W_new, 0, False
-            if not cache.cacheable(idx) and idx.size <= cache.max_features:
-                cache.keep(idx)  # make room: drop the blocks of features left behind
-            whole[0] = not cache.cacheable(idx)
-            if whole[0]:
-                W, _, steps = self.minimize(W, _WHOLE_DESIGN_STEPS, tol, kkt_tol=kkt_tol)
-                # converged, or stalled, on the whole design
-                return W, steps, steps < _WHOLE_DESIGN_STEPS
-            sub = self.restricted(idx, cache.block(idx))
-            inner = tol_in / self.scale if certify else None
-            if certify and W.shape[1] == 1:
-                W_ws, steps = W[idx], 0
-                if sub.relative_kkt(W_ws) > inner:
-                    W_ws = sub.proximal_finish(W_ws, tol_in, cache.lipschitz, idx)
-            else:
-                W_ws, _, steps = sub.minimize(W[idx], max_steps, tol, kkt_tol=inner)
-            W = np.zeros_like(W)
-            W[idx] = W_ws
-            return W, steps, False
-
-        if certify:
-            W, n_steps = working_set_rounds(
-                W,
-                self.gradient,
-                self.group_violations,
-                solve_set,
-                self.ext,
-                self.lam_rho,
-                kkt_tol * self.scale,
-            )
-        else:
-            n_steps = 0
-            for _ in range(_WS_MAX_ROUNDS):  # the live set, once it fits in the cache
-                live = np.flatnonzero(self._per_feature(self.norms(W) > 0, True))
-                W, steps, stop = solve_set(live, W, None)
-                n_steps += steps
-                if stop or not whole[0]:
-                    break
-        return W, self.objective(W)[0], n_steps
 
     def polish(self, W, max_iter=20):
         """Newton steps on the live groups' smooth problem (the support held fixed).

@@ -9,14 +9,12 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 
 from ..groups import penalty_value
-from ..solvers import BlockLipschitz, SparseColumns, solve_set_cd, update_hessian
-from ._gated_least_squares import (
-    BLOCK_STEPS_PATIENCE,
-    BLOCK_STEPS_TOL,
-    NEWTON_MAX_SIZE,
-    GatedLeastSquares,
-    working_set_rounds,
-)
+from ._coordinate_descent import SparseColumns, solve_set_cd
+from ._gated_least_squares import GatedLeastSquares
+from ._gated_setup import BLOCK_STEPS_PATIENCE, BLOCK_STEPS_TOL, NEWTON_MAX_SIZE
+from ._gated_working_sets import working_set_rounds
+from ._lipschitz import BlockLipschitz
+from ._logistic_newton import update_hessian
 
 __all__ = ["GatedLogistic", "GatedLogisticProblem"]
 

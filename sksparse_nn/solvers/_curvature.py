@@ -1,7 +1,7 @@
 """Curvature operators of quadratic models ``<W, G W> / 2``: the linear block steps' algebra.
 
-The exact block steps of the linear models (``linear._GatedLeastSquares``) need five things
-of the curvature ``G`` (p x p): products ``G W``, products with its diagonal blocks (one
+The exact block steps of the linear models (``GatedLeastSquares``) need five things of
+the curvature ``G`` (p x p): products ``G W``, products with its diagonal blocks (one
 block per penalized group), and solves of the scaled system ``(S G S + diag(a)) V = B``
 on the live features. Two operators provide them:
 
@@ -23,8 +23,8 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..groups import same_group_pairs
-from ..solvers import SparseColumns, column_entries
 from ..utils.columns import column_squares
+from ._coordinate_descent import SparseColumns, column_entries
 
 __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
@@ -280,8 +280,18 @@ class DesignCurvature:
         implicitly (a sweep costs the set's nonzeros), dense columns are copied centred
         (no cancellation). None for sparse ``X`` with sample weights, whose centring is
         along their square roots, which the columns do not hold."""
-        if not sp.issparse(self.X):
-            return SparseColumns(self.columns(idx), np.arange(idx.size), ext)
+        if not sp.issparse(self.X):  # one copy of the set's columns, centred in place
+            cols = SparseColumns(self.X_cols, idx, ext)
+            mean = self.x_mean[idx[cols.order]]
+            if np.any(mean):  # as columns() centres them: the same values
+                block = cols.data.reshape(idx.size, -1)  # row g: column g, group order
+                if self.u is None:
+                    block -= mean[:, None]
+                else:
+                    for start in range(0, idx.size, _PRODUCT_CHUNK):
+                        part = slice(start, start + _PRODUCT_CHUNK)
+                        block[part] -= np.outer(mean[part], self.u)
+            return cols
         if self.u is not None:
             return None
         return SparseColumns(self.X_cols, idx, ext, self.x_mean)
