@@ -378,7 +378,7 @@ def rst_table(rows):
                 continue
             fail = f", {r['failures']} failed" if r["failures"] else ""
             lines.append(
-                f"     - {r['score']:.3f} +- {r['sd']:.3f}; {r['variables']:.1f} "
+                f"     - {r['score']:.4f} +- {r['sd']:.4f}; {r['variables']:.1f} "
                 f"({r['kept_min']:.0f}-{r['kept_max']:.0f}){fail}"
             )
     return "\n".join(lines)
