@@ -41,6 +41,16 @@ class _InterruptOnFlag(Callback):
             raise _Interrupted(len(net.history), forwarded=True)
 
 
+#: skorch's events of every batch: :meth:`PenalizedNet.notify` sends them to the net and
+#: to the callbacks that define them, not to every callback's no-op.
+PER_BATCH_EVENTS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
+
+
+def _defines(callback, event):
+    """Whether ``callback``'s class overrides skorch's no-op ``event``."""
+    return getattr(type(callback), event, None) is not getattr(Callback, event)
+
+
 class PenalizedNet(NeuralNet):
     """A skorch net whose training loss is ``criterion + lam * penalty(module)``, plus
     ``lam * sum(c * p^2)`` for every parameter ``p`` that ``ridge`` names.
@@ -186,6 +196,28 @@ class PenalizedNet(NeuralNet):
                 value = value + self._add_ridge_grad()
             step["loss"] = step["loss"] + self.lam * value
         return step
+
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's ``notify``; the per-batch events (:data:`PER_BATCH_EVENTS`) reach
+        only the callbacks that define them (skorch calls every callback's no-op, three
+        times a step: a cost next to a small model's arithmetic)."""
+        if method_name not in PER_BATCH_EVENTS:
+            return super().notify(method_name, **cb_kwargs)
+        cache = self.__dict__.setdefault("_listeners", {})
+        listeners = cache.get(method_name)
+        if listeners is None:
+            listeners = [cb for _, cb in self.callbacks_ if _defines(cb, method_name)]
+            cache[method_name] = listeners
+        getattr(self, method_name)(self, **cb_kwargs)  # the net's own first (a new batch)
+        for cb in listeners:
+            getattr(cb, method_name)(self, **cb_kwargs)
+        return None
+
+    def initialize_callbacks(self):
+        """skorch's; forgets which callbacks define the per-batch events (see
+        :meth:`notify`)."""
+        self.__dict__.pop("_listeners", None)
+        return super().initialize_callbacks()
 
     def get_default_callbacks(self):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
