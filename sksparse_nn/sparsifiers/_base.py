@@ -138,6 +138,16 @@ class Sparsifier(nn.Module):
         """
         return None
 
+    def drop_(self, original, drop):
+        """Set the groups ``drop`` (bool, shape ``(J,)``) to exactly zero in every factor,
+        so that they stay zero under any gradient step; returns ``(tensor, keep)`` per
+        factor touched (``keep`` broadcastable to it: 0 where dropped), or ``None`` when
+        the method cannot (the default: a zero group of it is not a resting point, or
+        the factors are shared with a tie). Used by training to remove a group in
+        transit to zero at once (see
+        :class:`~sksparse_nn.training.schedule.StopWhenSettled`)."""
+        return None
+
     def curvatures(self, original):
         """``(parameter, curvature)`` for each factor of the penalty with a known
         curvature: ``lam * penalty`` has second derivative at most ``lam * curvature``

@@ -203,6 +203,20 @@ class DGate(Sparsifier):
             value = value + tensor.reshape(-1).dot(pull.reshape(-1))
         return value / self.D
 
+    @torch.no_grad()
+    def drop_(self, original, drop):
+        """Zero the groups ``drop`` in omega and in every gate: a group whose factors are
+        all zero has a zero gradient in each of them (each factor's gradient carries the
+        product of the others), so it stays at zero. Not for a tie (shared gates)."""
+        if self.tied or getattr(self, "n_tied", 0):
+            return None
+        drop = torch.as_tensor(drop, dtype=torch.bool, device=self.gates.device)
+        keep_gates = (~drop).to(self.gates.dtype).expand_as(self.gates)
+        keep_omega = self.grouping.expand((~drop).to(original.dtype))
+        original.mul_(keep_omega)
+        self.gates.mul_(keep_gates)
+        return [(original, keep_omega), (self.gates, keep_gates)]
+
     def _entry_weights(self, original):
         """``rho_j`` per entry of ``original`` (0 for entries in no group) and per gate,
         or None where all are 1: the same every step, so computed once (again if the

@@ -11,6 +11,7 @@ __all__ = [
     "cached",
     "closed_form_penalties",
     "collapse",
+    "drop_groups_",
     "group_norms",
     "penalty",
     "penalty_curvatures",
@@ -202,6 +203,37 @@ def _support(model, zero_tol):
         else:
             keep[qname] = s.keep(getattr(module, name), zero_tol).detach()
     return keep
+
+
+@torch.no_grad()
+def drop_groups_(model, drop):
+    """Set groups of ``model``'s sparsified tensors to exactly zero, in place, where
+    their methods can (:meth:`~sksparse_nn.sparsifiers.Sparsifier.drop_`).
+
+    Parameters
+    ----------
+    model : nn.Module
+    drop : dict of str to bool array of shape (J,)
+        Per tensor (qualified name, as :func:`group_norms` keys it), the groups to zero.
+
+    Returns
+    -------
+    touched : list of (tensor, keep) or None
+        Every factor changed with its 0/1 mask (what an optimizer's state for it must
+        forget); ``None``, with nothing changed, when a tensor's method cannot drop.
+    """
+    members = [m for m in sparsified_tensors(model) if m[0] in drop and drop[m[0]].any()]
+
+    def unable(s):  # the default (no drop) or a tie: nothing is changed
+        return type(s).drop_ is Sparsifier.drop_ or s.tied or getattr(s, "n_tied", 0)
+
+    if any(unable(s) for *_, s in members):
+        return None
+    touched = []
+    for qname, module, name, s in members:
+        original = module.parametrizations[name].original
+        touched += s.drop_(original, drop[qname])
+    return touched
 
 
 @torch.no_grad()

@@ -23,6 +23,7 @@ from ..sparsifiers import (
 )
 from ..utils.convergence import warn_convergence
 from .net import StopTraining
+from .pruning import drop_if_no_worse
 from .signals import (
     IN_TRANSIT,
     TINY,
@@ -190,6 +191,19 @@ class StopWhenSettled(Callback):
         Epochs before which the fit never counts as settled (nor is checked for loss
         spikes). For a cold start: from a random init, training can rest on a plateau
         for hundreds of steps before it finds the rest of the signal.
+    watch_groups : bool, default=True
+        False: the fit is settled once its objective is on a plateau, whatever its
+        groups do (no support, shrinking or collapse checks). For fits that are only
+        scored (a path's CV folds): at a small lam a group on its way to zero shrinks
+        by a factor of about ``1 - lr * lam`` per step, so waiting for it takes up to
+        the cap, while the objective, and with it the predictions, stopped moving long
+        before; the next lam of the path carries the group on.
+    drop_in_transit : bool, default=True
+        While the objective is on a plateau and the fit has not settled only because
+        groups are still shrinking (or, non-convex, tiny), set those groups to zero at
+        once if the training objective does not rise
+        (:func:`~sksparse_nn.training.pruning.drop_if_no_worse`); tried at most once a
+        ``window``. Otherwise such groups take thousands of steps to arrive.
     """
 
     def __init__(
@@ -203,6 +217,8 @@ class StopWhenSettled(Callback):
         restore=False,
         ramp=None,
         earliest=0,
+        watch_groups=True,
+        drop_in_transit=True,
     ):
         self.plan, self.window, self.zero_tol, self.anneal = plan, window, zero_tol, anneal
         self.nonconvex = nonconvex
@@ -210,6 +226,8 @@ class StopWhenSettled(Callback):
         self.restore = restore
         self.ramp = ramp
         self.earliest = earliest
+        self.watch_groups = watch_groups
+        self.drop_in_transit = drop_in_transit
 
     def initialize(self):
         self.norms_ = deque(maxlen=2 * self.window)
@@ -223,6 +241,8 @@ class StopWhenSettled(Callback):
         # the training objective per epoch, kept as it comes: reading the whole column
         # from skorch's history every epoch would make this callback quadratic in epochs
         self.losses_ = []
+        self.data_ = None  # the training rows (to judge a drop of groups in transit)
+        self.next_drop_ = 0  # the first epoch a drop may be tried again
         return self
 
     def on_train_begin(self, net, X=None, **kwargs):
@@ -233,6 +253,8 @@ class StopWhenSettled(Callback):
         if self.restore and X is not None:
             state = copy.deepcopy(net.module_.state_dict())
             self.start_ = (state, net.training_objective(X))
+        if self.drop_in_transit and self.watch_groups:
+            self.data_ = X
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history) - 1
@@ -258,8 +280,10 @@ class StopWhenSettled(Callback):
             length = self.anneal if self.recover is None else self.recover
             self.plan.anneal(epoch + 1, length, scale=0.5)
             return
-        with torch.no_grad():
-            norms = {k: v.cpu().double().numpy() for k, v in group_norms(net.module_).items()}
+        norms = {}
+        if self.watch_groups:
+            with torch.no_grad():
+                norms = {k: v.cpu().double().numpy() for k, v in group_norms(net.module_).items()}
         if self.settled_ is not None:
             if self.plan.annealed(epoch):
                 raise StopTraining
@@ -280,6 +304,37 @@ class StopWhenSettled(Callback):
                 raise StopTraining
             self.settled_ = norms
             self.plan.anneal(epoch + 1, self.anneal)
+        elif self.data_ is not None and epoch >= self.next_drop_:
+            self._drop_in_transit(net, epoch, losses)
+
+    def _drop_in_transit(self, net, epoch, losses):
+        """Drop the groups in transit (shrinking or tiny) at once if the objective,
+        on a plateau, does not rise; the watch starts again after a drop."""
+        losses = np.asarray(losses[self.origin_ + self._warmup() :], dtype=np.float64)
+        if not on_plateau(losses, self.window, noise=True):
+            return
+        drop = self._in_transit()
+        if not drop:
+            return
+        self.next_drop_ = epoch + self.window
+        if drop_if_no_worse(net, self.data_, drop):
+            self.norms_.clear()
+
+    def _in_transit(self):
+        """Per tensor, the selected groups still shrinking over the last two windows
+        (or, non-convex, tiny): what keeps :meth:`_settled` from saying yes."""
+        history, last = list(self.norms_), self.norms_[-1]
+        drop = {}
+        for key, norms in last.items():
+            support = norms >= self.zero_tol
+            trajectory = np.stack([old[key][support] for old in history])
+            mask = np.zeros_like(support)
+            mask[np.flatnonzero(support)] = still_shrinking(trajectory, self.window, self.zero_tol)
+            if self.nonconvex:
+                mask |= support & (norms < TINY * norms.max(initial=0.0))
+            if mask.any():
+                drop[key] = mask
+        return drop
 
     def _restart(self, net, epoch):
         """Back to the warm start's module, a fresh optimizer state (momentum), half the
