@@ -1,0 +1,131 @@
+"""Dropping groups in transit: zero is a resting point of a D-gated group, and a drop is
+kept only when the training objective does not rise."""
+
+import numpy as np
+import pytest
+import torch
+from skorch.dataset import Dataset
+
+from sksparse_nn.sparsifiers import drop_groups_, group_norms, sparsified_tensors, sparsify
+from sksparse_nn.training import PenalizedNet
+from sksparse_nn.training.pruning import drop_if_no_worse
+
+
+def _gated_layer(D=3, seed=0):
+    torch.manual_seed(seed)
+    layer = torch.nn.Linear(4, 3)
+    sparsify(layer, "weight", method="dgating", groups="in", D=D)
+    with torch.no_grad():  # gates away from 1, so that every factor matters
+        layer.parametrizations.weight[0].gates.uniform_(0.5, 1.5)
+    return layer
+
+
+@pytest.mark.parametrize("D", [2, 3, 4])
+def test_a_dropped_group_is_zero_in_every_factor_and_gets_no_gradient(D):
+    layer = _gated_layer(D)
+    drop = np.array([True, False, True, False])
+    touched = drop_groups_(layer, {"weight": drop})
+    gate = layer.parametrizations.weight[0]
+    assert len(touched) == 2  # omega and the gates, each with its 0/1 mask
+    assert torch.all(layer.weight[:, drop] == 0) and torch.all(layer.weight[:, ~drop] != 0)
+    assert torch.all(gate.gates[:, drop] == 0)
+    # any loss: the dropped groups' factors get an exact zero gradient (a resting point)
+    x = torch.randn(8, 4)
+    (layer(x).pow(3).sum() + layer(x).exp().mean()).backward()
+    original = layer.parametrizations.weight.original
+    assert torch.all(original.grad[:, drop] == 0) and torch.all(gate.gates.grad[:, drop] == 0)
+    assert torch.any(original.grad[:, ~drop] != 0)
+
+
+def test_methods_that_cannot_drop_leave_the_model_alone():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    sparsify(layer, "weight", method="l21", groups="in")  # a zero is no resting point
+    before = layer.weight.detach().clone()
+    assert drop_groups_(layer, {"weight": np.array([True, False, False, False])}) is None
+    assert torch.equal(layer.weight, before)
+    # a tie shares its gates with another tensor: no drop either
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    sparsify(model[0], "weight", groups="out", D=3)
+    sparsify(model[1], "weight", groups="in", tie=model[0].parametrizations.weight[0])
+    names = [q for q, *_ in sparsified_tensors(model)]
+    assert drop_groups_(model, {names[0]: np.array([True, False, False])}) is None
+
+
+def _net(X, y, lam=0.05):
+    module = torch.nn.Linear(X.shape[1], 1)
+    sparsify(module, "weight", groups="in", D=3)
+    net = PenalizedNet(
+        module,
+        criterion=torch.nn.MSELoss,
+        lam=lam,
+        optimizer=torch.optim.SGD,
+        optimizer__momentum=0.9,
+        lr=0.05,
+        batch_size=16,
+        max_epochs=5,
+        train_split=None,
+        callbacks__print_log=None,
+    )
+    data = Dataset(X, y)
+    net.fit(data, None)  # momentum buffers in the optimizer's state
+    return net, data
+
+
+def test_a_drop_is_kept_only_when_the_objective_does_not_rise():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 3)).astype(np.float32)
+    X[:, 0] = 0.0  # a column the data term cannot see: its group is pure penalty
+    y = (3.0 * X[:, 1:2]).astype(np.float32)
+    net, data = _net(X, y)
+    weight = net.module_.parametrizations.weight
+    assert float(group_norms(net.module_)["weight"][0]) > 0  # still on its way
+    before = net.training_objective(data)
+    # the signal's group: dropping it raises the objective, nothing changes (bit for bit)
+    state = {k: v.clone() for k, v in net.module_.state_dict().items()}
+    assert not drop_if_no_worse(net, data, {"weight": np.array([False, True, False])})
+    assert all(torch.equal(v, state[k]) for k, v in net.module_.state_dict().items())
+    # the blind column's group: the objective falls by lam times its penalty; dropped
+    assert drop_if_no_worse(net, data, {"weight": np.array([True, False, False])})
+    assert net.training_objective(data) < before
+    assert float(group_norms(net.module_)["weight"][0]) == 0.0
+    for tensor in (weight.original, weight[0].gates):
+        momentum = net.optimizer_.state[tensor]["momentum_buffer"]
+        assert torch.all(momentum[..., 0] == 0)  # no step moves it off zero
+
+
+def test_only_a_paths_cv_folds_are_scored_fits(monkeypatch):
+    """Fits inside scored_fits (a CV fold's path, on that thread only) settle on their
+    objective alone; the full-data path's fits watch their groups."""
+    import threading
+
+    from sksparse_nn import DGatedMLPRegressor, regularization_path
+    from sksparse_nn.training import schedule
+    from sksparse_nn.utils.purpose import only_scored, scored_fits
+
+    with scored_fits():
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(only_scored()))
+        thread.start()
+        thread.join()
+        assert only_scored() and seen == [False]
+    assert not only_scored()
+
+    watched = []
+    init = schedule.StopWhenSettled.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        watched.append(self.watch_groups)
+
+    def stop(self, net, **kwargs):  # one epoch per fit: only the wiring is tested
+        raise schedule.StopTraining
+
+    monkeypatch.setattr(schedule.StopWhenSettled, "__init__", spy)
+    monkeypatch.setattr(schedule.StopWhenSettled, "on_epoch_end", stop)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=60)
+    est = DGatedMLPRegressor(hidden_layer_sizes=(4,), random_state=0)
+    regularization_path(est, X, y, lams=[0.01, 0.1], cv=2)
+    assert watched == [True, True, False, False, False, False]  # full path, then 2 folds
