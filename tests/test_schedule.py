@@ -111,17 +111,25 @@ def test_automatic_budget_stops_once_settled_with_a_clean_gap(estimator):
     assert fixed.n_iter_ == 7
 
 
-def test_groups_still_shrinking_keep_training_going():
+def test_groups_still_shrinking_keep_training_going(monkeypatch):
     # the same fit with a tiny constant step: groups shrink slowly all along, so the
-    # settled rule must not fire; the fit runs to its cap and says so
+    # settled rule must not fire; where they cannot be dropped (the objective would
+    # rise), the fit runs to its cap and says so
     X, y = _diabetes_with_noise()
     est = DGatedMLPRegressor(
         D=3, hidden_layer_sizes=(16,), lr=1e-3, lr_schedule="constant", random_state=0
     )
     est.set_params(lam=0.3 * est.lambda_max(X, y))
-    with pytest.warns(Warning, match="max_epochs"):
-        est.fit(X, y)
-    assert est.n_iter_ == epoch_budget(est, X.shape[0], est.batch_size)
+    cap = epoch_budget(est, X.shape[0], est.batch_size)
+    with monkeypatch.context() as patch:
+        _no_drops(patch)
+        with pytest.warns(Warning, match="max_epochs"):
+            est.fit(X, y)
+    assert est.n_iter_ == cap
+    # dropped at once where the objective allows: settled before the cap, clean gap
+    est.fit(X, y)
+    dead, live = est.sparsity_gap_
+    assert est.n_iter_ < cap and dead < est.zero_tol and live > 1e-3 * est.group_norms_.max()
 
 
 def test_warm_started_points_survive_a_sharp_previous_minimum():
@@ -445,6 +453,12 @@ def test_cold_fits_and_fits_that_stay_near_their_start_never_restart(monkeypatch
         assert rule.restarts_ == 0 and plan.base_ == [0.1]
 
 
+def _no_drops(monkeypatch):
+    from sksparse_nn.training import schedule
+
+    monkeypatch.setattr(schedule, "drop_if_no_worse", lambda net, data, drop: False)
+
+
 def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):
     """The yardstick of the restarts: the training objective of the warm start's module on
     the whole data. From a fit that ended with its rate annealed to zero, at the same lam,
@@ -460,6 +474,7 @@ def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):
         return seen[-1]
 
     monkeypatch.setattr(PenalizedNet, "training_objective", spy)
+    _no_drops(monkeypatch)  # drops of groups in transit measure it too
     X, y = load_diabetes(return_X_y=True)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     est = DGatedMLPRegressor(lam=0.01, hidden_layer_sizes=(8,), random_state=0).fit(X, y)
@@ -489,6 +504,7 @@ def test_measuring_the_start_leaves_batchnorm_statistics_and_mode_alone(monkeypa
         return value
 
     monkeypatch.setattr(PenalizedNet, "training_objective", spy)
+    _no_drops(monkeypatch)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(96, 4))
     y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=96)

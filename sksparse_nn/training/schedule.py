@@ -199,11 +199,12 @@ class StopWhenSettled(Callback):
         the cap, while the objective, and with it the predictions, stopped moving long
         before; the next lam of the path carries the group on.
     drop_in_transit : bool, default=True
-        While the objective is on a plateau and the fit has not settled only because
-        groups are still shrinking (or, non-convex, tiny), set those groups to zero at
-        once if the training objective does not rise
-        (:func:`~sksparse_nn.training.pruning.drop_if_no_worse`); tried at most once a
-        ``window``. Otherwise such groups take thousands of steps to arrive.
+        Once the objective is on a plateau, groups still shrinking (or, non-convex,
+        tiny) are set to zero at once if the training objective does not rise
+        (:func:`~sksparse_nn.training.pruning.drop_if_no_worse`), tried at most once a
+        ``window``: where they keep a watched fit from settling (otherwise they take
+        thousands of steps to arrive), and before a scored fit ends (so that it is
+        scored as sparse as a watched fit would be).
     """
 
     def __init__(
@@ -253,7 +254,7 @@ class StopWhenSettled(Callback):
         if self.restore and X is not None:
             state = copy.deepcopy(net.module_.state_dict())
             self.start_ = (state, net.training_objective(X))
-        if self.drop_in_transit and self.watch_groups:
+        if self.drop_in_transit:
             self.data_ = X
 
     def on_epoch_end(self, net, **kwargs):
@@ -280,14 +281,12 @@ class StopWhenSettled(Callback):
             length = self.anneal if self.recover is None else self.recover
             self.plan.anneal(epoch + 1, length, scale=0.5)
             return
-        norms = {}
-        if self.watch_groups:
-            with torch.no_grad():
-                norms = {k: v.cpu().double().numpy() for k, v in group_norms(net.module_).items()}
+        with torch.no_grad():
+            norms = {k: v.cpu().double().numpy() for k, v in group_norms(net.module_).items()}
         if self.settled_ is not None:
             if self.plan.annealed(epoch):
                 raise StopTraining
-            if not self._collapsing(norms):
+            if not (self.watch_groups and self._collapsing(norms)):
                 return
             # a selected group started to collapse during the anneal: not settled after
             # all; back to the full rate (ramped) and watch again
@@ -299,26 +298,34 @@ class StopWhenSettled(Callback):
         too_early = epoch + 1 < max(first + 2 * self.window, self.earliest)
         if too_early or len(self.norms_) < 2 * self.window:
             return
-        if self._settled(losses):
+        settled = self._settled(losses)
+        # groups in transit keep a watched fit from settling; a scored fit would end
+        # with them: either way, dropped at once if the objective does not need them
+        # (then the new support is watched from scratch)
+        wanted = not settled if self.watch_groups else settled
+        if wanted and self.data_ is not None and epoch >= self.next_drop_:
+            if self._drop_in_transit(net, epoch, losses):
+                return
+        if settled:
             if self.plan.schedule == "constant":
                 raise StopTraining
             self.settled_ = norms
             self.plan.anneal(epoch + 1, self.anneal)
-        elif self.data_ is not None and epoch >= self.next_drop_:
-            self._drop_in_transit(net, epoch, losses)
 
     def _drop_in_transit(self, net, epoch, losses):
-        """Drop the groups in transit (shrinking or tiny) at once if the objective,
-        on a plateau, does not rise; the watch starts again after a drop."""
+        """Drop the groups in transit (shrinking or tiny) at once if the objective is
+        on a plateau and does not rise; whether they were dropped."""
         losses = np.asarray(losses[self.origin_ + self._warmup() :], dtype=np.float64)
         if not on_plateau(losses, self.window, noise=True):
-            return
+            return False
         drop = self._in_transit()
         if not drop:
-            return
+            return False
         self.next_drop_ = epoch + self.window
-        if drop_if_no_worse(net, self.data_, drop):
-            self.norms_.clear()
+        if not drop_if_no_worse(net, self.data_, drop):
+            return False
+        self.norms_.clear()
+        return True
 
     def _in_transit(self):
         """Per tensor, the selected groups still shrinking over the last two windows
@@ -395,7 +402,7 @@ class StopWhenSettled(Callback):
 
     def _settled(self, losses):
         history, last = list(self.norms_), self.norms_[-1]
-        for key, norms in last.items():
+        for key, norms in last.items() if self.watch_groups else ():
             support = norms >= self.zero_tol
             recent = history[-self.window - 1 :]
             if any(not np.array_equal(old[key] >= self.zero_tol, support) for old in recent):
