@@ -162,7 +162,8 @@ class PenalizedNet(NeuralNet):
 
     def train_step_single(self, batch, **fit_params):
         """skorch's step, then ``lam`` times the closed-form penalty gradients added to
-        the gradients; the returned loss (history, L-BFGS's line search) includes their
+        the gradients (during backward by the sparsifiers that fold them in, see
+        ``Sparsifier.fold_penalty_grad``, after it by the others); the returned loss (history, L-BFGS's line search) includes their
         value, so it is the whole training objective.
 
         The net's modules and criteria (skorch's ``_modules`` and ``_criteria``) are
@@ -176,9 +177,17 @@ class PenalizedNet(NeuralNet):
             for o in owners:
                 o.train()
         Xi, yi = unpack_data(batch)
-        y_pred = self.infer(Xi, **fit_params)
-        loss = self.get_loss(y_pred, yi, X=Xi, training=True)
-        loss.backward()
+        folds = self.lam and self.direct_penalties_
+        try:
+            for s, _ in folds or ():  # added during backward where a method can
+                s.fold_penalty_grad(self.lam)
+            y_pred = self.infer(Xi, **fit_params)
+            loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+            loss.backward()
+        except BaseException:  # no request left pending for a later backward pass
+            for s, _ in folds or ():
+                s.fold_penalty_grad(None)
+            raise
         step = {"loss": loss, "y_pred": y_pred}
         if self.lam and (self.direct_penalties_ or self.ridge_):
             value = sum(s.add_penalty_grad_(o, self.lam) for s, o in self.direct_penalties_)
