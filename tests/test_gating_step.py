@@ -35,20 +35,36 @@ def _grads(*tensors):
 
 
 @pytest.mark.parametrize("D", [2, 3])
-@pytest.mark.parametrize("groups", ["in", "out", "element"])
-def test_direct_route_gives_the_one_node_functions_bits(groups, D):
+@pytest.mark.parametrize(
+    "module, name, groups",
+    [
+        (lambda: nn.Linear(23, 40), "weight", "in"),  # the gates broadcast along the last axis
+        (lambda: nn.Linear(23, 40), "weight", "out"),  # expanded to a column
+        (lambda: nn.Linear(23, 40), "weight", "element"),
+        (lambda: nn.Linear(23, 40), "bias", "out"),  # a vector: one gate per entry
+        (lambda: nn.Conv1d(5, 6, 3), "weight", "in"),  # the middle axis of three
+    ],
+    ids=["in", "out", "element", "vector", "conv"],
+)
+def test_direct_route_gives_the_one_node_functions_bits(module, name, groups, D):
     """For D <= 3 on a grouping of one gate per slice (or entry), the weight and both
     gradients are bit for bit those of ``_GatedWeight`` (float32)."""
     from sksparse_nn.sparsifiers._dgating import _GatedWeight
 
-    layer, gate, omega = _gated((40, 23), groups, D)
-    grad = torch.randn(40, 23)
-    weight = layer.weight
+    torch.manual_seed(0)
+    module = module()
+    dgate(module, name, groups=groups, D=D)
+    gate, omega = module.parametrizations[name][0], module.parametrizations[name].original
+    with torch.no_grad():
+        gate.gates.uniform_(0.5, 1.5)
+    grad = torch.randn(omega.shape)
+    weight = getattr(module, name)
     weight.backward(grad)
     direct = (weight.detach(), *_grads(omega, gate.gates))
     reference = _GatedWeight.apply(omega, gate.gates, gate.grouping)
     reference.backward(grad)
     for a, b in zip(direct, (reference.detach(), *_grads(omega, gate.gates)), strict=True):
+        assert a.shape == b.shape
         assert torch.equal(a, b)
     assert gate.fold_penalty_grad(1.0) is False  # nothing to fold on this route
 
