@@ -48,8 +48,9 @@ class Sparsifier(nn.Module):
         (``init="balanced"``), the same weight at the method's preferred representation,
         groups at zero kept at zero.
 
-    It may override :meth:`keep`, :meth:`add_penalty_grad_`, :meth:`curvatures`, the
-    property :attr:`nonconvex` and the class attributes below.
+    It may override :meth:`keep`, :meth:`add_penalty_grad_` (with
+    :meth:`fold_penalty_grad`), :meth:`curvatures`, the property :attr:`nonconvex` and
+    the class attributes below.
 
     A group may span slices of several tensors (a conv filter, its BatchNorm's scale and
     shift and the next layer's input slice): ``sparsify(..., tie=leader)`` gives a further
@@ -147,6 +148,19 @@ class Sparsifier(nn.Module):
         transit to zero at once (see
         :class:`~sksparse_nn.training.schedule.StopWhenSettled`)."""
         return None
+
+    def fold_penalty_grad(self, scale):
+        """Offer to add ``scale`` times the gradient of :meth:`penalty` during the backward
+        pass of this tensor's next evaluation, as its gradients are formed; returns
+        whether it will. The next :meth:`add_penalty_grad_` then only returns the value
+        (it adds the gradient itself when no backward pass did). ``scale=None``
+        withdraws the offer.
+
+        For training loops that call :meth:`add_penalty_grad_` after ``backward()``
+        anyway: called before the forward pass, it saves the separate pass over the
+        gradients. ``False`` by default (nothing is folded).
+        """
+        return False
 
     def curvatures(self, original):
         """``(parameter, curvature)`` for each factor of the penalty with a known

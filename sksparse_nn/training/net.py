@@ -6,14 +6,24 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
+from skorch.utils import TeeGenerator
 
 from ..sparsifiers import (
     closed_form_penalties,
     penalty,
     penalty_function,
+    sparsified_tensors,
 )
 from ..utils.interrupt import InterruptRequested, interrupt_requested
 from .runtime import flush_denormals
+
+#: Optimizers whose ``step(closure)`` calls the closure once, before their update.
+_ONE_CLOSURE_CALL = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
+
+
+def _listens(callback, hook):
+    """Whether ``callback`` overrides skorch's no-op ``hook``."""
+    return getattr(type(callback), hook, None) is not getattr(Callback, hook)
 
 
 class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
@@ -44,11 +54,6 @@ class _InterruptOnFlag(Callback):
 #: skorch's events of every batch: :meth:`PenalizedNet.notify` sends them to the net and
 #: to the callbacks that define them, not to every callback's no-op.
 PER_BATCH_EVENTS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
-
-
-def _defines(callback, event):
-    """Whether ``callback``'s class overrides skorch's no-op ``event``."""
-    return getattr(type(callback), event, None) is not getattr(Callback, event)
 
 
 class PenalizedNet(NeuralNet):
@@ -97,6 +102,11 @@ class PenalizedNet(NeuralNet):
         # to the gradients after backward (train_step_single); the others enter the loss.
         self.penalty_ = penalty_function(self.module_, direct=False)
         self.direct_penalties_ = closed_form_penalties(self.module_)
+        # no penalty left for the loss: get_loss skips calling it (a subclass that sets
+        # its own penalty_ is called as before)
+        n_sparsified = sum(1 for _ in sparsified_tensors(self.module_))
+        self._empty_penalty = self.penalty_ if len(self.direct_penalties_) == n_sparsified else None
+        self._training_modules = None  # every module of the step, listed at its first
         # ``ridge``: {parameter name: c}, the term ``lam * sum(c * p^2)`` of the objective
         # per named (ungated) parameter, added like the closed-form penalties; ``c`` as a
         # tensor on the parameter's device and dtype (per-entry weights) or a float
@@ -166,29 +176,68 @@ class PenalizedNet(NeuralNet):
             loss = self.criterion_(y_pred, *y_true)
         else:
             loss = self.criterion_(y_pred, y_true)
-        if training and self.lam:
+        if training and self.lam and self.penalty_ is not getattr(self, "_empty_penalty", None):
             loss = loss + self.lam * self.penalty_()
         return loss
 
+    def initialize_criterion(self):
+        super().initialize_criterion()
+        self._training_modules = None
+        return self
+
+    def train_step(self, batch, **fit_params):
+        """skorch's step; for the optimizers that evaluate a closure once before their
+        update (SGD, Adam, AdamW), the same calls without the closure and, when no
+        callback listens, without the ``on_grad_computed`` notification (a walk over
+        every parameter per step)."""
+        optimizers = [getattr(self, name + "_") for name in self._optimizers]
+        if len(optimizers) != 1 or type(optimizers[0]) not in _ONE_CLOSURE_CALL:
+            return super().train_step(batch, **fit_params)
+        self._zero_grad_optimizer()
+        step = self.train_step_single(batch, **fit_params)
+        if getattr(self, "_grad_listeners", True):
+            self.notify(
+                "on_grad_computed",
+                named_parameters=TeeGenerator(self.get_all_learnable_params()),
+                batch=batch,
+                training=True,
+            )
+        optimizers[0].step()
+        return step
+
     def train_step_single(self, batch, **fit_params):
         """skorch's step, then ``lam`` times the closed-form penalty gradients added to
-        the gradients; the returned loss (history, L-BFGS's line search) includes their
-        value, so it is the whole training objective.
+        the gradients (during backward by the sparsifiers that fold them in, see
+        ``Sparsifier.fold_penalty_grad``, after it by the others); the returned loss
+        (history, L-BFGS's line search) includes their value, so it is the whole
+        training objective.
 
         The net's modules and criteria (skorch's ``_modules`` and ``_criteria``) are
         switched to training mode only when one is not in it (the first batch after a
         validation or a prediction): skorch's ``Module.train`` on every batch visits
         every submodule.
         """
-        owners = [getattr(self, name + "_") for name in (*self._modules, *self._criteria)]
-        owners = [o for o in owners if isinstance(o, torch.nn.Module)]
-        if not all(m.training for o in owners for m in o.modules()):
-            for o in owners:
+        members = getattr(self, "_training_modules", None)
+        if members is None:  # listed once per module / criterion (re)initialization
+            owners = [getattr(self, name + "_") for name in (*self._modules, *self._criteria)]
+            owners = [o for o in owners if isinstance(o, torch.nn.Module)]
+            members = (owners, [m for o in owners for m in o.modules()])
+            self._training_modules = members
+        if not all(m.training for m in members[1]):
+            for o in members[0]:
                 o.train()
         Xi, yi = unpack_data(batch)
-        y_pred = self.infer(Xi, **fit_params)
-        loss = self.get_loss(y_pred, yi, X=Xi, training=True)
-        loss.backward()
+        folds = self.lam and self.direct_penalties_
+        try:
+            for s, _ in folds or ():  # added during backward where a method can
+                s.fold_penalty_grad(self.lam)
+            y_pred = self.infer(Xi, **fit_params)
+            loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+            loss.backward()
+        except BaseException:  # no request left pending for a later backward pass
+            for s, _ in folds or ():
+                s.fold_penalty_grad(None)
+            raise
         step = {"loss": loss, "y_pred": y_pred}
         if self.lam and (self.direct_penalties_ or self.ridge_):
             value = sum(s.add_penalty_grad_(o, self.lam) for s, o in self.direct_penalties_)
@@ -203,21 +252,21 @@ class PenalizedNet(NeuralNet):
         times a step: a cost next to a small model's arithmetic)."""
         if method_name not in PER_BATCH_EVENTS:
             return super().notify(method_name, **cb_kwargs)
-        cache = self.__dict__.setdefault("_listeners", {})
-        listeners = cache.get(method_name)
-        if listeners is None:
-            listeners = [cb for _, cb in self.callbacks_ if _defines(cb, method_name)]
-            cache[method_name] = listeners
         getattr(self, method_name)(self, **cb_kwargs)  # the net's own first (a new batch)
-        for cb in listeners:
+        for cb in self._listeners[method_name]:
             getattr(cb, method_name)(self, **cb_kwargs)
         return None
 
     def initialize_callbacks(self):
-        """skorch's; forgets which callbacks define the per-batch events (see
-        :meth:`notify`)."""
-        self.__dict__.pop("_listeners", None)
-        return super().initialize_callbacks()
+        """skorch's; then which callbacks define each per-batch event (see
+        :meth:`notify`; :meth:`train_step` skips ``on_grad_computed`` when none does)."""
+        super().initialize_callbacks()
+        self._listeners = {
+            event: [cb for _, cb in self.callbacks_ if _listens(cb, event)]
+            for event in PER_BATCH_EVENTS
+        }
+        self._grad_listeners = bool(self._listeners["on_grad_computed"])
+        return self
 
     def get_default_callbacks(self):
         return [*super().get_default_callbacks(), ("interrupt_on_flag", _InterruptOnFlag())]
