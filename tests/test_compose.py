@@ -285,3 +285,11 @@ def test_the_table_encoder_reads_column_kinds_and_refuses_others():
     frame = pd.DataFrame({"when": pd.date_range("2020", periods=3), "x": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match=r"'when' \(datetime64.*convert"):
         TableEncoder().fit(frame)
+
+
+def test_a_search_around_a_variable_model_says_to_put_it_inside():
+    from sksparse_nn import DGatedMLPClassifier, SparsePathCV
+
+    X, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 2
+    with pytest.raises(TypeError, match=r"VariableModel\(SparsePathCV\(estimator\)\)"):
+        SparsePathCV(VariableModel(DGatedMLPClassifier())).fit(X, y)

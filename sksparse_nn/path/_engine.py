@@ -110,6 +110,7 @@ def regularization_path(
     (200, 0)
     """
     base = clone(estimator)
+    _check_path_protocol(base)
     if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work
         base._validate_params()
     n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
@@ -165,3 +166,22 @@ def regularization_path(
     completed = full["completed"] and len(finished) == len(splits)
     _report(full, finished, splits, completed, base)
     return _assemble(full, finished, splits, base, completed)
+
+
+def _check_path_protocol(estimator):
+    """A clear error for an estimator without ``lam`` and ``warm_start`` (e.g. a
+    composite around one)."""
+    params = estimator.get_params(deep=False)
+    if "lam" in params and "warm_start" in params:
+        return
+    name = type(estimator).__name__
+    hint = (
+        f" For {name}, put the search inside it: {name}(SparsePathCV(estimator)), or call "
+        f"{name}.regularization_path."
+        if hasattr(estimator, "regularization_path")
+        else ""
+    )
+    raise TypeError(
+        f"{name} has no lam and warm_start parameters: a regularization path (and "
+        f"SparsePathCV) fits a sparse estimator of this package along a lam grid.{hint}"
+    )
