@@ -6,7 +6,13 @@ import pytest
 import torch
 from skorch.dataset import Dataset
 
-from sksparse_nn.sparsifiers import drop_groups_, group_norms, sparsified_tensors, sparsify
+from sksparse_nn.sparsifiers import (
+    can_drop,
+    drop_groups_,
+    group_norms,
+    sparsified_tensors,
+    sparsify,
+)
 from sksparse_nn.training import PenalizedNet
 from sksparse_nn.training.pruning import drop_if_no_worse
 
@@ -42,6 +48,7 @@ def test_methods_that_cannot_drop_leave_the_model_alone():
     layer = torch.nn.Linear(4, 3)
     sparsify(layer, "weight", method="l21", groups="in")  # a zero is no resting point
     before = layer.weight.detach().clone()
+    assert not can_drop(layer) and can_drop(_gated_layer())
     assert drop_groups_(layer, {"weight": np.array([True, False, False, False])}) is None
     assert torch.equal(layer.weight, before)
     # a tie shares its gates with another tensor: no drop either
@@ -49,10 +56,12 @@ def test_methods_that_cannot_drop_leave_the_model_alone():
     sparsify(model[0], "weight", groups="out", D=3)
     sparsify(model[1], "weight", groups="in", tie=model[0].parametrizations.weight[0])
     names = [q for q, *_ in sparsified_tensors(model)]
+    assert not can_drop(model)
     assert drop_groups_(model, {names[0]: np.array([True, False, False])}) is None
 
 
 def _net(X, y, lam=0.05):
+    torch.manual_seed(0)
     module = torch.nn.Linear(X.shape[1], 1)
     sparsify(module, "weight", groups="in", D=3)
     net = PenalizedNet(
@@ -63,7 +72,7 @@ def _net(X, y, lam=0.05):
         optimizer__momentum=0.9,
         lr=0.05,
         batch_size=16,
-        max_epochs=5,
+        max_epochs=10,
         train_split=None,
         callbacks__print_log=None,
     )

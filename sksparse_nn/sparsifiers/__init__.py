@@ -31,6 +31,7 @@ from ._ds import DS
 from ._l21 import L21
 from ._model import (
     cached,
+    can_drop,
     closed_form_penalties,
     collapse,
     drop_groups_,
@@ -51,6 +52,7 @@ __all__ = [
     "ZERO_TOL",
     "Sparsifier",
     "cached",
+    "can_drop",
     "closed_form_penalties",
     "collapse",
     "dgate",

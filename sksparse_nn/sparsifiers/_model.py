@@ -9,6 +9,7 @@ from ._base import ZERO_TOL, Sparsifier, _qualified
 
 __all__ = [
     "cached",
+    "can_drop",
     "closed_form_penalties",
     "collapse",
     "drop_groups_",
@@ -205,6 +206,20 @@ def _support(model, zero_tol):
     return keep
 
 
+def _can_drop(sparsifier):
+    """Whether the method drops groups (:meth:`Sparsifier.drop_` is defined) and the
+    tensor is in no tie."""
+    defined = type(sparsifier).drop_ is not Sparsifier.drop_
+    return defined and not sparsifier.tied and not getattr(sparsifier, "n_tied", 0)
+
+
+def can_drop(model):
+    """Whether :func:`drop_groups_` can drop groups of every sparsified tensor of
+    ``model`` (False for a model with none)."""
+    members = list(sparsified_tensors(model))
+    return bool(members) and all(_can_drop(s) for *_, s in members)
+
+
 @torch.no_grad()
 def drop_groups_(model, drop):
     """Set groups of ``model``'s sparsified tensors to exactly zero, in place, where
@@ -223,11 +238,7 @@ def drop_groups_(model, drop):
         forget); ``None``, with nothing changed, when a tensor's method cannot drop.
     """
     members = [m for m in sparsified_tensors(model) if m[0] in drop and drop[m[0]].any()]
-
-    def unable(s):  # the default (no drop) or a tie: nothing is changed
-        return type(s).drop_ is Sparsifier.drop_ or s.tied or getattr(s, "n_tied", 0)
-
-    if any(unable(s) for *_, s in members):
+    if not all(_can_drop(s) for *_, s in members):
         return None
     touched = []
     for qname, module, name, s in members:

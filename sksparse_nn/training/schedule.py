@@ -18,9 +18,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
-from ..sparsifiers import (
-    group_norms,
-)
+from ..sparsifiers import can_drop, group_norms
 from ..utils.convergence import warn_convergence
 from .net import StopTraining
 from .pruning import drop_if_no_worse
@@ -254,7 +252,7 @@ class StopWhenSettled(Callback):
         if self.restore and X is not None:
             state = copy.deepcopy(net.module_.state_dict())
             self.start_ = (state, net.training_objective(X))
-        if self.drop_in_transit:
+        if self.drop_in_transit and X is not None and can_drop(net.module_):
             self.data_ = X
 
     def on_epoch_end(self, net, **kwargs):
