@@ -169,15 +169,17 @@ def test_forward_has_no_loop_over_features():
 
 
 @pytest.mark.numerics
-@pytest.mark.parametrize("chunk", [1, 8 * 16 * 3, 2**18])  # one feature, 3 per chunk, all
-def test_chunked_forward_is_the_sum_of_the_shape_functions(monkeypatch, chunk):
-    """The one-hidden-layer forward, computed over chunks of features, equals intercept
-    plus the per-feature outputs (float64: only summation order differs)."""
+@pytest.mark.parametrize("chunk", [1, 8 * 16 * 3, 2**18])  # one term, 3 per chunk, all
+@pytest.mark.parametrize("terms", [None, [[0, 1, 2], [3], [4, 5], [6], [7, 8, 9]]])
+def test_chunked_forward_is_the_sum_of_the_shape_functions(monkeypatch, chunk, terms):
+    """The one-hidden-layer forward, computed over chunks of features (or of terms of
+    several columns), equals intercept plus the per-term outputs (float64: only
+    summation order differs)."""
     import sksparse_nn.nn.nam as nam_module
 
     monkeypatch.setattr(nam_module, "_CHUNK_ELEMENTS", chunk)
     torch.manual_seed(0)
-    module = NAM(10, (16,), n_outputs=2).double()
+    module = NAM(10, (16,), n_outputs=2, terms=terms).double()
     with torch.no_grad():
         module.intercept.normal_()
     x = torch.randn(8, 10, dtype=torch.float64, requires_grad=True)

@@ -267,11 +267,32 @@ class NAM(nn.Module):
             if out is None:  # no features
                 out = x.new_zeros(n, self.n_outputs)
             return out + (self.intercept - self.centers.sum(dim=0))
+        if not self.hidden and not (self.training and self.feature_dropout > 0):
+            return self._one_layer_terms(x, first)
         g = self.feature_outputs(x, first)  # (p, n, k)
         if self.training and self.feature_dropout > 0:
             keep = torch.ones_like(g[:, :, :1])
             g = g * F.dropout(keep, self.feature_dropout, True)
         return g.sum(dim=0) + self.intercept
+
+    def _one_layer_terms(self, x, first):
+        """The output of one hidden layer over terms of several columns: every term's
+        first layer as one batched product, and the sum over terms as one matrix product
+        on the ``(n, T * h1)`` activations (a batched product per term with one output
+        column is several times slower), over cache-sized chunks of terms."""
+        m, (n, h1) = first.shape[1] - 1, (x.shape[0], first.shape[2])
+        columns = self.gather(x)  # (T, n, m)
+        step = max(1, _CHUNK_ELEMENTS // max(1, n * h1))
+        if tracing():  # one chunk: a traced graph must hold for any batch size
+            step = max(1, self.n_terms)
+        out = x.new_zeros(n, self.n_outputs)
+        for start in range(0, self.n_terms, step):
+            part = slice(start, start + step)
+            h = torch.baddbmm(first[part, m:], columns[part], first[part, :m])
+            h = self._hidden_dropout(self.activation(h))  # (chunk, n, h1)
+            flat = h.transpose(0, 1).reshape(n, -1)
+            out = out + flat @ self.out[part].reshape(-1, self.n_outputs)
+        return out + (self.intercept - self.centers.sum(dim=0))
 
     @torch.no_grad()
     def center_(self, x):
