@@ -31,8 +31,9 @@ _MAX_SWEEPS = 500
 _SWEEPS_PER_CHECK = 5
 # Narrowest least-squares working set solved by coordinate descent (see wide_set).
 _CD_MIN_FEATURES = 256
-# Entries of the dense column chunks that the groups' curvature bounds are formed from.
-_BOUND_CHUNK = 1 << 22
+# Entries of the dense column chunks that the groups' curvature bounds are formed from
+# (2 MB of floats: the bounds are the same to the bit for any chunk, see group_bound).
+_BOUND_CHUNK = 1 << 18
 
 
 class SparseColumns:
@@ -123,8 +124,10 @@ class SparseColumns:
         curvature bound of groups of several columns; computed once per set).
 
         Groups of one size are done together: their columns, densified a chunk of
-        groups at a time (at most ``_BOUND_CHUNK`` entries), give the blocks by one
-        ``einsum`` and their top eigenvalues by one batched ``eigvalsh``."""
+        groups at a time (at most ``_BOUND_CHUNK`` entries: temporaries of a few MB,
+        not of the set's size), give the blocks by one ``einsum`` and their top
+        eigenvalues by one batched ``eigvalsh`` (each group's alone: the chunk changes
+        no bit)."""
         if self._lam_w is None:
             st = self.starts
             sizes = np.diff(st)
@@ -159,6 +162,21 @@ def _column_chunks(indptr, k):
         a = b
 
 
+def _weighted_columns(indptr, indices, data, h, k):
+    """The set's entries times the curvature ``h`` of their rows, and per column their
+    sums ``X_j^T h`` and weighted squared norms, computed a chunk of columns at a time
+    (the temporaries of a chunk, not of the set, die here)."""
+    wdata = np.empty_like(data)
+    c, diag = np.zeros(k), np.zeros(k)
+    for a, b in _column_chunks(indptr, k):
+        part = slice(indptr[a], indptr[b])
+        np.multiply(data[part], h[indices[part]], out=wdata[part])
+        colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
+        c[a:b] = np.bincount(colid, weights=wdata[part], minlength=b - a)
+        diag[a:b] = np.bincount(colid, weights=data[part] * wdata[part], minlength=b - a)
+    return wdata, c, diag
+
+
 def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_sweeps):
     """Minimize ``gw^T d + d^T A^T diag(h) A d / 2 + penalty(x + d)`` by block coordinate
     descent over the groups (internal order); returns ``(x + d, A d, sweeps)``.
@@ -186,14 +204,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     nv = k + (1 if cols.has_const else 0)
     indptr, indices, data = cols.indptr, cols.indices, cols.data
     A = cols.A
-    wdata = np.empty_like(data)  # the columns weighted by the curvature
-    c, diag = np.zeros(k), np.zeros(k)  # X_j^T h and the squared weighted norms
-    for a, b in _column_chunks(indptr, k):  # temporaries of a chunk, not of the set
-        part = slice(indptr[a], indptr[b])
-        np.multiply(data[part], h[indices[part]], out=wdata[part])
-        colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
-        c[a:b] = np.bincount(colid, weights=wdata[part], minlength=b - a)
-        diag[a:b] = np.bincount(colid, weights=data[part] * wdata[part], minlength=b - a)
+    wdata, c, diag = _weighted_columns(indptr, indices, data, h, k)
     m = cols.m
     sh = float(h.sum())
     if cols.centred:
