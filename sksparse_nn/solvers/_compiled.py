@@ -51,7 +51,7 @@ _SOURCE = Path(__file__).with_name("_kernels.py")
 _A, _I, _B = "f8[::1]", "i8[::1]", "b1[::1]"
 _SIGNATURE = (
     f"Tuple((f8[::1], f8[::1], f8, i8))({_A}, {_A}, {_A}, {_I}, {_A}, i8, {_I}, {_I}, {_A}, "
-    f"{_A}, {_A}, {_A}, f8, f8, {_B}, b1, i4[::1], i4[::1], {_A}, {_A}, b1, f8, i8, i8)"
+    f"{_A}, {_A}, {_A}, f8, f8, {_B}, b1, i4[::1], i4[::1], {_A}, b1, f8, i8, i8)"
 )
 # argument positions of the arrays whose dtypes the AOT kernel fixes
 _INT64 = (3, 6, 7)

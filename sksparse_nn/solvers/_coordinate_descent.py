@@ -22,8 +22,9 @@ from ._logistic_newton import _NEAR_VIOLATION, backtrack
 from ._penalties import group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
-# Stored entries per chunk of the per-column sums of a quadratic model (2 MB of floats).
-_CHUNK_ENTRIES = 1 << 18
+# Stored entries per chunk of the per-column sums of a quadratic model (0.5 MB of
+# floats; a chunk holds whole columns, so the sums are the same for any chunk).
+_CHUNK_ENTRIES = 1 << 16
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
 # Sweeps between two checks of the model's KKT conditions; their iterates are
@@ -32,8 +33,8 @@ _SWEEPS_PER_CHECK = 5
 # Narrowest least-squares working set solved by coordinate descent (see wide_set).
 _CD_MIN_FEATURES = 256
 # Entries of the dense column chunks that the groups' curvature bounds are formed from
-# (2 MB of floats: the bounds are the same to the bit for any chunk, see group_bound).
-_BOUND_CHUNK = 1 << 18
+# (0.5 MB of floats: the bounds are the same to the bit for any chunk, see group_bound).
+_BOUND_CHUNK = 1 << 16
 
 
 class SparseColumns:
@@ -124,7 +125,7 @@ class SparseColumns:
         curvature bound of groups of several columns; computed once per set).
 
         Groups of one size are done together: their columns, densified a chunk of
-        groups at a time (at most ``_BOUND_CHUNK`` entries: temporaries of a few MB,
+        groups at a time (at most ``_BOUND_CHUNK`` entries: temporaries of about a MB,
         not of the set's size), give the blocks by one ``einsum`` and their top
         eigenvalues by one batched ``eigvalsh`` (each group's alone: the chunk changes
         no bit)."""
@@ -162,19 +163,20 @@ def _column_chunks(indptr, k):
         a = b
 
 
-def _weighted_columns(indptr, indices, data, h, k):
-    """The set's entries times the curvature ``h`` of their rows, and per column their
-    sums ``X_j^T h`` and weighted squared norms, computed a chunk of columns at a time
-    (the temporaries of a chunk, not of the set, die here)."""
-    wdata = np.empty_like(data)
+def _weighted_sums(indptr, indices, data, h, k):
+    """Per column of the set, ``X_j^T h`` and the weighted squared norm
+    ``sum_i h_i X_ij^2``, computed a chunk of columns at a time (temporaries of a chunk,
+    not of the set; the kernel weights each entry by ``h`` as it reads it, so no
+    weighted copy of the set is kept)."""
     c, diag = np.zeros(k), np.zeros(k)
     for a, b in _column_chunks(indptr, k):
         part = slice(indptr[a], indptr[b])
-        np.multiply(data[part], h[indices[part]], out=wdata[part])
+        values = data[part]
+        weighted = values * h[indices[part]]
         colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
-        c[a:b] = np.bincount(colid, weights=wdata[part], minlength=b - a)
-        diag[a:b] = np.bincount(colid, weights=data[part] * wdata[part], minlength=b - a)
-    return wdata, c, diag
+        c[a:b] = np.bincount(colid, weights=weighted, minlength=b - a)
+        diag[a:b] = np.bincount(colid, weights=values * weighted, minlength=b - a)
+    return c, diag
 
 
 def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_sweeps):
@@ -204,7 +206,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     nv = k + (1 if cols.has_const else 0)
     indptr, indices, data = cols.indptr, cols.indices, cols.data
     A = cols.A
-    wdata, c, diag = _weighted_columns(indptr, indices, data, h, k)
+    c, diag = _weighted_sums(indptr, indices, data, h, k)
     m = cols.m
     sh = float(h.sum())
     if cols.centred:
@@ -229,7 +231,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     pos = np.zeros(nv, dtype=bool) if positive is None else np.asarray(positive, dtype=bool)
     w, _, t, sweeps = model_cd(
         x, gw, h, ext, lam_rho, n_groups, cols.group_labels, st, L, thr_group, c, m, s, hb,
-        pos, bool(pos.any()), indptr, indices, data, wdata, cols.dense, tol_model,
+        pos, bool(pos.any()), indptr, indices, data, cols.dense, tol_model,
         max_sweeps, _SWEEPS_PER_CHECK,
     )  # fmt: skip
     # A d, the sparse part recomputed (exact, not accumulated)
