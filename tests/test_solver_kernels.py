@@ -255,3 +255,25 @@ def test_model_cd_reaches_the_models_kkt_point(intercept, positive, dense):
     np.testing.assert_allclose(r, h * (X @ d[:k]), rtol=0, atol=1e3 * EPS * scale)
     t_ref = -m @ d[:k] + (d[k] if intercept else 0.0)
     np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e3 * EPS * scale)
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (7, 3), (40, 130)])
+def test_dense_products_are_scipys_csc_products_to_the_bit(n, k):
+    # a dense set stores no row indices: its products must be scipy's CSC ones (the
+    # products of the same columns with every row stored), in their order
+    from sksparse_nn.solvers import _compiled
+
+    rng = np.random.default_rng(n + k)
+    D = rng.normal(size=(n, k)) * (rng.random((n, k)) < 0.7)
+    data = np.ascontiguousarray(D.T).ravel()
+    A = sp.csc_matrix(
+        (data, np.tile(np.arange(n, dtype=np.int32), k), np.arange(0, n * k + 1, n)),
+        shape=(n, k),
+    )
+    w, r = rng.normal(size=k) * (rng.random(k) < 0.5), rng.normal(size=n)
+    for matvec, rmatvec in ((_kernels.dense_matvec, _kernels.dense_rmatvec),
+                            (_compiled.dense_matvec, _compiled.dense_rmatvec)):  # fmt: skip
+        z, g = np.zeros(n), np.zeros(k)
+        matvec(data, w, z)
+        rmatvec(data, r, g)
+        assert z.tobytes() == (A @ w).tobytes() and g.tobytes() == (A.T @ r).tobytes()

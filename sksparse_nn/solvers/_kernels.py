@@ -109,6 +109,32 @@ def add_columns(cols, delta, indptr, indices, data, h, r, dense=False):
 
 
 @numba.njit(cache=True, nogil=True)
+def dense_matvec(data, w, z):
+    """``z += A w`` for dense columns stored one after another in ``data`` (column ``j``:
+    entries ``j n`` to ``(j + 1) n``, ``n = z.size``), a column at a time: the arithmetic
+    of scipy's CSC product in its order (the same bits, with no row indices)."""
+    n = z.size
+    for j in range(w.size):
+        wj = w[j]
+        base = j * n
+        for q in range(n):
+            z[q] += data[base + q] * wj
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_rmatvec(data, r, g):
+    """``g = A^T r`` for the dense columns of :func:`dense_matvec`, each entry summed
+    from zero in row order: the arithmetic of scipy's CSR product of ``A^T``."""
+    n = r.size
+    for j in range(g.size):
+        acc = 0.0
+        base = j * n
+        for q in range(n):
+            acc += data[base + q] * r[q]
+        g[j] = acc
+
+
+@numba.njit(cache=True, nogil=True)
 def group_violations(w, g, ext, lam_rho, n_groups, pos, has_pos):
     """Per group, the distance of ``-g`` to the penalty's subdifferential at ``w`` (plus
     the normal cone of ``w >= 0`` on ``pos`` when ``has_pos``), and the live groups: the
