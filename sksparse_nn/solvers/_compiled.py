@@ -11,6 +11,8 @@ import costs under a millisecond and needs no numba; later processes load it.
 * :func:`model_cd`: the AOT kernel where it exists and the arguments have its types
   (int32 CSC indices, the usual scipy layout), else the numba JIT kernel of
   :mod:`._kernels` (compiled or loaded from numba's cache);
+* :func:`dense_matvec`, :func:`dense_rmatvec`: the products of a dense working set's
+  columns (no row indices stored), from the same module;
 * :func:`build_kernels`: compiles the AOT kernel (15-20 s, once: the first fit that needs the
   kernel runs it when none is built, in place of numba's JIT compilation, 13 s on the
   same machine); also ``python -c "from sksparse_nn.solvers import build_kernels;
