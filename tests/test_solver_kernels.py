@@ -61,10 +61,9 @@ def test_cd_sweep_is_the_proximal_block_step(sizes, centred, positive):
 
     w = x.copy()
     r, S, t = np.zeros(n), 0.0, 0.0  # d = 0
-    wdata = X.data * h[X.indices]
     c = X.T @ h
     buf = np.empty(max(sizes))
-    S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices, X.data, wdata,
+    S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices, X.data, h,
                     r, w, buf, S, t, float(h.sum()))  # fmt: skip
 
     expected = _reference_sweep(X, h, m, gw, x, x, active, starts, L, thr, pos)
@@ -103,14 +102,14 @@ def test_dense_sweep_is_the_sparse_sweep_on_every_entry(centred, positive):
     thr = rng.uniform(0.0, 1.0, size=len(sizes)) * np.abs(gw).max()
     pos = np.full(k, positive)
     active = np.arange(len(sizes))
-    wdata, c = X.data * h[X.indices], X.T @ h
+    c = X.T @ h
     out = []
     for dense in (False, True):
         w, r, buf = x.copy(), np.zeros(n), np.empty(max(sizes))
         S, t = 0.0, 0.0
         for _ in range(3):  # a few sweeps: the state feeds the next one
             S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices,
-                            X.data, wdata, r, w, buf, S, t, float(h.sum()), dense)  # fmt: skip
+                            X.data, h, r, w, buf, S, t, float(h.sum()), dense)  # fmt: skip
         out.append((w, r, S, t))
     (w0, r0, S0, t0), (w1, r1, S1, t1) = out
     assert np.any(w0 != x) and np.array_equal(w0, w1) and np.array_equal(r0, r1)
@@ -124,11 +123,10 @@ def test_add_columns_adds_the_weighted_columns(dense):
     X = sp.random(n, k, density=1.0 if dense else 0.3, format="csc", random_state=rng)
     X.sort_indices()
     h = rng.uniform(0.1, 1.0, size=n)
-    wdata = X.data * h[X.indices]
     cols, delta = np.array([4, 0, 7], dtype=np.intp), rng.normal(size=3)
     r0 = rng.normal(size=n)
     r = r0.copy()
-    add_columns(cols, delta, X.indptr, X.indices, wdata, r, dense)
+    add_columns(cols, delta, X.indptr, X.indices, X.data, h, r, dense)
     expected = r0 + h * (X[:, cols].toarray() @ delta)
     np.testing.assert_allclose(r, expected, rtol=0, atol=64 * EPS * np.abs(expected).max())
 
@@ -237,14 +235,13 @@ def test_model_cd_reaches_the_models_kkt_point(intercept, positive, dense):
     if positive:
         pos[:k:2] = True
         x[pos] = np.abs(x[pos])
-    wdata = X.data * h[X.indices]
     c = X.T @ h
     hb = float(h.sum()) if intercept else 0.0
     tol = 1e-10
     w, r, t, sweeps = _kernels.model_cd(
         x, gw, h, ext, lam_rho, n_groups, np.arange(len(sizes)), starts, L,
         lam_rho[: len(sizes)], c, m, 1.0 if intercept else 0.0, hb, pos, positive,
-        X.indptr, X.indices, X.data, wdata, dense, tol, 10_000, 5,
+        X.indptr, X.indices, X.data, dense, tol, 10_000, 5,
     )  # fmt: skip
     d = w - x
     G = _dense_model(X, m, s, h, gw, x, d)
@@ -258,3 +255,25 @@ def test_model_cd_reaches_the_models_kkt_point(intercept, positive, dense):
     np.testing.assert_allclose(r, h * (X @ d[:k]), rtol=0, atol=1e3 * EPS * scale)
     t_ref = -m @ d[:k] + (d[k] if intercept else 0.0)
     np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e3 * EPS * scale)
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (7, 3), (40, 130)])
+def test_dense_products_are_scipys_csc_products_to_the_bit(n, k):
+    # a dense set stores no row indices: its products must be scipy's CSC ones (the
+    # products of the same columns with every row stored), in their order
+    from sksparse_nn.solvers import _compiled
+
+    rng = np.random.default_rng(n + k)
+    D = rng.normal(size=(n, k)) * (rng.random((n, k)) < 0.7)
+    data = np.ascontiguousarray(D.T).ravel()
+    A = sp.csc_matrix(
+        (data, np.tile(np.arange(n, dtype=np.int32), k), np.arange(0, n * k + 1, n)),
+        shape=(n, k),
+    )
+    w, r = rng.normal(size=k) * (rng.random(k) < 0.5), rng.normal(size=n)
+    for matvec, rmatvec in ((_kernels.dense_matvec, _kernels.dense_rmatvec),
+                            (_compiled.dense_matvec, _compiled.dense_rmatvec)):  # fmt: skip
+        z, g = np.zeros(n), np.zeros(k)
+        matvec(data, w, z)
+        rmatvec(data, r, g)
+        assert z.tobytes() == (A @ w).tobytes() and g.tobytes() == (A.T @ r).tobytes()

@@ -11,6 +11,8 @@ import costs under a millisecond and needs no numba; later processes load it.
 * :func:`model_cd`: the AOT kernel where it exists and the arguments have its types
   (int32 CSC indices, the usual scipy layout), else the numba JIT kernel of
   :mod:`._kernels` (compiled or loaded from numba's cache);
+* :func:`dense_matvec`, :func:`dense_rmatvec`: the products of a dense working set's
+  columns (no row indices stored), from the same module;
 * :func:`build_kernels`: compiles the AOT kernel (15-20 s, once: the first fit that needs the
   kernel runs it when none is built, in place of numba's JIT compilation, 13 s on the
   same machine); also ``python -c "from sksparse_nn.solvers import build_kernels;
@@ -44,19 +46,23 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["build_kernels", "model_cd"]
+__all__ = ["build_kernels", "dense_matvec", "dense_rmatvec", "model_cd"]
 
 _SOURCE = Path(__file__).with_name("_kernels.py")
 # numba.pycc's signature of _kernels.model_cd for scipy's int32 CSC indices (see there)
 _A, _I, _B = "f8[::1]", "i8[::1]", "b1[::1]"
 _SIGNATURE = (
     f"Tuple((f8[::1], f8[::1], f8, i8))({_A}, {_A}, {_A}, {_I}, {_A}, i8, {_I}, {_I}, {_A}, "
-    f"{_A}, {_A}, {_A}, f8, f8, {_B}, b1, i4[::1], i4[::1], {_A}, {_A}, b1, f8, i8, i8)"
+    f"{_A}, {_A}, {_A}, f8, f8, {_B}, b1, i4[::1], i4[::1], {_A}, b1, f8, i8, i8)"
 )
+# the dense working sets' products (see _kernels.dense_matvec), built beside model_cd
+_DENSE_SIGNATURE = "void(f8[::1], f8[::1], f8[::1])"
+_DENSE = ("dense_matvec", "dense_rmatvec")
 # argument positions of the arrays whose dtypes the AOT kernel fixes
 _INT64 = (3, 6, 7)
 _INT32 = (16, 17)
 _kernel = None  # the loaded AOT function, or False when there is none
+_dense = {}  # the loaded AOT dense products (empty without a module)
 # Age after which a build lock counts as left by a builder that died (a build takes
 # well under a minute).
 _STALE_LOCK_S = 600
@@ -119,6 +125,7 @@ def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
+    _dense.update({name: getattr(module, name) for name in _DENSE})
     return module.model_cd
 
 
@@ -172,6 +179,8 @@ def build_kernels():
             cc.verbose = False
             cc.target_cpu = llvm.get_host_cpu_name()
             cc.export("model_cd", _SIGNATURE)(_kernels.model_cd.py_func)
+            for dense in _DENSE:
+                cc.export(dense, _DENSE_SIGNATURE)(getattr(_kernels, dense).py_func)
             cc.compile()
             built = next(Path(tmp).glob(name + "*"))
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -247,3 +256,26 @@ def model_cd(*args):
     from . import _kernels  # numba, imported only here
 
     return _kernels.model_cd(*args)
+
+
+def _dense_product(name, data, v, out):
+    """``_kernels.<name>(data, v, out)`` by the AOT module where it is loaded (float64
+    contiguous arrays), else numba's JIT."""
+    if _aot_kernel() and name in _dense:
+        try:
+            return _dense[name](data, v, out)
+        except TypeError:  # another dtype or layout: the JIT takes it
+            pass
+    from . import _kernels
+
+    return getattr(_kernels, name)(data, v, out)
+
+
+def dense_matvec(data, w, z):
+    """:func:`._kernels.dense_matvec` (``z += A w``), by the AOT module where built."""
+    _dense_product("dense_matvec", data, w, z)
+
+
+def dense_rmatvec(data, r, g):
+    """:func:`._kernels.dense_rmatvec` (``g = A^T r``), by the AOT module where built."""
+    _dense_product("dense_rmatvec", data, r, g)

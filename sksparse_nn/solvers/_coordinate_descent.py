@@ -22,8 +22,9 @@ from ._logistic_newton import _NEAR_VIOLATION, backtrack
 from ._penalties import group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
-# Stored entries per chunk of the per-column sums of a quadratic model (2 MB of floats).
-_CHUNK_ENTRIES = 1 << 18
+# Stored entries per chunk of the per-column sums of a quadratic model (0.5 MB of
+# floats; a chunk holds whole columns, so the sums are the same for any chunk).
+_CHUNK_ENTRIES = 1 << 16
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
 # Sweeps between two checks of the model's KKT conditions; their iterates are
@@ -31,20 +32,23 @@ _MAX_SWEEPS = 500
 _SWEEPS_PER_CHECK = 5
 # Narrowest least-squares working set solved by coordinate descent (see wide_set).
 _CD_MIN_FEATURES = 256
-# Entries of the dense column chunks that the groups' curvature bounds are formed from.
-_BOUND_CHUNK = 1 << 22
+# Entries of the dense column chunks that the groups' curvature bounds are formed from
+# (0.5 MB of floats: the bounds are the same to the bit for any chunk, see group_bound).
+_BOUND_CHUNK = 1 << 16
 
 
 class SparseColumns:
-    """The columns ``cols`` of ``X`` (sparse, or dense: stored as a CSC matrix with
-    every entry) as a working set's design, centred at ``mean`` (or not, ``mean``
-    None), with an optional constant column of value ``const`` as the last variable
-    (the intercept).
+    """The columns ``cols`` of ``X`` (sparse, or dense: every entry stored, column after
+    column) as a working set's design, centred at ``mean`` (or not, ``mean`` None), with
+    an optional constant column of value ``const`` as the last variable (the intercept).
 
     The variables are reordered by group (``ext``, one label per variable, the constant
     column alone in its group) so that a group's columns and nonzeros are contiguous
     slices of one CSC matrix; :meth:`solve` works in that order and returns the
-    caller's. Holds one copy of the set's nonzeros (at most those of ``X``).
+    caller's. Holds one copy of the set's nonzeros (at most those of ``X``); dense
+    columns hold no row indices (``indices`` empty, ``A`` None): their products are
+    the compiled :func:`._compiled.dense_matvec` / ``dense_rmatvec``, scipy's CSC
+    arithmetic in its order.
     """
 
     def __init__(self, X, cols, ext, mean=None, const=None):
@@ -60,18 +64,16 @@ class SparseColumns:
             A = X[:, cols[order]]
             A = A.tocsc() if A.format != "csc" else A
             A.sort_indices()
+            self.indptr, self.indices, self.data = A.indptr, A.indices, A.data
         else:  # dense columns: every entry stored, built in the group order directly
             n = self.n
             # rows of X^T: one copy, already in column-major order (X[:, cols] then
             # ravel(order="F") made two)
-            A = sp.csc_matrix(
-                (np.asarray(X, dtype=np.float64).T[cols[order]].ravel(),
-                 np.tile(np.arange(n, dtype=np.int32), k),
-                 np.arange(0, n * k + 1, n, dtype=np.int64 if n * k >= 2**31 else np.int32)),
-                shape=(n, k),
-            )  # fmt: skip
+            A = None
+            self.data = np.asarray(X, dtype=np.float64).T[cols[order]].ravel()
+            self.indptr = np.arange(0, n * k + 1, n, dtype=np.int64 if n * k >= 2**31 else np.int32)
+            self.indices = np.zeros(0, dtype=np.int32)  # rows in order: none stored
         self.A = A
-        self.indptr, self.indices, self.data = A.indptr, A.indices, A.data
         self.m = np.zeros(k) if mean is None else np.asarray(mean, dtype=np.float64)[cols[order]]
         self.centred = mean is not None and bool(np.any(self.m))
         # groups of the columns, in the new order: [start, stop) column ranges
@@ -97,10 +99,30 @@ class SparseColumns:
             out[self.k] = xi[self.k]
         return out
 
+    def matvec(self, w):
+        """``X_set w`` (the set's columns, no centring; internal order)."""
+        if not self.dense:
+            return self.A @ w
+        from ._compiled import dense_matvec
+
+        z = np.zeros(self.n)
+        dense_matvec(self.data, np.ascontiguousarray(w, dtype=np.float64), z)
+        return z
+
+    def rmatvec(self, r):
+        """``X_set^T r`` (internal order)."""
+        if not self.dense:
+            return self.A.T @ r
+        from ._compiled import dense_rmatvec
+
+        g = np.zeros(self.k)
+        dense_rmatvec(self.data, np.ascontiguousarray(r, dtype=np.float64), g)
+        return g
+
     def dot(self, x):
         """``A x`` (internal order)."""
         w = x[: self.k]
-        z = self.A @ w
+        z = self.matvec(w)
         shift = (self.s * x[self.k] if self.has_const else 0.0) - (
             float(self.m @ w) if self.centred else 0.0
         )
@@ -110,7 +132,7 @@ class SparseColumns:
 
     def tdot(self, r):
         """``A^T r`` (internal order)."""
-        g = self.A.T @ r
+        g = self.rmatvec(r)
         total = float(r.sum()) if (self.centred or self.has_const) else 0.0
         if self.centred:
             g = g - self.m * total
@@ -123,8 +145,10 @@ class SparseColumns:
         curvature bound of groups of several columns; computed once per set).
 
         Groups of one size are done together: their columns, densified a chunk of
-        groups at a time (at most ``_BOUND_CHUNK`` entries), give the blocks by one
-        ``einsum`` and their top eigenvalues by one batched ``eigvalsh``."""
+        groups at a time (at most ``_BOUND_CHUNK`` entries: temporaries of about a MB,
+        not of the set's size), give the blocks by one ``einsum`` and their top
+        eigenvalues by one batched ``eigvalsh`` (each group's alone: the chunk changes
+        no bit)."""
         if self._lam_w is None:
             st = self.starts
             sizes = np.diff(st)
@@ -135,7 +159,11 @@ class SparseColumns:
                 for lo in range(0, groups.size, per_chunk):
                     part = groups[lo : lo + per_chunk]
                     cols = (st[part][:, None] + np.arange(size)).ravel()
-                    B = self.A[:, cols].toarray().reshape(self.n, part.size, size)
+                    if self.dense:  # the same values, in the same (n, g, i) layout
+                        B = np.ascontiguousarray(self.data.reshape(self.k, self.n)[cols].T)
+                    else:
+                        B = self.A[:, cols].toarray()
+                    B = B.reshape(self.n, part.size, size)
                     G = np.einsum("rgi,r,rgj->gij", B, weights, B)
                     if self.centred:
                         mg = self.m[cols].reshape(part.size, size)
@@ -157,6 +185,24 @@ def _column_chunks(indptr, k):
         b = min(max(b, a + 1), k)
         yield a, b
         a = b
+
+
+def _weighted_sums(indptr, indices, data, h, k, dense):
+    """Per column of the set, ``X_j^T h`` and the weighted squared norm
+    ``sum_i h_i X_ij^2``, computed a chunk of columns at a time (temporaries of a chunk,
+    not of the set; the kernel weights each entry by ``h`` as it reads it, so no
+    weighted copy of the set is kept)."""
+    c, diag = np.zeros(k), np.zeros(k)
+    for a, b in _column_chunks(indptr, k):
+        part = slice(indptr[a], indptr[b])
+        values = data[part]
+        # a dense set's rows are 0..n-1 in every column (no indices stored)
+        rows = np.tile(np.arange(h.size), b - a) if dense else indices[part]
+        weighted = values * h[rows]
+        colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
+        c[a:b] = np.bincount(colid, weights=weighted, minlength=b - a)
+        diag[a:b] = np.bincount(colid, weights=values * weighted, minlength=b - a)
+    return c, diag
 
 
 def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_sweeps):
@@ -185,15 +231,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     k = cols.k
     nv = k + (1 if cols.has_const else 0)
     indptr, indices, data = cols.indptr, cols.indices, cols.data
-    A = cols.A
-    wdata = np.empty_like(data)  # the columns weighted by the curvature
-    c, diag = np.zeros(k), np.zeros(k)  # X_j^T h and the squared weighted norms
-    for a, b in _column_chunks(indptr, k):  # temporaries of a chunk, not of the set
-        part = slice(indptr[a], indptr[b])
-        np.multiply(data[part], h[indices[part]], out=wdata[part])
-        colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
-        c[a:b] = np.bincount(colid, weights=wdata[part], minlength=b - a)
-        diag[a:b] = np.bincount(colid, weights=data[part] * wdata[part], minlength=b - a)
+    c, diag = _weighted_sums(indptr, indices, data, h, k, cols.dense)
     m = cols.m
     sh = float(h.sum())
     if cols.centred:
@@ -218,11 +256,11 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     pos = np.zeros(nv, dtype=bool) if positive is None else np.asarray(positive, dtype=bool)
     w, _, t, sweeps = model_cd(
         x, gw, h, ext, lam_rho, n_groups, cols.group_labels, st, L, thr_group, c, m, s, hb,
-        pos, bool(pos.any()), indptr, indices, data, wdata, cols.dense, tol_model,
+        pos, bool(pos.any()), indptr, indices, data, cols.dense, tol_model,
         max_sweeps, _SWEEPS_PER_CHECK,
     )  # fmt: skip
     # A d, the sparse part recomputed (exact, not accumulated)
-    Ad = A @ (w[:k] - x[:k]) + t
+    Ad = cols.matvec(w[:k] - x[:k]) + t
     return w, Ad, sweeps
 
 

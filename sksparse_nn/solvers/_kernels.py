@@ -25,13 +25,14 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, wdata, r, w,
+def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, h, r, w,
              buf, S, t, sh, dense=False):  # fmt: skip
     """One pass of block coordinate descent over the groups ``active`` of the quadratic
     model ``gw^T d + d^T A^T diag(h) A d / 2 + sum_g thr_g ||x_g + d_g||``.
 
     Group ``g`` holds the CSC columns ``starts[g]:starts[g + 1]`` of ``A``'s sparse part
-    (``indptr, indices, data``; ``wdata`` the same entries times ``h`` of their rows).
+    (``indptr, indices, data``; ``h`` the curvature of the rows, each entry weighted by
+    its row's as it is added: no weighted copy of the set's entries).
     ``w`` holds ``x + d`` and is updated in place, as is the state of ``A d``: ``r`` =
     ``h * (X d)`` (length ``n``), ``S`` = its sum and ``t`` = the constant part of
     ``A d`` (centring, ``-m^T d``); ``c`` = ``X^T h``, ``sh`` = ``sum(h)``. A group's
@@ -72,10 +73,10 @@ def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, wdata
                 lo, hi = indptr[j], indptr[j + 1]
                 if dense:
                     for q in range(hi - lo):
-                        r[q] += delta * wdata[lo + q]
+                        r[q] += delta * (data[lo + q] * h[q])
                 else:
                     for q in range(lo, hi):
-                        r[indices[q]] += delta * wdata[q]
+                        r[indices[q]] += delta * (data[q] * h[indices[q]])
                 S += delta * c[j]
                 t -= delta * m[j]
                 w[j] = new
@@ -92,8 +93,8 @@ def _shrink(nrm2, th):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_columns(cols, delta, indptr, indices, wdata, r, dense=False):
-    """``r += sum_i delta[i] * wdata[:, cols[i]]`` for CSC arrays (``indices`` unused
+def add_columns(cols, delta, indptr, indices, data, h, r, dense=False):
+    """``r += sum_i delta[i] * h * data[:, cols[i]]`` for CSC arrays (``indices`` unused
     when ``dense``, as in :func:`cd_sweep`), in place."""
     for i in range(cols.size):
         j = cols[i]
@@ -101,10 +102,36 @@ def add_columns(cols, delta, indptr, indices, wdata, r, dense=False):
         dj = delta[i]
         if dense:
             for q in range(hi - lo):
-                r[q] += dj * wdata[lo + q]
+                r[q] += dj * (data[lo + q] * h[q])
         else:
             for q in range(lo, hi):
-                r[indices[q]] += dj * wdata[q]
+                r[indices[q]] += dj * (data[q] * h[indices[q]])
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_matvec(data, w, z):
+    """``z += A w`` for dense columns stored one after another in ``data`` (column ``j``:
+    entries ``j n`` to ``(j + 1) n``, ``n = z.size``), a column at a time: the arithmetic
+    of scipy's CSC product in its order (the same bits, with no row indices)."""
+    n = z.size
+    for j in range(w.size):
+        wj = w[j]
+        base = j * n
+        for q in range(n):
+            z[q] += data[base + q] * wj
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_rmatvec(data, r, g):
+    """``g = A^T r`` for the dense columns of :func:`dense_matvec`, each entry summed
+    from zero in row order: the arithmetic of scipy's CSR product of ``A^T``."""
+    n = r.size
+    for j in range(g.size):
+        acc = 0.0
+        base = j * n
+        for q in range(n):
+            acc += data[base + q] * r[q]
+        g[j] = acc
 
 
 @numba.njit(cache=True, nogil=True)
@@ -210,7 +237,7 @@ def _model_value(w, x, gw, r, S, t, inv_h, sh, ext, lam_rho, n_groups):
 
 @numba.njit(cache=True, nogil=True)
 def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, m, s, hb,
-             pos, has_pos, indptr, indices, data, wdata, dense, tol_model, max_sweeps,
+             pos, has_pos, indptr, indices, data, dense, tol_model, max_sweeps,
              per_check):  # fmt: skip
     """Block coordinate descent on the quadratic model of
     :func:`._coordinate_descent._model_cd` (its arguments prepared there): checks of the
@@ -266,7 +293,7 @@ def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, 
         W[0] = w
         for i in range(n_sw):
             S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos_cols, indptr, indices,
-                            data, wdata, r, w, buf, S, t, sh, dense)  # fmt: skip
+                            data, h, r, w, buf, S, t, sh, dense)  # fmt: skip
             if has_const and hb > 0.0:  # the intercept: exact, unpenalized
                 delta = -(gw[k] + s * (S + t * sh)) / hb
                 t += s * delta
@@ -310,7 +337,7 @@ def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, 
                                 t_acc -= dv * m[v]
                             else:
                                 t_acc += s * dv
-                    add_columns(moved[:n_moved], delta[:n_moved], indptr, indices, wdata,
+                    add_columns(moved[:n_moved], delta[:n_moved], indptr, indices, data, h,
                                 r_acc, dense)  # fmt: skip
                     if _model_value(w_acc, x, gw, r_acc, S_acc, t_acc, inv_h, sh, ext,
                                     lam_rho, n_groups) < _model_value(

@@ -1,0 +1,135 @@
+"""Peak memory of the D=2 linear paths, in copies of ``X``.
+
+The target: a path needs at most one more copy of ``X`` than the data it is given.
+Each problem of ``benchmarks/linear_path.py`` (parts 2 and 3: the same specs, made by
+its ``make_problem``) runs ``SparseLinearRegressor(D=2)`` or
+``SparseLinearClassifier(D=2)``'s ``regularization_path`` twice in a fresh subprocess,
+one thread everywhere: first untraced (the compiled kernel loaded, or built where it
+is missing, and lazy imports done: one-time costs), then traced by :mod:`tracemalloc`,
+started after the data are made, so that its peak is the memory the path allocated
+beyond them (a new estimator: nothing kept from the first path): NumPy/SciPy arrays and
+Python objects (what the compiled coordinate-descent kernel allocates inside itself,
+a few vectors of length ``n`` or of the working set's size, is not traced). The ratio
+is that peak over the bytes of ``X`` (a sparse ``X``: its data, indices and pointers).
+The path's own result (coefficients, group norms, selections at every lam) is part of
+the peak and is shown beside it: on sparse ``X`` it is larger than ``X`` itself.
+
+Usage::
+
+    python benchmarks/linear_memory.py [--skip-large] [--out FILE]
+
+Prints a table and writes ``benchmarks/results/linear_memory.json``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from _common import THREAD_ENV
+
+os.environ.update(THREAD_ENV)  # before numpy is imported
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from _common import machine, uptime, write_json  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+# (name, linear_path spec): the dense and sparse problems of linear_path.py's parts 2
+# and 3 whose D=2 paths fit in a few seconds
+_COMMON = {"seed": 0, "n_lams": 20, "lam_ratio": 1e-2}
+PROBLEMS = [
+    ("regression 2000 x 1000, groups of 5",
+     {"kind": "reg", "n": 2000, "p": 1000, "group_size": 5, "n_informative": 10}),
+    ("regression 500 x 5000, groups of 5",
+     {"kind": "reg", "n": 500, "p": 5000, "group_size": 5, "n_informative": 10}),
+    ("logistic L1 2000 x 500",
+     {"kind": "logistic", "n": 2000, "p": 500, "group_size": 1, "n_informative": 10,
+      "n_classes": 2}),
+    ("logistic L1 500 x 5000",
+     {"kind": "logistic", "n": 500, "p": 5000, "group_size": 1, "n_informative": 10,
+      "n_classes": 2}),
+]  # fmt: skip
+LARGE = [
+    ("sparse Lasso 2000 x 10000, 1%",
+     {"kind": "reg", "n": 2000, "p": 10000, "group_size": 1, "n_informative": 50,
+      "density": 0.01}),
+    ("sparse logistic 2000 x 10000, 1%",
+     {"kind": "logistic", "n": 2000, "p": 10000, "group_size": 1, "n_informative": 50,
+      "density": 0.01, "n_classes": 2}),
+]  # fmt: skip
+
+# The child: one problem's path, traced; prints one JSON line.
+_CHILD = r"""
+import dataclasses, gc, json, sys, time, tracemalloc
+import numpy as np
+import scipy.sparse as sp
+import torch
+torch.set_num_threads(1)
+from linear_path import make_problem
+from sksparse_nn import SparseLinearClassifier, SparseLinearRegressor
+spec = json.loads(sys.argv[1])
+est = SparseLinearRegressor if spec["kind"] == "reg" else SparseLinearClassifier
+def path(d):
+    return est(D=2, groups=d.labels, random_state=0, fit_intercept=False).regularization_path(
+        d.X, d.y, lams=d.lams)
+d = make_problem(spec)
+path(d)  # untraced: the compiled kernel loaded (or built), lazy imports done
+gc.collect()
+X = d.X
+x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes
+tracemalloc.start()
+cpu = time.process_time()
+result = path(d)
+cpu = time.process_time() - cpu
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+arrays = [getattr(result, f.name) for f in dataclasses.fields(result)]
+arrays += [a for a in result.selected]
+out_bytes = sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+print(json.dumps({"x_bytes": int(x_bytes), "peak_bytes": int(peak), "result_bytes": out_bytes,
+                  "traced_cpu_s": cpu}))
+"""
+
+
+def measure(spec):
+    """One problem's traced path in a fresh subprocess."""
+    env = {**os.environ, **THREAD_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE), env.get("PYTHONPATH", "")])
+    run = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps({**_COMMON, **spec})], env=env,
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out["peak_over_x"] = out["peak_bytes"] / out["x_bytes"]
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skip-large", action="store_true", help="no sparse 2000 x 10000")
+    parser.add_argument("--out", default="linear_memory.json", help="results file")
+    args = parser.parse_args()
+    problems = PROBLEMS + ([] if args.skip_large else LARGE)
+    load = [uptime()]
+    rows = {}
+    print(f"{'problem (D=2 path, 20 lams)':36s} {'X MB':>7s} {'peak MB':>8s} {'peak / X':>9s} "
+          f"{'result MB':>10s}")  # fmt: skip
+    for name, spec in problems:
+        rows[name] = {"spec": spec, **measure(spec)}
+        r = rows[name]
+        print(f"{name:36s} {r['x_bytes'] / 2**20:7.1f} {r['peak_bytes'] / 2**20:8.1f} "
+              f"{r['peak_over_x']:9.2f} {r['result_bytes'] / 2**20:10.1f}", flush=True)  # fmt: skip
+    load.append(uptime())
+    results = {"machine": machine(), "load": load, "problems": rows}
+    print(f"load: {load[0]} -> {load[1]}")
+    print("written to", write_json(results, args.out))
+
+
+if __name__ == "__main__":
+    main()
