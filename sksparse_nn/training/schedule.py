@@ -202,7 +202,9 @@ class StopWhenSettled(Callback):
         (:func:`~sksparse_nn.training.pruning.drop_if_no_worse`), tried at most once a
         ``window``: where they keep a watched fit from settling (otherwise they take
         thousands of steps to arrive), and before a scored fit ends (so that it is
-        scored as sparse as a watched fit would be).
+        scored as sparse as a watched fit would be). Not with a held-out validation
+        split (the rows passed to fit include it), nor where a sparsifier cannot drop
+        (:func:`~sksparse_nn.sparsifiers.can_drop`).
     """
 
     def __init__(
@@ -252,8 +254,10 @@ class StopWhenSettled(Callback):
         if self.restore and X is not None:
             state = copy.deepcopy(net.module_.state_dict())
             self.start_ = (state, net.training_objective(X))
-        if self.drop_in_transit and X is not None and can_drop(net.module_):
-            self.data_ = X
+        # the objective a drop is judged by is on the rows passed to fit: with a held-out
+        # split those include the validation rows, which no training decision may read
+        if self.drop_in_transit and X is not None and net.train_split is None:
+            self.data_ = X if can_drop(net.module_) else None
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history) - 1
