@@ -67,10 +67,7 @@ def regularization_path(
     cv : int, cross-validation generator or iterable, default=None
         Also run the path on every fold (common grid, in parallel) and record its
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
-        ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn. A fold's fits
-        are only scored: with the automatic budget they end once their objective is on
-        a plateau, without waiting for groups still on their way to zero (the
-        full-data fits wait, or drop them when the objective allows).
+        ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
     scoring : str or callable, default=None
         Scorer for validation and CV scores. ``None``: minus the log-loss for
         classifiers (smooth in lam, where accuracy's steps tie many lams and widen the

@@ -19,7 +19,6 @@ from sklearn.utils import _safe_indexing
 from ..exceptions import TrainingDivergedError
 from ..utils.convergence import collecting_convergence
 from ..utils.interrupt import InterruptRequested, interrupt_requested
-from ..utils.purpose import scored_fits
 
 __all__ = ["extended_grid", "fold_scores", "run_path", "torch_threads"]
 
@@ -320,25 +319,18 @@ def _rows(y, index):
 def fold_scores(estimator, X, y, train, test, lams, scorer, threads, checkpoint=None):
     """Validation scores of the warm-started path fitted on one fold's training part
     (``y`` None for unsupervised estimators such as the autoencoder; ``checkpoint``: the
-    fold's store, see :func:`run_path`).
-
-    The fold's fits run under :func:`~sksparse_nn.utils.purpose.scored_fits`: their one
-    use is the validation score, so a fit may stop once its objective has settled,
-    without waiting for groups still on their way to zero (the next lam carries them
-    on).
-    """
-    with scored_fits():
-        rec = run_path(
-            estimator,
-            _safe_indexing(X, train),
-            _rows(y, train),
-            lams,
-            X_val=_safe_indexing(X, test),
-            y_val=_rows(y, test),
-            scorer=scorer,
-            threads=threads,
-            checkpoint=checkpoint,
-        )
+    fold's store, see :func:`run_path`)."""
+    rec = run_path(
+        estimator,
+        _safe_indexing(X, train),
+        _rows(y, train),
+        lams,
+        X_val=_safe_indexing(X, test),
+        y_val=_rows(y, test),
+        scorer=scorer,
+        threads=threads,
+        checkpoint=checkpoint,
+    )
     points = rec["points"]
     # a diverged fold scores NaN from there on (in the order the path was fitted)
     where = {float(lam): i for i, lam in enumerate(lams)}

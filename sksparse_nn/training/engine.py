@@ -20,7 +20,6 @@ import torch
 from ..exceptions import TrainingDivergedError
 from ..sparsifiers import penalty_curvatures, sparsified_tensors
 from ..utils.convergence import warn_convergence
-from ..utils.purpose import only_scored
 from .callbacks import make_callbacks
 from .data import BatchIterator, RandomSplit
 from .guards import ConvergenceMonitor, DivergenceGuard
@@ -295,7 +294,5 @@ class GradientTrainer:
                 restore=restore,
                 ramp=ramp,
                 earliest=0 if warm else cold,
-                # a fit that is only scored (a CV fold's point) ends on its objective
-                watch_groups=not only_scored(),
             )
             net.callbacks.append(("settled", settled))

@@ -189,20 +189,13 @@ class StopWhenSettled(Callback):
         Epochs before which the fit never counts as settled (nor is checked for loss
         spikes). For a cold start: from a random init, training can rest on a plateau
         for hundreds of steps before it finds the rest of the signal.
-    watch_groups : bool, default=True
-        False: the fit is settled once its objective is on a plateau, whatever its
-        groups do (no support, shrinking or collapse checks). For fits that are only
-        scored (a path's CV folds): at a small lam a group on its way to zero shrinks
-        by a factor of about ``1 - lr * lam`` per step, so waiting for it takes up to
-        the cap, while the objective, and with it the predictions, stopped moving long
-        before; the next lam of the path carries the group on.
     drop_in_transit : bool, default=True
-        Once the objective is on a plateau, groups still shrinking (or, non-convex,
-        tiny) are set to zero at once if the training objective does not rise
+        Once the objective is on a plateau and the fit has not settled only because
+        groups are still shrinking (or, non-convex, tiny), those groups are set to zero
+        at once if the training objective does not rise
         (:func:`~sksparse_nn.training.pruning.drop_if_no_worse`), tried at most once a
-        ``window``: where they keep a watched fit from settling (otherwise they take
-        thousands of steps to arrive), and before a scored fit ends (so that it is
-        scored as sparse as a watched fit would be). Not with a held-out validation
+        ``window``: at a small lam a group the data do not need shrinks by a factor of
+        about ``1 - lr * lam`` per step, thousands of steps. Not with a held-out validation
         split (the rows passed to fit include it), nor where a sparsifier cannot drop
         (:func:`~sksparse_nn.sparsifiers.can_drop`).
     """
@@ -218,7 +211,6 @@ class StopWhenSettled(Callback):
         restore=False,
         ramp=None,
         earliest=0,
-        watch_groups=True,
         drop_in_transit=True,
     ):
         self.plan, self.window, self.zero_tol, self.anneal = plan, window, zero_tol, anneal
@@ -227,7 +219,6 @@ class StopWhenSettled(Callback):
         self.restore = restore
         self.ramp = ramp
         self.earliest = earliest
-        self.watch_groups = watch_groups
         self.drop_in_transit = drop_in_transit
 
     def initialize(self):
@@ -256,7 +247,7 @@ class StopWhenSettled(Callback):
             self.start_ = (state, net.training_objective(X))
         # the objective a drop is judged by is on the rows passed to fit: with a held-out
         # split those include the validation rows, which no training decision may read
-        if self.drop_in_transit and X is not None and net.train_split is None:
+        if self.drop_in_transit and X is not None and getattr(net, "train_split", None) is None:
             self.data_ = X if can_drop(net.module_) else None
 
     def on_epoch_end(self, net, **kwargs):
@@ -288,7 +279,7 @@ class StopWhenSettled(Callback):
         if self.settled_ is not None:
             if self.plan.annealed(epoch):
                 raise StopTraining
-            if not (self.watch_groups and self._collapsing(norms)):
+            if not self._collapsing(norms):
                 return
             # a selected group started to collapse during the anneal: not settled after
             # all; back to the full rate (ramped) and watch again
@@ -300,19 +291,15 @@ class StopWhenSettled(Callback):
         too_early = epoch + 1 < max(first + 2 * self.window, self.earliest)
         if too_early or len(self.norms_) < 2 * self.window:
             return
-        settled = self._settled(losses)
-        # groups in transit keep a watched fit from settling; a scored fit would end
-        # with them: either way, dropped at once if the objective does not need them
-        # (then the new support is watched from scratch)
-        wanted = not settled if self.watch_groups else settled
-        if wanted and self.data_ is not None and epoch >= self.next_drop_:
-            if self._drop_in_transit(net, epoch, losses):
-                return
-        if settled:
+        if self._settled(losses):
             if self.plan.schedule == "constant":
                 raise StopTraining
             self.settled_ = norms
             self.plan.anneal(epoch + 1, self.anneal)
+        elif self.data_ is not None and epoch >= self.next_drop_:
+            # groups in transit keep it from settling: dropped at once if the objective
+            # does not need them (then the new support is watched from scratch)
+            self._drop_in_transit(net, epoch, losses)
 
     def _drop_in_transit(self, net, epoch, losses):
         """Drop the groups in transit (shrinking or tiny) at once if the objective is
@@ -404,7 +391,7 @@ class StopWhenSettled(Callback):
 
     def _settled(self, losses):
         history, last = list(self.norms_), self.norms_[-1]
-        for key, norms in last.items() if self.watch_groups else ():
+        for key, norms in last.items():
             support = norms >= self.zero_tol
             recent = history[-self.window - 1 :]
             if any(not np.array_equal(old[key] >= self.zero_tol, support) for old in recent):

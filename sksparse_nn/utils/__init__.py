@@ -6,6 +6,5 @@
   variances; numpy/scipy only);
 - :mod:`.convergence`: :func:`~.convergence.warn_convergence`, how every fit of the
   package says it did not converge, and the per-thread collection a path uses;
-- :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers;
-- :mod:`.purpose`: whether this thread's fits are only scored (a path's CV folds).
+- :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers.
 """
