@@ -198,6 +198,20 @@ def add_out_argument(parser, default):
     parser.add_argument("--out", default=str(RESULTS / default), help="results file")
 
 
+def run_cached_panel(parser, run, report, out):
+    """The command line of a panel whose cells are cached as JSON: the script's own
+    arguments in ``parser``, then ``--force`` (recompute cached cells), ``--report``
+    (only the table of the cache) and ``--out`` (the summary's path, default ``out``);
+    runs the missing cells unless ``--report``, then reports."""
+    parser.add_argument("--force", action="store_true", help="recompute cached cells")
+    parser.add_argument("--report", action="store_true", help="only the table of the cache")
+    parser.add_argument("--out", type=Path, default=out)
+    args = parser.parse_args()
+    if not args.report:
+        run(args)
+    return report(args)
+
+
 def add_data_home_argument(parser):
     """``--data-home``: the directory of the ``<name>.npz`` files ($SKSPARSE_NN_DATA)."""
     parser.add_argument("--data-home", default=os.environ.get("SKSPARSE_NN_DATA"))

@@ -30,13 +30,11 @@ os.environ.update(THREAD_ENV)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import real_tables  # noqa: E402  (the tables, splits and scores of the panel)
-from _common import RESULTS, machine, single_thread, write_json  # noqa: E402
+from _common import RESULTS, machine, run_cached_panel, single_thread, write_json  # noqa: E402
 
 CACHE = RESULTS / "cv_search_time"
 TABLES = ("cells", "attrition")
@@ -207,14 +205,8 @@ def main():
     parser.add_argument("--tables", nargs="+", default=list(TABLES))
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--splits", nargs="+", type=int, default=list(SPLITS))
-    parser.add_argument("--force", action="store_true", help="recompute cached cells")
-    parser.add_argument("--report", action="store_true", help="only the table of the cache")
-    parser.add_argument("--out", type=Path, default=RESULTS / "cv_search_time.json")
-    args = parser.parse_args()
-    if not args.report:
-        run(args)
-    report(args)
+    run_cached_panel(parser, run, report, RESULTS / "cv_search_time.json")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -38,11 +38,10 @@ import json  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _common import RESULTS, machine, single_thread, write_json  # noqa: E402
+from _common import RESULTS, machine, run_cached_panel, single_thread, write_json  # noqa: E402
 from sklearn.metrics import mean_squared_error, roc_auc_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
@@ -389,13 +388,7 @@ def main():
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
     parser.add_argument("--models", nargs="+", default=[*OURS, *PEERS])
     parser.add_argument("--splits", nargs="+", type=int, default=list(range(SPLITS)))
-    parser.add_argument("--force", action="store_true", help="recompute cached cells")
-    parser.add_argument("--report", action="store_true", help="only the table of the cache")
-    parser.add_argument("--out", type=Path, default=RESULTS / "real_tables.json")
-    args = parser.parse_args()
-    if not args.report:
-        run(args)
-    report(args)
+    run_cached_panel(parser, run, report, RESULTS / "real_tables.json")
 
 
 if __name__ == "__main__":
