@@ -318,7 +318,8 @@ class StopWhenSettled(Callback):
 
     def _in_transit(self):
         """Per tensor, the selected groups still shrinking over the last two windows
-        (or, non-convex, tiny): what keeps :meth:`_settled` from saying yes."""
+        (or, non-convex, tiny): groups on their way to zero, which keep a fit from
+        settling (empty when there are none)."""
         history, last = list(self.norms_), self.norms_[-1]
         drop = {}
         for key, norms in last.items():
@@ -390,16 +391,14 @@ class StopWhenSettled(Callback):
         return bool(losses[-1] > SPIKE * np.median(recent))
 
     def _settled(self, losses):
-        history, last = list(self.norms_), self.norms_[-1]
+        """The support unchanged over the last window, no group in transit
+        (:meth:`_in_transit`) and the objective on a plateau."""
+        recent, last = list(self.norms_)[-self.window - 1 :], self.norms_[-1]
         for key, norms in last.items():
             support = norms >= self.zero_tol
-            recent = history[-self.window - 1 :]
             if any(not np.array_equal(old[key] >= self.zero_tol, support) for old in recent):
                 return False
-            trajectory = np.stack([old[key][support] for old in history])
-            if np.any(still_shrinking(trajectory, self.window, self.zero_tol)):
-                return False
-            if self.nonconvex and np.any(support & (norms < TINY * norms.max(initial=0.0))):
-                return False
+        if self._in_transit():
+            return False
         losses = np.asarray(losses[self.origin_ + self._warmup() :], dtype=np.float64)
         return on_plateau(losses, self.window, noise=True)
