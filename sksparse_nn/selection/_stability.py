@@ -127,6 +127,8 @@ class StabilitySelection(PathSelectorMixin):
         grid exceeds the bound (then nothing is selected, with a warning).
     n_selected_per_half_ : float
         ``q``: the mean number of units a half-sample path selects over the region.
+    region_sizes_ : ndarray of shape (n_lams,)
+        ``q`` of every candidate region ``lams_[j:]`` (non-increasing in ``j``).
     pairs_ : list of tuple of ndarray
         The row indices ``(A, B)`` of every pair of halves (disjoint; together all rows).
     n_features_in_ : int
@@ -237,6 +239,7 @@ class StabilitySelection(PathSelectorMixin):
         self.lams_ = lams
         self.stability_scores_ = halves.mean(axis=0).T
         q = region_sizes(halves)
+        self.region_sizes_ = q
         start, self.threshold_, bound, self.max_false_selections_ = choose_region(
             q, n_units, self.threshold, self.max_false_selections
         )
