@@ -243,3 +243,24 @@ def test_variable_model_counts_variables():
     assert sel.transform(df).columns.tolist() == ["color"]  # the raw table's column
     k = SelectFromPath(model, n_features_to_select=1, lams=lams).fit(df, y)
     assert k.get_support().tolist() == [True, False, False]
+
+
+# ------------------------------------------------------------------------ every family (slow)
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["mlp", "nam", "node"])
+def test_every_family_gives_probabilities_and_exact_k(family):
+    from sksparse_nn import DGatedMLPRegressor, DGatedNAMRegressor, NODERegressor
+
+    est = {
+        "mlp": DGatedMLPRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0),
+        "nam": DGatedNAMRegressor(max_epochs=10, random_state=0),
+        "node": NODERegressor(max_epochs=5, random_state=0),
+    }[family]
+    X, y = _strong(n=80, p=5)
+    sel = StabilitySelection(est, n_pairs=2, n_lams=3, n_jobs=2, random_state=0).fit(X, y)
+    assert sel.stability_scores_.shape == (5, len(sel.lams_))
+    assert np.all((sel.stability_scores_ >= 0) & (sel.stability_scores_ <= 1))
+    # probabilities are multiples of 1 / (2 n_pairs)
+    np.testing.assert_allclose(sel.stability_scores_ * 4, np.round(sel.stability_scores_ * 4))
+    k = SelectFromPath(est, n_features_to_select=2, n_lams=4).fit(X, y)
+    assert k.get_support().sum() == 2

@@ -71,7 +71,7 @@ def _one_half(estimator, X, y, rows, lams, n_units, threads):
         "selected": matrix,
         "unit": path.selection_unit,
         "short": len(path.lams) < len(lams) or bool(np.any(path.failed)),
-        "messages": sorted({str(w.message) for w in caught}),
+        "messages": sorted({(str(w.message), w.category) for w in caught}, key=lambda m: m[0]),
     }
 
 
