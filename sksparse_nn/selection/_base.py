@@ -143,7 +143,7 @@ class PathSelectorMixin(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features_in_)
+        X : array-like or DataFrame of shape (n_samples, n_features)
 
         Returns
         -------

@@ -67,7 +67,7 @@ class SelectFromPath(PathSelectorMixin):
 
     Attributes
     ----------
-    support_ : ndarray of bool of shape (n_features_in_,)
+    support_ : ndarray of bool of shape (n_features,)
         Exactly ``n_features_to_select`` True values.
     selected_features_ : ndarray of int
         Their indices.
@@ -83,6 +83,7 @@ class SelectFromPath(PathSelectorMixin):
     estimator_ : estimator
         With ``refit=True``: the estimator fitted on the selected columns.
     n_features_in_ : int
+        Number of columns of ``X`` (units: features, or a VariableModel's variables).
     feature_names_in_ : ndarray of str
         Only when ``X`` is a DataFrame with string column names.
 

@@ -108,11 +108,11 @@ class StabilitySelection(PathSelectorMixin):
 
     Attributes
     ----------
-    support_ : ndarray of bool of shape (n_features_in_,)
+    support_ : ndarray of bool of shape (n_features,)
         The selected units.
     selected_features_ : ndarray of int
         Their indices.
-    stability_scores_ : ndarray of shape (n_features_in_, n_lams)
+    stability_scores_ : ndarray of shape (n_features, n_lams)
         Selection probability of every unit at every lam of ``lams_``.
     lams_ : ndarray of shape (n_lams,)
         The common grid (ascending).
@@ -132,6 +132,7 @@ class StabilitySelection(PathSelectorMixin):
     pairs_ : list of tuple of ndarray
         The row indices ``(A, B)`` of every pair of halves (disjoint; together all rows).
     n_features_in_ : int
+        Number of columns of ``X`` (units: features, or a VariableModel's variables).
     feature_names_in_ : ndarray of str
         Only when ``X`` is a DataFrame with string column names.
 
