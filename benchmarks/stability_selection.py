@@ -15,7 +15,8 @@ an interrupted run continues:
   coefficients 1.5, -1.25, 1, -1, 0.75, standard-normal design with correlation 0.3
   between neighbours, noise sd 1): the number of false selections V against the bound
   ``expected_false_selections_`` and the power (true features selected / 5); 20
-  repetitions for the linear family, 5 for the MLP.
+  repetitions for the linear family, 5 for the MLP;
+* ``simhard``: the same truth with noise sd 3, linear family, 20 repetitions.
 
 Default settings everywhere (``StabilitySelection(est, random_state=seed)``,
 ``SparsePathCV(est)`` and the families' defaults), one thread. Run
@@ -41,6 +42,8 @@ CELLS = RESULTS / "stability_selection"
 N_NOISE = 30
 SIM = {"n": 400, "p": 100, "beta": [1.5, -1.25, 1.0, -1.0, 0.75], "rho": 0.3, "sigma": 1.0}
 REPS = {"linear": 20, "mlp": 5}
+#: The harder linear panel (``simhard``): the same truth under noise sd 3.
+HARD_SIGMA = 3.0
 
 
 def _families(task):
@@ -69,7 +72,8 @@ def cancer_with_noise(n_rows, seed):
     return StandardScaler().fit_transform(X[rows]), y[rows], X.shape[1] - N_NOISE
 
 
-def linear_truth(seed):
+def linear_truth(seed, sigma=None):
+    sigma = SIM["sigma"] if sigma is None else sigma
     rng = np.random.RandomState(seed)
     n, p, beta = SIM["n"], SIM["p"], np.zeros(SIM["p"])
     beta[: len(SIM["beta"])] = SIM["beta"]
@@ -77,7 +81,7 @@ def linear_truth(seed):
     X = rng.randn(n, p)
     for j in range(1, p):
         X[:, j] = SIM["rho"] * X[:, j - 1] + np.sqrt(1 - SIM["rho"] ** 2) * X[:, j]
-    y = X @ beta + SIM["sigma"] * rng.randn(n)
+    y = X @ beta + sigma * rng.randn(n)
     return X, y, len(SIM["beta"])
 
 
@@ -125,8 +129,8 @@ def cell_cancer(family, seed):
     return _summary(sel, n_real, cpu)
 
 
-def cell_sim(family, rep):
-    X, y, s = linear_truth(rep)
+def cell_sim(family, rep, sigma=None):
+    X, y, s = linear_truth(rep, sigma)
     sel, cpu = _select(_families("regression")[family], X, y, rep)
     out = _summary(sel, s, cpu)
     out["false"] = out.pop("noise_kept")
@@ -144,6 +148,9 @@ def cells(panels):
         elif panel == "sim":
             for f in ("linear", "mlp"):
                 yield from ((f"sim-{f}-{r}", cell_sim, (f, r)) for r in range(REPS[f]))
+        elif panel == "simhard":
+            reps = range(REPS["linear"])
+            yield from ((f"simhard-linear-{r}", cell_sim, ("linear", r, HARD_SIGMA)) for r in reps)
 
 
 def run(args):
@@ -175,8 +182,8 @@ def report(args):
             txt = ", ".join(f"{r['real_kept']}/{r['noise_kept']} ({r['bound']:.2f})" for r in rows)
             print(f"  {f:6s} {txt}")
     print("linear truth, n=400, p=100, s=5: mean V (se) vs mean bound; power")
-    for f in ("linear", "mlp"):
-        rows = [found[k] for k in sorted(found) if k.startswith(f"sim-{f}-")]
+    for f in ("sim-linear", "sim-mlp", "simhard-linear"):
+        rows = [found[k] for k in sorted(found) if k.startswith(f"{f}-")]
         if not rows:
             continue
         V = np.array([r["false"] for r in rows], dtype=float)
@@ -188,9 +195,9 @@ def report(args):
             "mean_bound": bound.mean(), "mean_power": power.mean(),
             "mean_cpu_s": float(np.mean([r["cpu_s"] for r in rows])),
         }  # fmt: skip
-        summary["tables"][f"sim-{f}"] = table
+        summary["tables"][f] = table
         cpu = table["mean_cpu_s"]
-        print(f"  {f:6s} reps {len(rows):2d}  V {V.mean():.2f} ({se:.2f})  bound "
+        print(f"  {f:14s} reps {len(rows):2d}  V {V.mean():.2f} ({se:.2f})  bound "
               f"{bound.mean():.2f}  power {power.mean():.2f}  cpu {cpu:.0f} s")  # fmt: skip
     write_json(summary, "stability_selection.json")
 
