@@ -16,6 +16,7 @@ an interrupted run continues:
   between neighbours, noise sd 1): the number of false selections V against the bound
   ``expected_false_selections_`` and the power (true features selected / 5); 20
   repetitions for the linear family, 5 for the MLP;
+* ``cancer_d2``: the ``cancer`` panel for ``SparseLinearClassifier(D=2)``;
 * ``simhard``: the same truth with noise sd 3, linear family, 20 repetitions.
 
 Default settings everywhere (``StabilitySelection(est, random_state=seed)``,
@@ -55,7 +56,11 @@ def _families(task):
     )
 
     if task == "classification":
-        return {"linear": SparseLinearClassifier(), "mlp": DGatedMLPClassifier(random_state=0)}
+        return {
+            "linear": SparseLinearClassifier(),
+            "linear_d2": SparseLinearClassifier(D=2),
+            "mlp": DGatedMLPClassifier(random_state=0),
+        }
     return {"linear": SparseLinearRegressor(), "mlp": DGatedMLPRegressor(random_state=0)}
 
 
@@ -148,6 +153,8 @@ def cells(panels):
         elif panel == "sim":
             for f in ("linear", "mlp"):
                 yield from ((f"sim-{f}-{r}", cell_sim, (f, r)) for r in range(REPS[f]))
+        elif panel == "cancer_d2":  # the convex linear model beside the default D = 3
+            yield from ((f"cancer-linear_d2-{s}", cell_cancer, ("linear_d2", s)) for s in range(3))
         elif panel == "simhard":
             reps = range(REPS["linear"])
             yield from ((f"simhard-linear-{r}", cell_sim, ("linear", r, HARD_SIGMA)) for r in reps)
@@ -176,7 +183,7 @@ def report(args):
             print(f"  {f:6s} CV path {c['cv_cpu_s']:7.1f}  stability {c['cpu_s']:7.1f}  "
                   f"ratio {c['ratio']:.2f}")  # fmt: skip
     print("breast cancer + 30 noise, 400 rows: real kept / noise kept (bound)")
-    for f in ("linear", "mlp"):
+    for f in ("linear", "linear_d2", "mlp"):
         rows = [found[k] for k in sorted(found) if k.startswith(f"cancer-{f}-")]
         if rows:
             txt = ", ".join(f"{r['real_kept']}/{r['noise_kept']} ({r['bound']:.2f})" for r in rows)

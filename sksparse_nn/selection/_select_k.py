@@ -186,7 +186,9 @@ class SelectFromPath(PathSelectorMixin):
         lo = int(denser[-1])  # the sparsest point with more than k
         lo_lam, lo_sel = float(path.lams[lo]), np.asarray(path.selected[lo], dtype=np.intp)
         lo_importance = _importances(path, lo, n_units)
-        lo_model = path.estimators[lo] if path.estimators else None
+        # the kept model of each point (a path cut short by a diverged point keeps fewer)
+        kept = len(path.estimators) == len(path.lams)
+        lo_model = path.estimators[lo] if kept else None
         if lo + 1 < len(path.lams):  # the next point keeps fewer than k: bisect
             hi_lam = float(path.lams[lo + 1])
             for _ in range(self.max_bisections):
