@@ -164,6 +164,8 @@ def run(args):
     single_thread()
     CELLS.mkdir(parents=True, exist_ok=True)
     for name, fn, fargs in cells(args.panels):
+        if args.only and name not in args.only:
+            continue
         path = CELLS / f"{name}.json"
         if path.exists() and not args.force:
             continue
@@ -213,6 +215,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--panels", nargs="+", default=["cost", "cancer", "sim"])
     parser.add_argument("--force", action="store_true", help="recompute cached cells")
+    parser.add_argument("--only", nargs="+", help="only these cells (e.g. sim-mlp-4)")
     parser.add_argument("--report", action="store_true", help="only the table of the cache")
     args = parser.parse_args()
     if not args.report:

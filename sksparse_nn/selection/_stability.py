@@ -67,9 +67,10 @@ class StabilitySelection(PathSelectorMixin):
     n_pairs : int >= 1, default=20
         Pairs of complementary half-samples (``2 n_pairs`` paths). The selection
         probabilities are multiples of ``1 / (2 n_pairs)``. 20 keeps the default's cost
-        of the MLP at about five default 5-fold CV paths (``SparsePathCV``) of the same
-        data; Shah and Samworth use 50, which gives smoother probabilities at 2.5 times
-        the cost.
+        of the MLP at about six times a default 5-fold ``SparsePathCV`` of the same data
+        (a half-sample path of a network costs about a full one: its training budget
+        counts steps, not rows); Shah and Samworth use 50, which gives smoother
+        probabilities at 2.5 times the cost.
     threshold : float in (0.5, 1], default=None
         Selection probability a unit must reach. ``None``: chosen from
         ``max_false_selections``. Given: the region is the widest whose bound at this
