@@ -124,6 +124,18 @@ def test_strong_signal_is_found_and_noise_is_rare(strong_fit):
         assert not np.intersect1d(A, B).size and len(A) + len(B) == len(X)
 
 
+def test_parallel_halves_give_the_sequential_result(strong_fit):
+    from joblib import parallel_config
+
+    sel, X = strong_fit
+    _, y = _strong()
+    with parallel_config(backend="threading"):  # joblib's dispatch, no process start-up
+        par = clone(sel).set_params(n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(par.stability_scores_, sel.stability_scores_)
+    for (a, b), (c, d) in zip(par.pairs_, sel.pairs_, strict=True):
+        assert np.array_equal(a, c) and np.array_equal(b, d)
+
+
 def test_plumbing_pipeline_names_set_output(strong_fit):
     sel, X = strong_fit
     assert sel.get_support().tolist() == [j in (0, 1) for j in range(X.shape[1])]
