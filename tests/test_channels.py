@@ -1,0 +1,318 @@
+"""Channel groups: what the trace couples, gating over a group's tensors, compaction that
+removes a group everywhere (exact in float64), the estimator's declarations."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from sksparse_nn import DGatedNeuralNetClassifier
+from sksparse_nn.channels import channel_groups, compact_channels, gate_channels
+from sksparse_nn.sparsifiers import collapse, group_norms, penalty, sparsified_tensors, sparsify
+
+# float64 outputs of modules with |outputs| ~ 1: equal up to a few ulps of summation order
+EXACT = 1e-12
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.short = nn.Sequential()
+        if stride != 1 or cin != cout:  # projection shortcut
+            self.short = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += self.short(x)
+        return torch.relu(out)
+
+
+class ResNetish(nn.Module):
+    """Stem, an identity block, a projection block, a depthwise-separable block."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+        self.layer1 = Block(4, 4)
+        self.layer2 = Block(4, 6, stride=2)
+        self.dw = nn.Conv2d(6, 6, 3, padding=1, groups=6)
+        self.bn_dw = nn.BatchNorm2d(6)
+        self.pw = nn.Conv2d(6, 5, 1)
+        self.bn_pw = nn.BatchNorm2d(5)
+        self.head = nn.Linear(5, 3)
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(self.stem(x)))
+        x = torch.relu(self.bn_dw(self.dw(x)))
+        x = torch.relu(self.bn_pw(self.pw(x)))
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Concat(nn.Module):
+    """Two branches concatenated, flattened over 2x2 positions, read by a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(1, 3, 3, padding=1), nn.Conv2d(1, 2, 3, padding=1)
+        self.pool, self.flat = nn.AdaptiveMaxPool2d(2), nn.Flatten()
+        self.head = nn.Linear(20, 2)
+
+    def forward(self, x):
+        h = torch.cat([torch.relu(self.a(x)), torch.relu(self.b(x))], dim=1)
+        return self.head(self.flat(self.pool(h)))
+
+
+def _randomized(model):
+    """float64, eval mode, batch norms with non-trivial statistics and affine maps."""
+    torch.manual_seed(0)
+    model = model.double().eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+            nn.init.uniform_(m.weight, 0.5, 1.5)
+            nn.init.uniform_(m.bias, -0.5, 0.5)
+    return model
+
+
+def _labels(groups, name, dim=0):
+    return groups.tensors[name, dim].labels
+
+
+def test_groups_couple_bn_residuals_projections_and_depthwise_filters():
+    model = _randomized(ResNetish())
+    groups = channel_groups(model, torch.randn(2, 1, 8, 8, dtype=torch.float64))
+    stem = _labels(groups, "stem.0.weight")
+    # the identity shortcut: stem and layer1.conv2 carry the same channels, their batch
+    # norms too, and layer1.conv1 / layer2's convs read them
+    for name in ("stem.1.weight", "stem.1.bias", "layer1.conv2.weight", "layer1.bn2.bias"):
+        np.testing.assert_array_equal(_labels(groups, name), stem)
+    np.testing.assert_array_equal(_labels(groups, "layer1.conv1.weight", 1), stem)
+    np.testing.assert_array_equal(_labels(groups, "layer2.short.0.weight", 1), stem)
+    # the projection shortcut joins layer2.conv2's channels; the depthwise filter and its
+    # batch norm keep them (channel c in, channel c out); the pointwise conv reads them
+    out2 = _labels(groups, "layer2.conv2.weight")
+    for name in ("layer2.short.0.weight", "layer2.short.1.weight", "dw.weight", "dw.bias"):
+        np.testing.assert_array_equal(_labels(groups, name), out2)
+    np.testing.assert_array_equal(_labels(groups, "pw.weight", 1), out2)
+    assert groups.tensors["stem.1.running_var", 0].role == "stat"
+    assert groups.tensors["pw.weight", 1].role == "reader"
+    assert set(groups.producers[int(out2[0])]) == {"layer2.conv2", "layer2.short.0"}
+    # every conv channel is one group: 4 + 4 + 6 + 6 + 5; the head is the output
+    assert groups.n_groups == 25
+    assert ("head.weight", 0) not in groups.tensors
+
+
+def test_cat_offsets_channels_and_flatten_repeats_them_per_position():
+    groups = channel_groups(Concat(), torch.randn(2, 1, 4, 4))
+    a, b = _labels(groups, "a.weight"), _labels(groups, "b.weight")
+    assert len(set(a) | set(b)) == 5
+    np.testing.assert_array_equal(_labels(groups, "head.weight", 1), np.repeat(np.r_[a, b], 4))
+
+
+def test_an_unknown_operation_on_a_channel_path_is_named():
+    class Flip(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3)
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            h = torch.flip(self.conv(x), dims=[1])
+            return self.head(h.mean((2, 3)))
+
+    with pytest.raises(ValueError, match=r"layer 'conv'.*'flip'.*gates=\{'channels'"):
+        channel_groups(Flip(), torch.randn(2, 1, 5, 5))
+    with pytest.raises(ValueError, match="cannot trace"):
+        channel_groups(_Branchy(), torch.randn(2, 1, 5, 5))
+
+
+class _Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow
+            return self.conv(x)
+        return -self.conv(x)
+
+
+def _gated(model, x):
+    groups = channel_groups(model, x)
+
+    def lead(owner, attr, grouping, init):
+        sparsify(owner, attr, groups=grouping, init=init, D=3)
+
+    gate_channels(model, groups, lead)
+    return groups
+
+
+def test_one_set_of_gates_per_group_over_all_its_tensors():
+    model = _randomized(ResNetish())
+    x = torch.randn(3, 1, 8, 8, dtype=torch.float64)
+    expected = model(x)
+    groups = _gated(model, x)
+    torch.testing.assert_close(model(x), expected, rtol=0, atol=EXACT)  # identity start
+    gates = {id(s.gates) for *_, s in sparsified_tensors(model)}
+    leaders = [s for *_, s in sparsified_tensors(model) if not s.tied]
+    assert len(gates) == len(leaders) and sum(s.n_groups for s in leaders) == groups.n_groups
+    # the penalty counts each factor once: (||omega||^2 over every slice + ||Gamma||^2) / D
+    omega = sum(
+        m.parametrizations[n].original.pow(2).sum() for _, m, n, _ in sparsified_tensors(model)
+    )
+    expected_penalty = (omega + sum(s.gates.pow(2).sum() for s in leaders)) / 3
+    torch.testing.assert_close(penalty(model), expected_penalty)
+    # a group's gate at zero zeroes it in every tensor (the shortcut's conv included)
+    group = int(_labels(groups, "layer2.conv2.weight")[2])
+    sparsifiers = {q: s for q, _, _, s in sparsified_tensors(model)}
+
+    def local(name):  # the group's index among the gates of the tensor's tie
+        position = int(np.flatnonzero(groups.gated()[name].labels == group)[0])
+        index = sparsifiers[name].grouping.index
+        return position if index is None else int(index[position])
+
+    with torch.no_grad():
+        sparsifiers["layer2.conv2.weight"].gates[:, local("layer2.conv2.weight")] = 0
+    norms = group_norms(model)
+    spanned = [name for name, t in groups.gated().items() if (t.labels == group).any()]
+    assert len(spanned) == 10  # conv2, bn2 (2), shortcut conv + bn (3), dw (2), bn_dw (2)
+    for name in spanned:
+        assert norms[name][local(name)] == 0
+
+
+def _zero_groups(model, groups, chosen):
+    with torch.no_grad():
+        for name, t in groups.gated().items():
+            p = model.get_parameter(name)
+            index = torch.as_tensor(np.flatnonzero(np.isin(t.labels, chosen)))
+            p.index_fill_(t.dim, index, 0.0)
+
+
+@pytest.mark.parametrize("model_class", [ResNetish, Concat])
+def test_compaction_removes_a_group_everywhere_exactly(model_class):
+    model = _randomized(model_class())
+    x = torch.randn(5, 1, 8, 8, dtype=torch.float64)
+    groups = channel_groups(model, x, layers=(nn.Conv2d,))
+    # every other group: residual ones, projection + depthwise ones, branches of a cat
+    _zero_groups(model, groups, np.arange(0, groups.n_groups, 2))
+    small, report = compact_channels(model, x)
+    torch.testing.assert_close(small(x), model(x), rtol=0, atol=EXACT)
+    torch.testing.assert_close(small(2 * x + 1), model(2 * x + 1), rtol=0, atol=EXACT)
+    assert report.params_after < report.params_before
+    assert report.flops_after < report.flops_before
+    for name, units in report.kept_units.items():
+        assert small.get_submodule(name).weight.shape[0] == len(units)
+    if model_class is ResNetish:
+        assert small.dw.groups == small.dw.in_channels == small.dw.out_channels == 3
+        assert small.stem[1].running_mean.shape == (2,)
+
+
+def test_a_group_whose_zero_channel_is_not_zero_downstream_stays():
+    class Sig(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.head = nn.Conv2d(1, 3, 3), nn.Conv2d(3, 2, 3)
+
+        def forward(self, x):
+            return self.head(torch.sigmoid(self.conv(x)))  # sigmoid(0) = 1/2
+
+    model = Sig().double().eval()
+    x = torch.randn(2, 1, 7, 7, dtype=torch.float64)
+    groups = channel_groups(model, x)
+    _zero_groups(model, groups, [0])
+    small, report = compact_channels(model, x)
+    assert report.kept_units["conv"] == [0, 1, 2]
+    torch.testing.assert_close(small(x), model(x), rtol=0, atol=EXACT)
+
+
+class BNCNN(nn.Module):
+    def __init__(self, n_features=1, n_outputs=3):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(n_features, 6, 3, padding=1), nn.BatchNorm2d(6)
+        self.conv2, self.bn2 = nn.Conv2d(6, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.head = nn.Linear(8, n_outputs)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(self.bn2(self.conv2(x)))
+        return self.head(x.mean((2, 3)))
+
+
+def _images(n=120, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 1, 6, 6).astype(np.float32)
+    return X, (X[:, 0, :, :3].mean(axis=(1, 2)) > 0).astype(int)
+
+
+@pytest.mark.filterwarnings("ignore::sksparse_nn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("gates", ["channels", {"conv1.weight": "out", "conv2.weight": "out"}])
+def test_a_removed_group_is_zero_in_every_tensor_and_compaction_keeps_predictions(gates):
+    # a lam that removes every group: each is zero in its filter, bias and batch norm
+    # (a filter gate alone would leave the batch norm's shift alive)
+    X, y = _images()
+    clf = DGatedNeuralNetClassifier(
+        BNCNN, module__n_outputs=2, gates=gates, lam=20.0, max_epochs=8, batch_size=32,
+        random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert list(clf.tensor_group_norms_) == ["conv1.weight", "conv2.weight"]
+    assert len(clf.group_norms_) == 6 + 8  # one norm per group
+    user = clf.module_.module
+    for layer, bn in ((user.conv1, user.bn1), (user.conv2, user.bn2)):
+        assert isinstance(bn.weight, nn.Parameter)  # collapsed: plain weights
+        dead = (layer.weight.detach().flatten(1) == 0).all(dim=1)
+        assert dead.all()
+        for tensor in (layer.bias, bn.weight, bn.bias):
+            assert torch.all(tensor.detach()[dead] == 0)
+    small = clf.compact().double()
+    assert small.module.conv1.out_channels == small.module.conv2.out_channels == 1
+    with torch.no_grad():
+        out = small(torch.as_tensor(X, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(out, clf.decision_function(X), rtol=0, atol=1e-9)
+
+
+def test_prefixes_choose_the_layers_and_lambda_max_reads_the_groups():
+    X, y = _images(40)
+    clf = DGatedNeuralNetClassifier(BNCNN, gates=["conv2"], max_epochs=1, random_state=0)
+    clf.fit(X, y)
+    assert clf.channel_groups_.producers == [("conv2",)] * 8
+    assert list(clf.tensor_group_norms_) == ["conv2.weight"]
+    # lambda_max: the largest gradient norm of a group over all its tensors, so above
+    # that of the filters alone
+    top = clf.lambda_max(X, y)
+    alone = DGatedNeuralNetClassifier(BNCNN, gates={"conv2.weight": "out"}, sparsifier="l21")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the batch norm stays out of l21
+        assert top > alone.set_params(random_state=0).lambda_max(X, y) > 0
+
+
+def test_declaration_errors_and_the_warning_naming_the_batch_norm():
+    X, y = _images(30)
+    for gates, match in [
+        ("filters", "must be 'channels'"),
+        ([], "module prefixes"),
+        ({"channels": []}, "gates\\['channels'\\]"),
+        (["head"], "no channel of the modules under \\['head'\\]"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            DGatedNeuralNetClassifier(BNCNN, gates=gates, max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match="sparsifier='dgating'"):
+        DGatedNeuralNetClassifier(BNCNN, gates="channels", sparsifier="l21", max_epochs=1).fit(X, y)
+    with pytest.warns(UserWarning, match="batch norm 'bn1'"):
+        DGatedNeuralNetClassifier(
+            BNCNN, gates={"conv1.weight": "out"}, sparsifier="l21", max_epochs=1
+        ).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model = _randomized(ResNetish())
+        _gated(model, torch.randn(2, 1, 8, 8, dtype=torch.float64))
+        collapse(model)
