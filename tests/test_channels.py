@@ -6,10 +6,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 
 from sksparse_nn import DGatedNeuralNetClassifier
-from sksparse_nn.channels import channel_groups, compact_channels, gate_channels
+from sksparse_nn.channels import channel_groups, compact_channels, gate_channels, lam_for_target
 from sksparse_nn.sparsifiers import collapse, group_norms, penalty, sparsified_tensors, sparsify
 
 # float64 outputs of modules with |outputs| ~ 1: equal up to a few ulps of summation order
@@ -316,3 +317,77 @@ def test_declaration_errors_and_the_warning_naming_the_batch_norm():
         model = _randomized(ResNetish())
         _gated(model, torch.randn(2, 1, 8, 8, dtype=torch.float64))
         collapse(model)
+
+
+class _FakeReport:
+    def __init__(self, share):
+        self.flops_before, self.flops_after = 1000, round(1000 * share)
+        self.params_before, self.params_after = 100, round(100 * share)
+
+
+class _SizeByLam(BaseEstimator):
+    """Keeps ``1 / (1 + lam)`` of its size: lam_for_target's search on a known curve."""
+
+    def __init__(self, lam=1.0, warm_start=False):
+        self.lam, self.warm_start = lam, warm_start
+
+    def fit(self, X, y):
+        self.fitted_ = True
+        return self
+
+    def compact(self, return_report=False):
+        return None, _FakeReport(1 / (1 + self.lam))
+
+
+def test_lam_for_target_brackets_and_bisects_to_the_share():
+    X, y = np.zeros((4, 2)), np.zeros(4)
+    result = lam_for_target(_SizeByLam(lam=0.01), X, y, flops=0.25, tol=0.02)
+    # share 1 / (1 + lam) <= 0.25 needs lam >= 3; within tol: share in [0.23, 0.25]
+    assert 0.23 <= result.share <= 0.25 and result.lam >= 3
+    assert result.trials[0][0] == 0.01 and len(result.trials) <= 10
+    assert [lam for lam, _ in result.trials[:4]] == [0.01, 0.04, 0.16, 0.64]  # x 4
+    assert result.estimator.lam == result.lam and result.estimator.fitted_
+    assert lam_for_target(_SizeByLam(lam=100), X, y, params=0.5, max_fits=1).lam == 100
+    for kwargs, match in [
+        ({}, "exactly one"),
+        ({"flops": 0.5, "params": 0.5}, "exactly one"),
+        ({"flops": 1.5}, "share in"),
+        ({"params": 0.5, "max_fits": 0}, "max_fits"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            lam_for_target(_SizeByLam(), X, y, **kwargs)
+
+
+class _DigitsCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(1, 24, 3, padding=1), nn.BatchNorm2d(24)
+        self.conv2, self.bn2 = nn.Conv2d(24, 32, 3, padding=1), nn.BatchNorm2d(32)
+        self.pool, self.head = nn.AdaptiveAvgPool2d(1), nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(self.bn2(self.conv2(x)))
+        return self.head(torch.flatten(self.pool(x), 1))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sksparse_nn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("gates", ["channels", {"conv1.weight": "out", "conv2.weight": "out"}])
+def test_a_batch_norm_cnn_on_digits_loses_filters_not_accuracy(gates):
+    # the issue's case: filter gates alone kept all 56 filters behind the batch norms
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    X = X.reshape(-1, 1, 8, 8).astype(np.float32)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    clf = DGatedNeuralNetClassifier(_DigitsCNN(), gates=gates, lam=0.01, random_state=0)
+    clf.fit(X_train, y_train)
+    assert clf.score(X_test, y_test) >= 0.9
+    small, report = clf.compact(return_report=True)
+    conv = sum(small.module.get_submodule(c).weight.numel() for c in ("conv1", "conv2"))
+    assert conv < 0.7 * (24 * 9 + 32 * 24 * 9)  # more than 30% of the conv weights gone
+    with torch.no_grad():
+        out = small.double()(torch.as_tensor(X_test, dtype=torch.float64)).numpy()
+    np.testing.assert_array_equal(out.argmax(1), clf.predict(X_test))

@@ -27,12 +27,15 @@ Modules, one job each:
 from ._compact import compact_channels
 from ._gating import gate_channels, norms_after
 from ._groups import ChannelGroups, TensorChannels, channel_groups
+from ._target import TargetFit, lam_for_target
 
 __all__ = [
     "ChannelGroups",
+    "TargetFit",
     "TensorChannels",
     "channel_groups",
     "compact_channels",
     "gate_channels",
+    "lam_for_target",
     "norms_after",
 ]
