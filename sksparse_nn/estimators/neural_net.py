@@ -249,8 +249,11 @@ class _DGatedNeuralNet(BaseDGated):
     def compact(self, return_report=False):
         """A smaller copy of the fitted model without its removable units (same outputs).
 
-        The module's data flow is traced with ``torch.fx`` (see
-        :func:`~sksparse_nn.compaction.compact_module`): wherever a ``Linear`` /
+        The module's data flow is traced with ``torch.fx``: channel groups whose
+        filters, biases and batch-norm parameters are all zero are removed everywhere
+        they appear (:func:`~sksparse_nn.channels.compact_channels`: residual branches,
+        depthwise filters, batch-norm statistics, the readers' input slices); then (see
+        :func:`~sksparse_nn.compaction.compact_module`) wherever a ``Linear`` /
         ``Conv2d`` feeds another through per-channel operations (activations, batch norm,
         pooling, flatten, a ``torch.cat`` of branches), neurons and filters whose
         outgoing weights are zero, or whose incoming weights are zero (their constant
