@@ -91,7 +91,7 @@ def median_cpu_ms(model, x, repeats=30):
     return 1e3 * float(np.median(times))
 
 
-def main(out=OUT, lam=0.05, max_epochs=30):
+def main(out=OUT, lam=0.04, max_epochs=30):
     torch.set_num_threads(1)
     X, y = load_digits(return_X_y=True)
     X = X.reshape(-1, 1, 8, 8).astype(np.float32)
