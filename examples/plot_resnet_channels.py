@@ -101,11 +101,12 @@ def main(out=OUT, lam=0.04, max_epochs=30):
     )
     clf.fit(X_train, y_train)
     print(f"test accuracy {clf.score(X_test, y_test):.3f}")
-    groups = clf.channel_groups_
-    for producers, norm in zip(groups.producers, clf.group_norms_, strict=True):
-        if len(producers) > 1 and norm > 0:
-            print("one live group spans", ", ".join(producers))
-            break
+    for leader, layers in clf.channel_group_layers_.items():
+        norms = clf.tensor_group_norms_[leader]
+        print(
+            f"{leader}: {np.count_nonzero(norms)} of {len(norms)} groups kept, e.g. "
+            f"one spanning {', '.join(layers[0])}"
+        )
 
     small, report = clf.compact(return_report=True)
     print(report)

@@ -285,7 +285,7 @@ def test_prefixes_choose_the_layers_and_lambda_max_reads_the_groups():
     X, y = _images(40)
     clf = DGatedNeuralNetClassifier(BNCNN, gates=["conv2"], max_epochs=1, random_state=0)
     clf.fit(X, y)
-    assert clf.channel_groups_.producers == [("conv2",)] * 8
+    assert clf.channel_group_layers_ == {"conv2.weight": [["conv2"]] * 8}
     assert list(clf.tensor_group_norms_) == ["conv2.weight"]
     # lambda_max: the largest gradient norm of a group over all its tensors, so above
     # that of the filters alone

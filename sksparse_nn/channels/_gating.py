@@ -59,11 +59,14 @@ def gate_channels(model, groups, sparsify_leader, init="identity"):
 
     Returns
     -------
-    names : list of list of str
-        The gated tensors of each tie, leader first.
+    ties : list of (list of str, list of int)
+        Per tie: its gated tensors, leader first, and its groups (indices into
+        ``groups``) in the order of the leader's gates.
     """
     out = []
-    for entries, whole in groupings(model, groups):
+    for (entries, whole), (members, _) in zip(
+        groupings(model, groups), groups.components(), strict=True
+    ):
         (name, grouping), rest = entries[0], entries[1:]
         owner, attr = _owner(model, name)
         sparsify_leader(owner, attr, grouping, init if whole else "identity")
@@ -71,7 +74,7 @@ def gate_channels(model, groups, sparsify_leader, init="identity"):
         for other, other_grouping in rest:
             o, a = _owner(model, other)
             sparsify(o, a, groups=other_grouping, tie=leader)
-        out.append([name for name, _ in entries])
+        out.append(([name for name, _ in entries], sorted(members)))
     return out
 
 

@@ -150,8 +150,11 @@ def _gate_channel_groups(est, user, scope, init):
         est._sparsify(owner, attr, grouping, start, "channels")
 
     ties = gate_channels(user, groups, lead, init)
-    est._channel_groups = groups
-    return [names[0] for names in ties]
+    # per leader, the layers each of its groups joins (plain lists: what skops stores)
+    est._channel_layers = {
+        names[0]: [list(groups.producers[g]) for g in members] for names, members in ties
+    }
+    return [names[0] for names, _ in ties]
 
 
 def tied_ridge(est, module):

@@ -242,9 +242,11 @@ class _DGatedNeuralNet(BaseDGated):
         names, counts = zip(*self._gated_, strict=True)
         self.tensor_group_norms_ = split_norms(names, counts, self.group_norms_)
         self.selected_components_ = np.flatnonzero(self.group_norms_ > 0)
-        groups = getattr(self, "_channel_groups", None)
-        if groups is not None:
-            self.channel_groups_ = groups
+        layers = self.__dict__.pop("_channel_layers", None)
+        if layers is not None:
+            self.channel_group_layers_ = layers
+        elif hasattr(self, "channel_group_layers_"):
+            del self.channel_group_layers_
 
     def compact(self, return_report=False):
         """A smaller copy of the fitted model without its removable units (same outputs).
@@ -428,9 +430,10 @@ _GATES_DOC = fill(
         The group norms of every gated tensor that owns its gates (exactly 0 for removed
         groups); a group spanning several tensors is listed once, under its first
         tensor, with its norm over all of them.
-    channel_groups_ : ChannelGroups
-        With channel groups declared: the groups (the layers each joins, the slices of
-        every tensor), see :func:`~sksparse_nn.channels.channel_groups`.
+    channel_group_layers_ : dict of str to list of list of str
+        With channel groups declared: for each tensor of ``tensor_group_norms_`` that
+        leads channel groups, the layers each of its groups joins (several behind a
+        residual addition; see :func:`~sksparse_nn.channels.channel_groups`).
     selected_components_ : ndarray of int
         Indices of the live groups in ``group_norms_`` (what paths count).
     $group_norms_
