@@ -97,7 +97,13 @@ def main(out=OUT, lam=0.04, max_epochs=30):
     X = X.reshape(-1, 1, 8, 8).astype(np.float32)
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
     clf = DGatedNeuralNetClassifier(
-        ResNet, gates="channels", lam=lam, lr=0.1, max_epochs=max_epochs, random_state=0
+        ResNet,
+        gates="channels",
+        lam=lam,
+        lr=0.2,
+        batch_size=128,
+        max_epochs=max_epochs,
+        random_state=0,
     )
     clf.fit(X_train, y_train)
     print(f"test accuracy {clf.score(X_test, y_test):.3f}")
