@@ -110,11 +110,15 @@ def _couple_norms(est, user, path, conv):
     for norm in norms:
         bn = user.get_submodule(norm)
         if not type(leader).tieable or bn.num_features != conv.out_channels:
+            why = (
+                f"sparsifier {leader.method!r} has no ties"
+                if not type(leader).tieable
+                else f"it has {bn.num_features} channels, the conv {conv.out_channels}"
+            )
             warnings.warn(
                 f"gates: '{path}' feeds the batch norm '{norm}', whose scale and shift cannot "
-                f"share its gates (sparsifier {leader.method!r} has no ties); the batch norm "
-                "divides the filters' scale out, so they will not shrink. Use gates="
-                "'channels' with sparsifier='dgating'.",
+                f"share its gates ({why}); the batch norm divides the filters' scale out, "
+                "so they will not shrink. Use gates='channels' with sparsifier='dgating'.",
                 UserWarning,
                 stacklevel=4,
             )
