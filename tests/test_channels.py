@@ -218,6 +218,41 @@ def test_compaction_removes_a_group_everywhere_exactly(model_class):
         assert small.stem[1].running_mean.shape == (2,)
 
 
+class Seq1d(nn.Module):
+    """Conv1d + BatchNorm1d, a depthwise conv called twice, a subtraction, a flatten
+    written as a view, a hidden Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv1d(2, 4, 3, padding=1), nn.BatchNorm1d(4)
+        self.dw = nn.Conv1d(4, 4, 3, padding=1, groups=4)
+        self.hidden, self.head = nn.Linear(4 * 5, 6), nn.Linear(6, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x)))
+        h = self.dw(h) - self.dw(h * 0.5)
+        h = nn.functional.max_pool1d(h, 2)
+        return self.head(nn.functional.gelu(self.hidden(h.view(h.size(0), -1))))
+
+
+def test_conv1d_shared_layers_views_and_hidden_units_compact_exactly():
+    model = _randomized(Seq1d())
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(3, 2, 10, dtype=torch.float64)
+    groups = channel_groups(model, x, layers=(nn.Conv1d, nn.Linear))
+    conv = _labels(groups, "conv.weight")
+    np.testing.assert_array_equal(_labels(groups, "dw.weight"), conv)  # called twice
+    np.testing.assert_array_equal(_labels(groups, "hidden.weight", 1), np.repeat(conv, 5))
+    assert groups.n_groups == 4 + 6  # the conv's channels, the hidden units
+    _zero_groups(model, groups, [int(conv[1]), int(_labels(groups, "hidden.weight")[2])])
+    small, report = compact_channels(model, x)
+    torch.testing.assert_close(small(x), model(x), rtol=0, atol=EXACT)
+    assert report.kept_units["conv"] == [0, 2, 3] and report.kept_units["hidden"] == [0, 1, 3, 4, 5]
+    assert small.dw.groups == 3 and small.hidden.in_features == 15
+
+
 def test_a_group_whose_zero_channel_is_not_zero_downstream_stays():
     class Sig(nn.Module):
         def __init__(self):

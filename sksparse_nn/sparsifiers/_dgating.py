@@ -294,7 +294,7 @@ class DGate(Sparsifier):
         """Zero the groups ``drop`` in omega and in every gate: a group whose factors are
         all zero has a zero gradient in each of them (each factor's gradient carries the
         product of the others), so it stays at zero. A tied tensor zeroes its omega only
-        (its leader the shared gates: :func:`drop_groups_` drops a tie's groups in all
+        (its leader the shared gates: ``drop_groups_`` drops a tie's groups in all
         its tensors together)."""
         drop = torch.as_tensor(drop, dtype=torch.bool, device=self.gates.device)
         keep_omega = self.grouping.expand((~drop).to(original.dtype))
