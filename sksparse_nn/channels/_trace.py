@@ -3,7 +3,6 @@ channel (a union-find over channel ids, one id per channel of every producer).""
 
 from __future__ import annotations
 
-import copy
 import operator
 
 import numpy as np
@@ -11,6 +10,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 from torch import nn
+
+from ..compaction import trace_shapes
 
 #: Modules that map each channel to itself (element-wise, or over space only).
 PASS_MODULES = (
@@ -42,24 +43,14 @@ NORMS = (nn.BatchNorm1d, nn.BatchNorm2d)
 
 def trace(model, example_input):
     """``(graph module, modules)``: ``model``'s ``torch.fx`` trace with every node's shape
-    (from a copy in eval mode: batch-norm statistics are not touched), or a ValueError
-    saying what to declare instead."""
-    from torch.fx.passes.shape_prop import ShapeProp
-
-    try:
-        gm = torch.fx.symbolic_trace(model)
-    except Exception as exc:  # torch.fx raises TraceError, TypeError, ...
-        raise ValueError(
-            f"Channel groups follow the model's data flow with torch.fx, which cannot trace "
-            f"this {type(model).__name__} ({type(exc).__name__}: {exc}). Declare the gated "
-            "tensors by name instead (gates={'conv1.weight': 'out', ...})."
-        ) from exc
-    probe = copy.deepcopy(gm).eval()
-    inputs = example_input if isinstance(example_input, tuple) else (example_input,)
-    with torch.no_grad():
-        ShapeProp(probe).propagate(*inputs)
-    for node, probed in zip(gm.graph.nodes, probe.graph.nodes, strict=True):
-        node.meta["tensor_meta"] = probed.meta.get("tensor_meta")
+    (:func:`~sksparse_nn.compaction.trace_shapes`), or a ValueError saying what to
+    declare instead."""
+    gm = trace_shapes(
+        model,
+        example_input,
+        reader="Channel groups follow",
+        instead="Declare the gated tensors by name instead (gates={'conv1.weight': 'out', ...}).",
+    )
     return gm, dict(model.named_modules())
 
 
