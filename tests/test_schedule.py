@@ -459,31 +459,6 @@ def _no_drops(monkeypatch):
     monkeypatch.setattr(schedule, "drop_if_no_worse", lambda net, data, drop: False)
 
 
-def test_a_drop_keeps_the_watch_on_the_groups_left(monkeypatch):
-    # a drop accepted at a plateau: the dropped group reads as zero over the whole watch
-    # and the others keep their trajectories, so the fit settles at the next check
-    # instead of watching the new support for two more windows
-    from sksparse_nn.training import schedule as _schedule
-
-    window = 3
-    plan = LRPlan(100, "cosine", warmup=1, hold=75).initialize()
-    rule = _schedule.StopWhenSettled(plan, window, 1e-7, 4, nonconvex=False)
-    rule.initialize()
-    for epoch in range(2 * window):  # groups 0, 1 steady, group 2 halving every epoch
-        rule.norms_.append({"w": np.array([1.0, 2.0, 0.5**epoch])})
-    losses = [1.0] * (plan.warmup + 2 * window)  # a plateau
-    assert not rule._settled(losses)  # group 2 is in transit
-    dropped = []
-    monkeypatch.setattr(
-        _schedule, "drop_if_no_worse", lambda net, data, drop: dropped.append(drop) or True
-    )
-    assert rule._drop_in_transit(None, 2 * window, losses)
-    assert np.array_equal(dropped[0]["w"], [False, False, True])
-    assert len(rule.norms_) == 2 * window  # the watch goes on
-    assert all(n["w"][2] == 0 and n["w"][0] == 1 and n["w"][1] == 2 for n in rule.norms_)
-    assert rule._settled(losses)
-
-
 def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):
     """The yardstick of the restarts: the training objective of the warm start's module on
     the whole data. From a fit that ended with its rate annealed to zero, at the same lam,

@@ -298,7 +298,7 @@ class StopWhenSettled(Callback):
             self.plan.anneal(epoch + 1, self.anneal)
         elif self.data_ is not None and epoch >= self.next_drop_:
             # groups in transit keep it from settling: dropped at once if the objective
-            # does not need them (the watch goes on without them)
+            # does not need them (then the new support is watched from scratch)
             self._drop_in_transit(net, epoch, losses)
 
     def _drop_in_transit(self, net, epoch, losses):
@@ -313,11 +313,7 @@ class StopWhenSettled(Callback):
         self.next_drop_ = epoch + self.window
         if not drop_if_no_worse(net, self.data_, drop):
             return False
-        # the watch goes on: the dropped groups read as zero over the whole watch (the
-        # objective did not rise without them), the others keep their trajectories
-        for norms in self.norms_:
-            for key, mask in drop.items():
-                norms[key] = np.where(mask, 0.0, norms[key])
+        self.norms_.clear()
         return True
 
     def _in_transit(self):
