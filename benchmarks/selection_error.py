@@ -320,6 +320,8 @@ def main():
             }
             if panel == "sim":
                 entry["summary"] = summarize(rows)
+            # re-read: another run may have written its panel meanwhile
+            results = json.loads(OUT.read_text()) if OUT.exists() else {}
             results[panel] = entry
             write_json(results, OUT)
     report(results)
