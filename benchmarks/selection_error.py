@@ -147,6 +147,7 @@ def panel_sim(args):
         have_knockpy = False
     cells = [("linear", t, args.reps) for t in ("linear", "additive", "interaction")]
     cells += [(f, "additive", args.net_reps) for f in ("mlp", "nam")]
+    cells = [c for c in cells if c[0] in args.families and c[1] in args.truths]
     rows = []
     for name, truth, reps in cells:
         for rep in range(reps):
@@ -261,9 +262,14 @@ def summarize(rows):
 
 
 def report(results):
-    if "sim" in results:
-        print("\nfamily  truth        method   reps   FDR (se)       power (se)     s/rep")
-        for s in results["sim"]["summary"]:
+    for key in sorted(k for k in results if k.startswith("sim")):
+        amplitude = results[key]["args"]["amplitude"]
+        print(
+            f"\n[{key}] amplitude {amplitude}, n {results[key]['args']['n']}, "
+            f"p {results[key]['args']['p']}, k {results[key]['args']['k']}"
+        )
+        print("family  truth        method   reps   FDR (se)       power (se)     s/rep")
+        for s in results[key]["summary"]:
             print(
                 f"{s['family']:7s} {s['truth']:12s} {s['method']:8s} {s['reps']:4d}  "
                 f"{s['fdr']:.3f} ({s['fdr_se']:.3f})  {s['power']:.3f} ({s['power_se']:.3f})"
@@ -299,6 +305,9 @@ def main():
     parser.add_argument("--p-timing", type=int, default=30)
     parser.add_argument("--amplitude", type=float, default=0.35)
     parser.add_argument("--fdr", type=float, default=0.1)
+    parser.add_argument("--families", nargs="+", default=["linear", "mlp", "nam"])
+    parser.add_argument("--truths", nargs="+", default=["linear", "additive", "interaction"])
+    parser.add_argument("--tag", default="", help="suffix of the panel's key in the JSON")
     parser.add_argument("--real-fdrs", type=float, nargs="+", default=[0.1, 0.3])
     parser.add_argument("--real-families", nargs="+", default=["linear", "mlp"])
     parser.add_argument("--report", action="store_true", help="only print the saved table")
@@ -322,7 +331,7 @@ def main():
                 entry["summary"] = summarize(rows)
             # re-read: another run may have written its panel meanwhile
             results = json.loads(OUT.read_text()) if OUT.exists() else {}
-            results[panel] = entry
+            results[panel + args.tag] = entry
             write_json(results, OUT)
     report(results)
 

@@ -23,7 +23,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..compose import TableEncoder, VariableModel, variable_groups
 from ..path import regularization_path
-from ._knockoff_sampling import METHODS, GaussianKnockoffs, correlation_clusters
+from ._knockoff_sampling import (
+    METHODS,
+    GaussianKnockoffs,
+    correlation_clusters,
+    estimate_correlation,
+)
 
 __all__ = ["KnockoffFilter", "e_bh", "knockoff_e_values", "knockoff_threshold", "path_statistics"]
 
@@ -230,7 +235,8 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         statistic, kept or dropped together), e.g. a categorical's one-hot columns. An
         estimator with a ``groups`` parameter left at None is given these groups (and
         their knockoffs' copies) as penalty groups. ``None``: clusters of correlated
-        columns (see ``cluster_threshold``).
+        columns (see ``cluster_threshold``). Ignored with a VariableModel, whose
+        variables are the units.
     cluster_threshold : float in (0, 1], default=0.7
         With ``groups=None``: columns whose average absolute correlation reaches this
         value form one unit (average-linkage clustering on ``1 - |corr|``). At 0.7 a
@@ -373,13 +379,11 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         Xn, estimator, units, by_variable = self._design(X, y)
         p = Xn.shape[1]
         user_units = units is not None
-        sampler = GaussianKnockoffs(method=self.method)
         if units is None:
-            sampler.fit(Xn)  # the correlation for the clusters
-            units = correlation_clusters(sampler.corr_, self.cluster_threshold)
+            units = correlation_clusters(estimate_correlation(Xn)[2], self.cluster_threshold)
         n_units = int(units.max()) + 1
-        sampler.groups = None if n_units == p else units
-        sampler.fit(Xn)
+        groups = None if n_units == p else units
+        sampler = GaussianKnockoffs(method=self.method, groups=groups).fit(Xn)
         estimator = self._penalty_groups(estimator, units if user_units else None, p)
         column_units = np.concatenate([units, units + n_units])
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
