@@ -81,6 +81,7 @@ def family(name, seed):
 
     return {
         "linear": lambda: SparseLinearRegressor(),
+        "linear_d2": lambda: SparseLinearRegressor(D=2),  # the convex (lasso) path
         "mlp": lambda: DGatedMLPRegressor(random_state=seed),
         "nam": lambda: DGatedNAMRegressor(random_state=seed),
     }[name]()
@@ -145,7 +146,11 @@ def panel_sim(args):
         have_knockpy = True
     except ImportError:
         have_knockpy = False
-    cells = [("linear", t, args.reps) for t in ("linear", "additive", "interaction")]
+    cells = [
+        (f, t, args.reps)
+        for f in ("linear", "linear_d2")
+        for t in ("linear", "additive", "interaction")
+    ]
     cells += [(f, "additive", args.net_reps) for f in ("mlp", "nam")]
     cells = [c for c in cells if c[0] in args.families and c[1] in args.truths]
     rows = []
@@ -202,11 +207,11 @@ def panel_real(args):
                 rows_idx = rng.permutation(len(y0))[:400]
                 X = np.hstack([X0[rows_idx], rng.randn(400, 30)])
                 y = y0[rows_idx]
-                est = (
-                    SparseLinearClassifier()
-                    if name == "linear"
-                    else DGatedMLPClassifier(random_state=seed)
-                )
+                est = {
+                    "linear": lambda: SparseLinearClassifier(),
+                    "linear_d2": lambda: SparseLinearClassifier(D=2),
+                    "mlp": lambda s=seed: DGatedMLPClassifier(random_state=s),
+                }[name]()
                 t0 = time.process_time()
                 kf = KnockoffFilter(est, fdr=fdr, random_state=seed).fit(X, y)
                 sel = kf.selected_features_
@@ -305,11 +310,11 @@ def main():
     parser.add_argument("--p-timing", type=int, default=30)
     parser.add_argument("--amplitude", type=float, default=0.35)
     parser.add_argument("--fdr", type=float, default=0.1)
-    parser.add_argument("--families", nargs="+", default=["linear", "mlp", "nam"])
+    parser.add_argument("--families", nargs="+", default=["linear", "linear_d2", "mlp", "nam"])
     parser.add_argument("--truths", nargs="+", default=["linear", "additive", "interaction"])
     parser.add_argument("--tag", default="", help="suffix of the panel's key in the JSON")
     parser.add_argument("--real-fdrs", type=float, nargs="+", default=[0.1, 0.3])
-    parser.add_argument("--real-families", nargs="+", default=["linear", "mlp"])
+    parser.add_argument("--real-families", nargs="+", default=["linear", "linear_d2", "mlp"])
     parser.add_argument("--report", action="store_true", help="only print the saved table")
     args = parser.parse_args()
     if args.quick:

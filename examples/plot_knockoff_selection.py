@@ -13,7 +13,11 @@ units with group knockoffs.
 The left panel shows every unit's statistic in each draw, real units and noise columns
 apart; the right one which columns the filter keeps. The knockoff+ threshold needs at least
 ``1 / fdr`` selected units, so where few units carry signal a low ``fdr`` selects nothing:
-the price of the guarantee. Here ``fdr=0.3``.
+the price of the guarantee. Here ``fdr=0.3`` and the convex (``D=2``, lasso) path, whose
+exit lams give the classic signed-max statistic. The selection depends on the sample:
+``benchmarks/selection_error.py`` found, over five samples of 400 rows, three selections
+(15 to 21 measurements, one with 5 noise columns) and two empty ones; at ``fdr=0.1`` all
+were empty.
 
 Writes docs/images/knockoff_selection.png.
 """
@@ -39,12 +43,12 @@ OUT = Path(os.environ.get("SKSPARSE_NN_FIGURES", HERE.parent / "docs" / "images"
 
 def main(out=OUT):
     data = load_breast_cancer()
-    rng = np.random.RandomState(1)
+    rng = np.random.RandomState(0)
     rows = rng.permutation(len(data.target))[:400]
     X = np.hstack([data.data[rows], rng.randn(400, 30)])
     y = data.target[rows]
     names = [*data.feature_names, *(f"noise {j}" for j in range(30))]
-    kf = KnockoffFilter(SparseLinearClassifier(), fdr=0.3, random_state=0).fit(X, y)
+    kf = KnockoffFilter(SparseLinearClassifier(D=2), fdr=0.3, random_state=0).fit(X, y)
     kept = kf.selected_features_
     print(f"{kf.n_units_} units; kept {kept.size} columns:")
     print(", ".join(names[j] for j in kept))
