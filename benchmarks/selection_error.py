@@ -286,11 +286,11 @@ def report(results):
             print(
                 f"{r['family']:7s} {r['cv_path_s']:11.1f} {r['knockoff_s']:14.1f} {r['ratio']:6.2f}"
             )
-    if "real" in results:
-        print("\nbreast cancer + 30 noise columns, 400 rows")
-        for r in results["real"]["rows"]:
+    for key in sorted(k for k in results if k.startswith("real")):
+        print(f"\n[{key}] breast cancer + 30 noise columns, 400 rows")
+        for r in results[key]["rows"]:
             print(
-                f"{r['family']:7s} fdr {r['fdr']}: seed {r['seed']} real kept {r['real_kept']:2d}"
+                f"{r['family']:9s} fdr {r['fdr']}: seed {r['seed']} real kept {r['real_kept']:2d}"
                 f"  noise kept {r['noise_kept']:2d}  units {r['units']}"
             )
 
