@@ -289,9 +289,10 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
     >>> from sksparse_nn import SparseLinearRegressor
     >>> from sksparse_nn.selection import KnockoffFilter
     >>> rng = np.random.RandomState(0)
-    >>> X = rng.randn(200, 30)
-    >>> y = X[:, :12] @ np.full(12, 1.0) + 0.5 * rng.randn(200)
-    >>> kf = KnockoffFilter(SparseLinearRegressor(), n_draws=1, random_state=0).fit(X, y)
+    >>> X = rng.randn(150, 20)
+    >>> y = X[:, :12] @ np.full(12, 1.0) + 0.5 * rng.randn(150)
+    >>> kf = KnockoffFilter(SparseLinearRegressor(), n_draws=1, n_lams=15, random_state=0)
+    >>> kf = kf.fit(X, y)
     >>> bool(set(kf.selected_features_) >= set(range(12)))
     True
     """
