@@ -220,7 +220,8 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         Any family with a path (SparseLinear*, DGatedMLP*, DGatedNAM*, ...); cloned.
         A :class:`~sksparse_nn.compose.VariableModel`: its encoder encodes the table, the
         units are the variables (a categorical's one-hot columns are one group of
-        knockoffs and one penalty group), and the support is over the user's columns.
+        knockoffs and one penalty group), and the support is over the user's columns;
+        its ``unpenalized`` is not used (every variable is tested).
     fdr : float in (0, 1), default=0.1
         Target false discovery rate of the selection. Knockoffs select nothing or at
         least ``1 / fdr`` units: at 0.1, ten.
