@@ -345,10 +345,54 @@ def test_compiled_one_layer_forward_and_gradients_are_the_tensor_versions(
     assert torch.equal(y[0], y[1])
 
 
-def test_compiled_path_trains_the_gates_as_the_tensor_path_does(monkeypatch):
+@pytest.mark.numerics
+@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_terms_forward_and_gradients_are_the_tensor_versions(
+    dtype, n_outputs, monkeypatch
+):
+    # terms of several columns (a categorical's), padded to the widest: the compiled
+    # loops reassociate sums of at most N = T h (m + 1) products, so an entry may differ
+    # by N eps times the sum of its terms' magnitudes; the tensor path run on the
+    # parameters' and inputs' absolute values gives that sum (an upper bound of it)
+    torch.manual_seed(0)
+    terms = [[0], [1, 2, 3], [4], [5, 6], [7, 8, 9, 10], [11]]
+    n, p, h, c = 40, 12, 16, n_outputs
+    module = NAM(p, (h,), n_outputs=c, terms=terms).to(dtype)
+    with torch.no_grad():
+        module.intercept.normal_()
+        module.first[3].zero_()  # a removed term
+    x = torch.randn(n, p, dtype=dtype)
+    w = torch.rand(n, c, dtype=dtype)  # the loss sum_ic w_ic out_ic
+    params = [module.first, module.out, module.intercept]
+    assert module._compiled_path(x)
+    out = module(x)
+    grads = torch.autograd.grad((out * w).sum(), params)
+    _tensor_path(module, monkeypatch)
+    ref = module(x)
+    ref_grads = torch.autograd.grad((ref * w).sum(), params)
+    magnitude = NAM(p, (h,), n_outputs=c, terms=terms).to(dtype)
+    with torch.no_grad():
+        for mine, theirs in zip(magnitude.parameters(), module.parameters(), strict=True):
+            mine.copy_(theirs.abs())
+        magnitude.intercept.zero_()
+    size = magnitude(x.abs())
+    size_grads = torch.autograd.grad((size * w).sum(), list(magnitude.parameters())[:2])
+    N = len(terms) * h * (module.width + 1) * n
+    eps = torch.finfo(dtype).eps
+    assert torch.all((out - ref).abs() <= N * eps * (size + ref.abs()))
+    for g, r, bound in zip(grads[:2], ref_grads[:2], size_grads, strict=True):
+        assert torch.all((g - r).abs() <= N * eps * (bound + r.abs()))
+    assert torch.all(grads[0][:, :-1][~module.weight_mask()] == 0)  # padding rows
+    assert torch.all(grads[0][3] == ref_grads[0][3])  # the removed term's own gradient
+    assert torch.equal(grads[2], ref_grads[2])
+
+
+@pytest.mark.parametrize("terms", [None, [[0, 1], [2], [3, 4, 5]]])
+def test_compiled_path_trains_the_gates_as_the_tensor_path_does(terms, monkeypatch):
     # D-gated (the first layer a product of factors): the same gradients on the factors
     torch.manual_seed(1)
-    module = NAM(6, (8,)).double()
+    module = NAM(6, (8,), terms=terms).double()
     dgate(module, "first", groups=AxisGroups(0), D=3)
     x = torch.randn(30, 6, dtype=torch.float64)
     grads = torch.autograd.grad(module(x).square().sum(), list(module.parameters()))
@@ -364,7 +408,7 @@ def test_compiled_path_only_where_the_kernels_apply():
     assert NAM(6, (8,), n_outputs=3)._compiled_path(x)  # multiclass logits too
     assert not NAM(6, (8, 4))._compiled_path(x)  # two hidden layers
     assert not NAM(6, (8,), activation="tanh")._compiled_path(x)
-    assert not NAM(6, (8,), terms=[[0, 1], [2], [3], [4], [5]])._compiled_path(x)
+    assert NAM(6, (8,), terms=[[0, 1], [2], [3], [4], [5]])._compiled_path(x)  # terms too
     assert not NAM(6, (8,))._compiled_path(x.double())  # dtypes differ
     assert not NAM(6, (8,))._compiled_path(x.requires_grad_())  # no input gradient
     dropped = NAM(6, (8,), dropout=0.2)

@@ -51,13 +51,27 @@ def test_methods_that_cannot_drop_leave_the_model_alone():
     assert not can_drop(layer) and can_drop(_gated_layer())
     assert drop_groups_(layer, {"weight": np.array([True, False, False, False])}) is None
     assert torch.equal(layer.weight, before)
-    # a tie shares its gates with another tensor: no drop either
+
+
+@pytest.mark.parametrize("D", [2, 3])
+def test_a_tie_drops_a_group_in_all_its_tensors(D):
+    # named in one tensor of the tie only: the shared gates and every omega go to zero
+    torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
-    sparsify(model[0], "weight", groups="out", D=3)
+    sparsify(model[0], "weight", groups="out", D=D)
     sparsify(model[1], "weight", groups="in", tie=model[0].parametrizations.weight[0])
     names = [q for q, *_ in sparsified_tensors(model)]
-    assert not can_drop(model)
-    assert drop_groups_(model, {names[0]: np.array([True, False, False])}) is None
+    assert can_drop(model)
+    drop = np.array([True, False, False])
+    touched = drop_groups_(model, {names[1]: drop})
+    assert len(touched) == 3  # both omegas and the shared gates
+    assert torch.all(model[0].weight[drop] == 0) and torch.all(model[1].weight[:, drop] == 0)
+    assert torch.all(model[0].weight[~drop] != 0)
+    model(torch.randn(5, 4)).pow(2).sum().backward()
+    for layer, axis in ((model[0], 0), (model[1], 1)):
+        grad = layer.parametrizations.weight.original.grad
+        assert torch.all(grad.index_select(axis, torch.tensor([0])) == 0)
+    assert torch.all(model[0].parametrizations.weight[0].gates.grad[:, 0] == 0)
 
 
 def _net(X, y, lam=0.05):

@@ -19,7 +19,9 @@ them) without the units that cannot change its output:
 :func:`compact_module` does this for any module whose forward ``torch.fx`` can trace
 (branches joined by ``torch.cat`` included), keeping its class and ``forward``.
 :func:`compact_attention` does the same for the heads of a ``nn.MultiheadAttention``.
-:func:`count_parameters` and :func:`count_flops` measure what was gained. Pure PyTorch.
+:func:`count_parameters` and :func:`count_flops` measure what was gained;
+:func:`trace_shapes` is the ``torch.fx`` trace they read (also the channel groups'). Pure
+PyTorch.
 
 Modules, one job each:
 
@@ -35,6 +37,7 @@ Modules, one job each:
 from ._attention import CompactAttention, compact_attention
 from ._compact import compact_module, compact_sequential
 from ._count import count_flops, count_parameters
+from ._graph import trace_shapes
 from ._report import CompactionReport
 
 __all__ = [
@@ -45,4 +48,5 @@ __all__ = [
     "compact_sequential",
     "count_flops",
     "count_parameters",
+    "trace_shapes",
 ]

@@ -11,7 +11,7 @@ from torch import nn
 
 from ._attention import _live_heads, compact_attention
 from ._count import count_flops, count_parameters
-from ._graph import _segment, _trace
+from ._graph import _segment, trace_shapes
 from ._report import CompactionReport
 from ._slicing import _compact_segment, _slice_inputs
 
@@ -140,7 +140,7 @@ def _compact_pass(small, example_input, leaves, kept_units):
     ``kept_units`` (original indices per producer) is updated. Returns the producer
     nodes of the trace and whether anything changed (a unit went, or the last unit of a
     layer without readers was zeroed)."""
-    gm = _trace(small, example_input, leaves)
+    gm = trace_shapes(small, example_input, leaves=leaves)
     modules = dict(small.named_modules())
     nodes = list(gm.graph.nodes)
     calls = {}

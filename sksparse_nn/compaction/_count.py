@@ -23,13 +23,14 @@ def count_parameters(model):
 
 
 def count_flops(model, example_input):
-    """FLOPs of one sample's forward pass through ``Linear``, ``Conv2d`` and attention.
+    """FLOPs of one sample's forward pass through ``Linear``, ``Conv1d`` / ``Conv2d`` and
+    attention.
 
     2 per multiply-add: ``Linear(i, o)``: ``2 i o`` per position; ``Conv2d``: ``2 (C_in /
-    groups) k_h k_w C_out H_out W_out``; :class:`CompactAttention` and
-    ``nn.MultiheadAttention``: their projections plus ``4 L S h d`` for the scores and the
-    weighted sum (``h`` heads of width ``d``, ``L`` queries, ``S`` keys). Element-wise
-    layers, normalization and pooling are not counted.
+    groups) k_h k_w C_out H_out W_out`` (``Conv1d`` likewise over its length);
+    :class:`CompactAttention` and ``nn.MultiheadAttention``: their projections plus
+    ``4 L S h d`` for the scores and the weighted sum (``h`` heads of width ``d``, ``L``
+    queries, ``S`` keys). Element-wise layers, normalization and pooling are not counted.
 
     Parameters
     ----------
@@ -66,7 +67,7 @@ def count_flops(model, example_input):
     for module in model.modules():
         if isinstance(module, nn.Linear):
             hooks.append(module.register_forward_hook(linear))
-        elif isinstance(module, nn.Conv2d):
+        elif isinstance(module, (nn.Conv1d, nn.Conv2d)):
             hooks.append(module.register_forward_hook(conv))
         elif isinstance(module, (nn.MultiheadAttention, CompactAttention)):
             hooks.append(module.register_forward_hook(attention))

@@ -4,6 +4,7 @@ its units (the operations that may lie between them, and how each node is classi
 
 from __future__ import annotations
 
+import copy
 import operator
 from dataclasses import dataclass
 
@@ -71,24 +72,51 @@ class _LeafTracer(torch.fx.Tracer):
         return "." not in module_qualified_name
 
 
-def _trace(model, example_input, leaves):
+def trace_shapes(
+    model,
+    example_input,
+    *,
+    leaves=False,
+    reader="Compaction reads",
+    instead="Compact its traceable parts (compact_module on a submodule, compact_attention) "
+    "instead.",
+):
+    """``model``'s ``torch.fx`` trace with every node's shape (``node.meta["tensor_meta"]``),
+    propagated through a copy in eval mode, so that batch-norm statistics are not touched.
+
+    Parameters
+    ----------
+    model : nn.Module
+    example_input : tensor or tuple of tensors
+    leaves : bool, default=False
+        Trace a flat ``nn.Sequential`` with every child a leaf (an unknown layer stays
+        opaque) instead of through every submodule.
+    reader, instead : str
+        Who reads the trace and what to do instead, for the ValueError raised when
+        ``torch.fx`` cannot trace ``model``.
+
+    Returns
+    -------
+    graph_module : torch.fx.GraphModule
+    """
     from torch.fx.passes.shape_prop import ShapeProp
 
     try:
         if leaves:
-            graph = _LeafTracer().trace(model)
-            gm = torch.fx.GraphModule(model, graph)
+            gm = torch.fx.GraphModule(model, _LeafTracer().trace(model))
         else:
             gm = torch.fx.symbolic_trace(model)
     except Exception as exc:  # torch.fx raises TraceError, TypeError, ...
         raise ValueError(
-            f"Compaction reads the model's data flow with torch.fx, which cannot trace this "
-            f"{type(model).__name__} ({type(exc).__name__}: {exc}). Compact its traceable "
-            "parts (compact_module on a submodule, compact_attention) instead."
+            f"{reader} the model's data flow with torch.fx, which cannot trace this "
+            f"{type(model).__name__} ({type(exc).__name__}: {exc}). {instead}"
         ) from exc
+    probe = copy.deepcopy(gm).eval()
     inputs = example_input if isinstance(example_input, tuple) else (example_input,)
     with torch.no_grad():
-        ShapeProp(gm).propagate(*inputs)
+        ShapeProp(probe).propagate(*inputs)
+    for node, probed in zip(gm.graph.nodes, probe.graph.nodes, strict=True):
+        node.meta["tensor_meta"] = probed.meta.get("tensor_meta")
     return gm
 
 

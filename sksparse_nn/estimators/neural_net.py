@@ -10,17 +10,23 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.base import clone
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
-from ..compaction import compact_module
-from ..groups import resolve_groups
 from ..sparsifiers import ZERO_TOL, sparsified_tensors
-from ..training import ArrayDataset, bounded_scale, seeded
+from ..training import bounded_scale
 from ..utils.columns import column_moments, column_range
 from ._base import BaseDGated
 from ._contract import Traits
+from ._declared_gates import (
+    compact_user_module,
+    declared_lambda_max,
+    gate_declared,
+    leader_norms,
+    split_norms,
+    tie_leaders,
+    tied_ridge,
+)
 from ._docs import fill
 from ._shipping import without_unread_inputs
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
@@ -83,7 +89,7 @@ class _DGatedNeuralNet(BaseDGated):
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,
         "module": [type, torch.nn.Module],
-        "gates": [dict],
+        "gates": [dict, str, list],
         "sparsifier": [str, type],
         "sparsifier_params": [dict, None],
         "lr": [Interval(Real, 0, None, closed="neither")],
@@ -213,44 +219,43 @@ class _DGatedNeuralNet(BaseDGated):
         self._check_output_width(out.shape[1])
 
     def _gate_module(self, module, init):
-        gates = self.gates
-        if not gates:
-            raise ValueError(
-                "gates is empty: name at least one parameter to sparsify, e.g. "
-                "gates={'0.weight': 'in'}."
-            )
-        names = dict(module.module.named_parameters())
-        for name, groups in gates.items():
-            if name not in names:
-                raise ValueError(
-                    f"gates: {name!r} is not a parameter of the module; its parameters are "
-                    f"{sorted(names)}."
-                )
-            path, _, attr = name.rpartition(".")
-            owner = module.module.get_submodule(path)
-            try:
-                self._sparsify(owner, attr, groups, init, f"groups of {name}")
-            except ValueError as exc:
-                raise ValueError(f"gates[{name!r}]: {exc}") from None
-        self._group_counts_ = [s.n_groups for _, _, _, s in sparsified_tensors(module)]
+        gate_declared(self, module, init)
+        self._gated_ = [
+            (q.partition(".")[2], s.n_groups)
+            for q, _, _, s in sparsified_tensors(module)
+            if not s.tied
+        ]
+
+    def _ridge(self, module):
+        return tied_ridge(self, module)
+
+    def _collapse(self, module, zero_tol):
+        # one entry per group: the tensors that own their gates (a tie's others share them)
+        leaders = tie_leaders(module)
+        return leader_norms(leaders, *super()._collapse(module, zero_tol))
 
     def _feature_importances(self, module):
         return None  # the declared groups are the model's own units, not input features
 
     def _after_fit(self, X, y, sample_weight=None):
-        # group norms of every gated tensor, in the order of `gates`
-        bounds = np.cumsum([0, *self._group_counts_])
-        self.tensor_group_norms_ = {
-            name: self.group_norms_[a:b]
-            for name, a, b in zip(self.gates, bounds[:-1], bounds[1:], strict=True)
-        }
+        # group norms of every tensor that owns its gates, in the module's order
+        names, counts = zip(*self._gated_, strict=True)
+        self.tensor_group_norms_ = split_norms(names, counts, self.group_norms_)
         self.selected_components_ = np.flatnonzero(self.group_norms_ > 0)
+        layers = self.__dict__.pop("_channel_layers", None)
+        if layers is not None:
+            self.channel_group_layers_ = layers
+        elif hasattr(self, "channel_group_layers_"):
+            del self.channel_group_layers_
 
     def compact(self, return_report=False):
         """A smaller copy of the fitted model without its removable units (same outputs).
 
-        The module's data flow is traced with ``torch.fx`` (see
-        :func:`~sksparse_nn.compaction.compact_module`): wherever a ``Linear`` /
+        The module's data flow is traced with ``torch.fx``: channel groups whose
+        filters, biases and batch-norm parameters are all zero are removed everywhere
+        they appear (:func:`~sksparse_nn.channels.compact_channels`: residual branches,
+        depthwise filters, batch-norm statistics, the readers' input slices); then (see
+        :func:`~sksparse_nn.compaction.compact_module`) wherever a ``Linear`` /
         ``Conv2d`` feeds another through per-channel operations (activations, batch norm,
         pooling, flatten, a ``torch.cat`` of branches), neurons and filters whose
         outgoing weights are zero, or whose incoming weights are zero (their constant
@@ -274,7 +279,7 @@ class _DGatedNeuralNet(BaseDGated):
         user = self.module_.module
         dtype = next(user.parameters()).dtype
         example = torch.zeros((2, *self._sample_shape_), dtype=dtype)
-        small, report = compact_module(user, example)
+        small, report = compact_user_module(user, example)
         out = copy.deepcopy(self.module_)
         out.module = small
         return (out.eval(), report) if return_report else out.eval()
@@ -323,33 +328,7 @@ class _DGatedNeuralNet(BaseDGated):
         -------
         lam_max : float
         """
-        probe = clone(self)
-        probe._validate_params()
-        X = check_array(X, allow_nd=True, dtype=(np.float64, np.float32))
-        y = np.asarray(y)
-        rows = check_random_state(0).permutation(len(X))[:_LAM_MAX_ROWS]
-        targets, probe.n_outputs_ = probe._fit_targets(y)
-        scaling = probe._fit_scaling(X, targets)
-        X, targets = scaling.transform(X, targets)
-        X = X.astype(np.float32)
-        if targets.dtype.is_floating_point:
-            targets = targets.to(torch.float32)
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        with seeded(seed):
-            module = probe._build_module(X.shape[1], probe.n_outputs_).to(torch.float32)
-            dataset = ArrayDataset(X[rows], targets[rows], torch.float32)
-            probe._init_module(module, dataset, targets)
-            names = dict(module.module.named_parameters())
-            missing = [name for name in self.gates if name not in names]
-            if missing or not self.gates:
-                probe._gate_module(module, "identity")  # raises the clear error
-            params = [names[name] for name in self.gates]
-            loss = probe._criterion()(module(dataset.rows(slice(None))), dataset.y)
-            grads = torch.autograd.grad(loss, params)
-        top = 0.0
-        for spec, grad in zip(self.gates.values(), grads, strict=True):
-            norms = resolve_groups(spec, grad.shape).group_sum(grad.double().pow(2)).sqrt()
-            top = max(top, float(norms.max()) if norms.numel() else 0.0)
+        top = declared_lambda_max(clone(self), X, y, _LAM_MAX_ROWS)
         if not top > 0:
             raise ValueError("Cannot build a lam grid: no declared group has a gradient.")
         return top
@@ -402,11 +381,18 @@ _GATES_DOC = fill(
         batch of X (any shape after the first axis: tabular, images ``(n, C, H, W)``,
         sequences) and returns the outputs (regression: one column per target;
         classification: one logit per class, or one or two for two classes).
-    gates : dict
+    gates : dict, "channels" or list of str
         What to sparsify: parameter name (as in ``module.named_parameters()``) to group
         structure (see :mod:`sksparse_nn.groups`), e.g. ``{"features.0.weight": "out"}``
-        (convolution filters), ``{"0.weight": "in"}`` (input features of a first Linear),
-        ``{"attn.in_proj_weight": AxisGroups(0, head_labels)}`` (attention heads).
+        (convolution filters: the bias and a batch norm right after the convolution
+        join each filter's group), ``{"0.weight": "in"}`` (input features of a first
+        Linear), ``{"attn.in_proj_weight": AxisGroups(0, head_labels)}`` (attention
+        heads). ``"channels"`` (or ``{"channels": "all"}``): every convolution's output
+        channels, each group holding every slice coupled to the channel (found by
+        tracing the module with ``torch.fx``: batch norms, residual additions,
+        concatenations, depthwise convolutions; see
+        :func:`~sksparse_nn.channels.channel_groups`). A list of module name prefixes
+        (or ``{"channels": ["layer3"]}``): the channels of the convolutions under them.
     lam : float, default=1e-2
         Penalty strength; the loss is the mean over samples (regression: of half the
         squared error on standardized targets) plus ``lam * penalty``.
@@ -419,7 +405,10 @@ _GATES_DOC = fill(
         L2 (the optimizer's ``weight_decay``) on the ungated parameters whose names end
         in ``weight``: without it a ReLU network can evade the penalty by shrinking a
         gated layer while the next one grows (the D-Gating paper's structured-sparsity
-        experiments train with it).
+        experiments train with it). With groups that span several tensors (channel
+        groups, a filter gate with its batch norm) and ``weight_decay=0`` the ungated
+        weights of two or more dimensions get the downstream ridge
+        ``lam * 0.1 / D * ||V||^2`` instead (a batch norm makes the filters' scale free).
     max_epochs : int or None, default=None
         ``None``: at most the larger of 100 epochs and 4000 optimizer steps.
         $max_epochs_warning
@@ -438,7 +427,13 @@ _GATES_DOC = fill(
         with plain weights and exact zeros, which sees standardized inputs: per feature,
         or per channel for n-d X).
     tensor_group_norms_ : dict of str to ndarray
-        The group norms of every gated tensor (exactly 0 for removed groups).
+        The group norms of every gated tensor that owns its gates (exactly 0 for removed
+        groups); a group spanning several tensors is listed once, under its first
+        tensor, with its norm over all of them.
+    channel_group_layers_ : dict of str to list of list of str
+        With channel groups declared: for each tensor of ``tensor_group_norms_`` that
+        leads channel groups, the layers each of its groups joins (several behind a
+        residual addition; see :func:`~sksparse_nn.channels.channel_groups`).
     selected_components_ : ndarray of int
         Indices of the live groups in ``group_norms_`` (what paths count).
     $group_norms_

@@ -153,8 +153,10 @@ def resolve_groups(spec, shape):
 
     Parameters
     ----------
-    spec : {"in", "out", "element"}, AxisGroups or array-like of int
-        See the module docstring.
+    spec : {"in", "out", "element"}, AxisGroups, Grouping or array-like of int
+        See the module docstring; a :class:`Grouping` for ``shape`` is returned as it is
+        (its ``n_groups`` may count groups without a slice in this tensor: the groups of
+        a tie spanning several tensors).
     shape : tuple of int
         Shape of the tensor to group.
 
@@ -168,6 +170,10 @@ def resolve_groups(spec, shape):
         If the specification is unknown or does not fit ``shape``.
     """
     shape = tuple(int(s) for s in shape)
+    if isinstance(spec, Grouping):  # built elsewhere (e.g. channel groups spanning tensors)
+        if spec.shape != shape:
+            raise ValueError(f"The Grouping is for shape {spec.shape}, the tensor has {shape}.")
+        return spec
     if isinstance(spec, str):
         if spec == "element":
             n = int(np.prod(shape))

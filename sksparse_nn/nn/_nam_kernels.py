@@ -17,6 +17,7 @@ such a NAM first runs; compiled code is cached on disk.
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 #: Floating-point licences: reassociation (vectorized sums) and contraction, but not
 #: "no NaN / no infinity": a NaN in the parameters must reach the loss (the divergence
@@ -77,3 +78,75 @@ def backward(xT, u, b, v, g, gu, gb, gv):
                 gv[c, j, k] = sa
             gu[j, k] = su
             gb[j, k] = sb
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def forward_terms(x, cols, widths, u, b, v, out):
+    """``out[c, i] = sum_t sum_k relu(sum_q x[i, cols[t, q]] u[t, q, k] + b[t, k])
+    v[c, t, k]`` in place, ``q < widths[t]``: the NAM's terms of several columns.
+
+    ``x`` (n, p), ``cols`` (T, m) and ``widths`` (T,) integers, ``u`` (T, m, h), ``b``
+    (T, h), ``v`` (n_out, T, h), ``out`` (n_out, n). A term's pre-activations are
+    accumulated column by column in a vector of ``h`` (the loop over units vectorizes)."""
+    n = x.shape[0]
+    n_terms, h = b.shape
+    a = np.empty(h, dtype=b.dtype)
+    for c in range(v.shape[0]):
+        for i in range(n):
+            acc = 0.0
+            for t in range(n_terms):
+                for k in range(h):
+                    a[k] = b[t, k]
+                for q in range(widths[t]):
+                    xq = x[i, cols[t, q]]
+                    for k in range(h):
+                        a[k] += xq * u[t, q, k]
+                for k in range(h):
+                    acc += (0.0 if a[k] <= 0.0 else a[k]) * v[c, t, k]  # relu, NaN kept
+            out[c, i] = acc
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def backward_terms(xT, cols, widths, u, b, v, g, gu, gb, gv):
+    """The gradients of ``sum(g * out)`` (``out`` of :func:`forward_terms` on
+    ``x = xT.T``) with respect to ``u`` (T, m, h; zero beyond a term's width), ``b``
+    (T, h) and ``v`` (n_out, T, h), written into ``gu``, ``gb`` and ``gv``. Per term and
+    unit, the pre-activations of all rows are accumulated in a vector of ``n`` and the
+    rows' ``sum_c v_c g_ci m_i`` in another (the loops over rows vectorize)."""
+    n = xT.shape[1]
+    n_terms, m, h = u.shape
+    a = np.empty(n, dtype=b.dtype)
+    gm = np.empty(n, dtype=b.dtype)
+    for t in range(n_terms):
+        w = widths[t]
+        for k in range(h):
+            bk = b[t, k]
+            for i in range(n):
+                a[i] = bk
+            for q in range(w):
+                uq = u[t, q, k]
+                col = cols[t, q]
+                for i in range(n):
+                    a[i] += xT[col, i] * uq
+            for i in range(n):
+                gm[i] = 0.0
+            for c in range(v.shape[0]):
+                vc = v[c, t, k]
+                sa = 0.0
+                for i in range(n):
+                    ai = a[i]
+                    gm[i] += vc * g[c, i] * (1.0 if ai > 0.0 else 0.0)
+                    sa += g[c, i] * (0.0 if ai <= 0.0 else ai)  # relu, NaN kept
+                gv[c, t, k] = sa
+            s0 = 0.0
+            for i in range(n):
+                s0 += gm[i]
+            gb[t, k] = s0
+            for q in range(w):
+                col = cols[t, q]
+                s1 = 0.0
+                for i in range(n):
+                    s1 += gm[i] * xT[col, i]
+                gu[t, q, k] = s1
+            for q in range(w, m):
+                gu[t, q, k] = 0.0

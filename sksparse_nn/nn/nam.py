@@ -141,6 +141,8 @@ class NAM(nn.Module):
         self.register_buffer("index", index)
         # one column per term, in column order: the input needs no gathering
         self._plain = terms is None or self.terms == [[j] for j in range(p)]
+        # the compiled loops' view of the terms: columns (padded) and widths
+        self._term_widths = torch.tensor([len(t) for t in self.terms], dtype=torch.long)
         self.first = nn.Parameter(torch.empty(n_terms, width + 1, sizes[0]))
         self.hidden = nn.ParameterList(
             nn.Parameter(torch.empty(n_terms, a, b))
@@ -223,13 +225,12 @@ class NAM(nn.Module):
 
     def _compiled_path(self, x, first=None):
         """Whether :class:`_OneLayerReLU` computes the forward: one hidden ReLU layer,
-        one column per term, nothing random in training, CPU tensors of one
-        float dtype and inputs that need no gradient (the kernels give none). ``first``:
-        the first layer's tensor when already at hand (D-gated: a product of factors)."""
+        nothing random in training, CPU tensors of one float dtype and inputs that need
+        no gradient (the kernels give none). ``first``: the first layer's tensor when
+        already at hand (D-gated: a product of factors)."""
         first = self.first if first is None else first
         return (
-            self._plain
-            and not self.hidden
+            not self.hidden
             and self.activation_name == "relu"
             and not (self.training and (self.dropout > 0 or self.feature_dropout > 0))
             and x.device.type == "cpu"
@@ -246,7 +247,8 @@ class NAM(nn.Module):
         first = self.first  # recomputed once here when D-gated
         if self._compiled_path(x, first):
             # the activations never stored: compiled loops (see _nam_kernels)
-            out = _OneLayerReLU.apply(x, first, self.out)
+            terms = None if self._plain else (self.index, self._term_widths)
+            out = _OneLayerReLU.apply(x, first, self.out, terms)
             return out + (self.intercept - self.centers.sum(dim=0))
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into one matrix product on the
@@ -321,20 +323,26 @@ class NAM(nn.Module):
 
 
 class _OneLayerReLU(torch.autograd.Function):
-    """``sum_j relu(x_j u_j + b_j) @ v_j`` of a one-hidden-layer ReLU NAM (``first``
+    """``sum_t relu(x_{G_t} u_t + b_t) @ v_t`` of a one-hidden-layer ReLU NAM (``first``
     holds ``u`` and ``b``, ``out`` is ``v``) by the compiled loops of
     :mod:`._nam_kernels`: forward and backward each one pass over the activations per
-    output, kept in registers. Gradients flow to ``first`` and ``out`` (not to ``x``)."""
+    output, kept in registers. ``terms``: None for one column per term, else the
+    terms' padded columns ``(T, m)`` and widths ``(T,)``. Gradients flow to ``first``
+    and ``out`` (not to ``x``)."""
 
     @staticmethod
-    def forward(ctx, x, first, out):
+    def forward(ctx, x, first, out, terms=None):
         from . import _nam_kernels as kernels  # numba, imported on first use
 
         u, b, v = _factors(first, out)
         y = torch.empty(v.shape[0], x.shape[0], dtype=x.dtype)  # (outputs, rows)
-        kernels.forward(x.detach().contiguous().numpy(), u, b, v, y.numpy())
+        x_ = x.detach().contiguous().numpy()
+        if terms is None:
+            kernels.forward(x_, u[:, 0], b, v, y.numpy())
+        else:
+            kernels.forward_terms(x_, terms[0].numpy(), terms[1].numpy(), u, b, v, y.numpy())
         ctx.save_for_backward(x, first, out)  # (autograd's check of in-place changes)
-        ctx.factors = (u, b, v)  # their contiguous copies, for the backward
+        ctx.factors, ctx.terms = (u, b, v), terms  # contiguous copies, for the backward
         return y.t()
 
     @staticmethod
@@ -343,23 +351,28 @@ class _OneLayerReLU(torch.autograd.Function):
 
         x, first, out = ctx.saved_tensors
         u, b, v = ctx.factors
+        m = first.shape[1] - 1
         grad_first = torch.empty_like(first)
-        grad_v = torch.empty(v.shape, dtype=out.dtype)  # (outputs, p, h)
-        gu, gb = grad_first[:, 0].numpy(), grad_first[:, 1].numpy()  # views, written
-        kernels.backward(
-            x.detach().t().contiguous().numpy(), u, b, v,
-            grad.detach().to(x.dtype).t().contiguous().numpy(), gu, gb, grad_v.numpy(),
-        )  # fmt: skip
-        return None, grad_first, grad_v.permute(1, 2, 0)
+        grad_v = torch.empty(v.shape, dtype=out.dtype)  # (outputs, T, h)
+        gu, gb = grad_first[:, :m].numpy(), grad_first[:, m].numpy()  # views, written
+        xT = x.detach().t().contiguous().numpy()
+        g = grad.detach().to(x.dtype).t().contiguous().numpy()
+        if ctx.terms is None:
+            kernels.backward(xT, u[:, 0], b, v, g, gu[:, 0], gb, grad_v.numpy())
+        else:
+            cols, widths = (t.numpy() for t in ctx.terms)
+            kernels.backward_terms(xT, cols, widths, u, b, v, g, gu, gb, grad_v.numpy())
+        return None, grad_first, grad_v.permute(1, 2, 0), None
 
 
 def _factors(first, out):
-    """``u``, ``b`` (first layer's weights and biases, (p, h)) and ``v`` (output weights,
-    (outputs, p, h)) as contiguous arrays."""
+    """``u`` (first layer's weights, (T, m, h)), ``b`` (its biases, (T, h)) and ``v``
+    (output weights, (outputs, T, h)) as contiguous arrays."""
     first = first.detach()
+    m = first.shape[1] - 1
     return (
-        first[:, 0].contiguous().numpy(),
-        first[:, 1].contiguous().numpy(),
+        first[:, :m].contiguous().numpy(),
+        first[:, m].contiguous().numpy(),
         out.detach().permute(2, 0, 1).contiguous().numpy(),
     )
 

@@ -143,8 +143,9 @@ class Sparsifier(nn.Module):
         """Set the groups ``drop`` (bool, shape ``(J,)``) to exactly zero in every factor,
         so that they stay zero under any gradient step; returns ``(tensor, keep)`` per
         factor touched (``keep`` broadcastable to it: 0 where dropped), or ``None`` when
-        the method cannot (the default: a zero group of it is not a resting point, or
-        the factors are shared with a tie). Used by training to remove a group in
+        the method cannot (the default: a zero group of it is not a resting point). A
+        tied tensor zeroes what is its own (``drop_groups_`` calls every tensor of a
+        tie with the same groups). Used by training to remove a group in
         transit to zero at once (see
         :class:`~sksparse_nn.training.schedule.StopWhenSettled`)."""
         return None

@@ -293,13 +293,15 @@ class DGate(Sparsifier):
     def drop_(self, original, drop):
         """Zero the groups ``drop`` in omega and in every gate: a group whose factors are
         all zero has a zero gradient in each of them (each factor's gradient carries the
-        product of the others), so it stays at zero. Not for a tie (shared gates)."""
-        if self.tied or getattr(self, "n_tied", 0):
-            return None
+        product of the others), so it stays at zero. A tied tensor zeroes its omega only
+        (its leader the shared gates: ``drop_groups_`` drops a tie's groups in all
+        its tensors together)."""
         drop = torch.as_tensor(drop, dtype=torch.bool, device=self.gates.device)
-        keep_gates = (~drop).to(self.gates.dtype).expand_as(self.gates)
         keep_omega = self.grouping.expand((~drop).to(original.dtype))
         original.mul_(keep_omega)
+        if self.tied:
+            return [(original, keep_omega)]
+        keep_gates = (~drop).to(self.gates.dtype).expand_as(self.gates)
         self.gates.mul_(keep_gates)
         return [(original, keep_omega), (self.gates, keep_gates)]
 

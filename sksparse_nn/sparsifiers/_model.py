@@ -207,10 +207,8 @@ def _support(model, zero_tol):
 
 
 def _can_drop(sparsifier):
-    """Whether the method drops groups (:meth:`Sparsifier.drop_` is defined) and the
-    tensor is in no tie."""
-    defined = type(sparsifier).drop_ is not Sparsifier.drop_
-    return defined and not sparsifier.tied and not getattr(sparsifier, "n_tied", 0)
+    """Whether the method drops groups (:meth:`Sparsifier.drop_` is defined)."""
+    return type(sparsifier).drop_ is not Sparsifier.drop_
 
 
 def can_drop(model):
@@ -237,13 +235,21 @@ def drop_groups_(model, drop):
         Every factor changed with its 0/1 mask (what an optimizer's state for it must
         forget); ``None``, with nothing changed, when a tensor's method cannot drop.
     """
-    members = [m for m in sparsified_tensors(model) if m[0] in drop and drop[m[0]].any()]
+    everything = list(sparsified_tensors(model))
+    # a tie's groups go in all its tensors at once (their factors are shared)
+    per_tie = {}
+    for qname, *_, s in everything:
+        if qname in drop:
+            mask = torch.as_tensor(drop[qname], dtype=torch.bool)
+            key = _tie_key(s)
+            per_tie[key] = mask if key not in per_tie else per_tie[key] | mask
+    members = [m for m in everything if _tie_key(m[3]) in per_tie and per_tie[_tie_key(m[3])].any()]
     if not all(_can_drop(s) for *_, s in members):
         return None
     touched = []
-    for qname, module, name, s in members:
+    for _, module, name, s in members:
         original = module.parametrizations[name].original
-        touched += s.drop_(original, drop[qname])
+        touched += s.drop_(original, per_tie[_tie_key(s)]) or []
     return touched
 
 
