@@ -233,6 +233,24 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         return super().transform(X)
 
     # -------------------------------------------------------------------- paths
+    def lambda_max(self, X, y):
+        """Top of the default lam grid of this model's paths (path protocol).
+
+        The estimator's ``lambda_max`` on the encoding of ``X`` with one group per
+        variable: where the D = 2 penalty zeroes every variable.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        lam_max : float
+        """
+        _, encoded, _, _, labels = self._encode_fit(X, y)
+        return self._with_groups(labels).lambda_max(encoded, y)
+
     def regularization_path(self, X, y, **kwargs):
         """The estimator's regularization path, counted in variables.
 
