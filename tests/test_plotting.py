@@ -64,6 +64,7 @@ def test_public_names_and_one_module():
         "plot_cv_path",
         "plot_path",
         "plot_shape_functions",
+        "plot_stability_path",
         "plot_tradeoff",
     ]
     with pytest.raises(ModuleNotFoundError):
