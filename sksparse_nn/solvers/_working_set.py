@@ -70,11 +70,14 @@ def inner_tolerance(abs_tol, outside, stalled):
 
 
 def _gram_forward(G, c, L):
-    """``y -> y - (G y - c) / L``, the gradient step on the block."""
-    Gs, cs = G / L, c / L
+    """``y -> y - (G y - c) / L``, the gradient step on the block (``G`` read as it is:
+    no scaled copy of the block)."""
+    inv_l, cs = 1.0 / L, c / L
 
     def forward(y):
-        return y - Gs @ y + cs
+        Gy = G @ y
+        Gy *= inv_l
+        return y - Gy + cs
 
     return forward
 
@@ -110,13 +113,14 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
         nS = nw[eS]
         a = lam_rho[eS] / nS
         u = xS / nS
-        H = G[np.ix_(S, S)]
+        # G[S, S] in Fortran order, factorized in place: no second copy in the solve
+        H = G.T[np.ix_(S, S)].T
         F = g[S] + a * xS
         rows, cols = same_group_pairs(eS)
         H[rows, cols] -= a[rows] * u[rows] * u[cols]
         H.flat[:: S.size + 1] += a
         try:
-            d = scipy.linalg.solve(H, F, assume_a="pos", check_finite=False)
+            d = scipy.linalg.solve(H, F, assume_a="pos", check_finite=False, overwrite_a=True)
         except (np.linalg.LinAlgError, ValueError):
             return x, kkt, steps - 1, viol
         if not np.all(np.isfinite(d)):
