@@ -267,6 +267,14 @@ class DesignCurvature:
         if b.size < a.size and a is not b:
             return self.products(b, a).T
         same = a is b or np.array_equal(a, b)
+        X = self.X_cols
+        if sp.issparse(X) and not (np.any(self.x_mean[a]) or np.any(self.x_mean[b])):
+            # nothing to centre: the sparse product (no dense slice of the design)
+            Xa = X[:, a].tocsc()
+            Xb = Xa if same else X[:, b].tocsc()
+            out = (Xa.T @ Xb).toarray()
+            out /= self.n
+            return out
         step = max(_PRODUCT_ENTRIES // max(self.n, 1), _PRODUCT_MIN_COLUMNS)
         out = np.empty((a.size, b.size))
         for i in range(0, a.size, step):
