@@ -7,7 +7,7 @@ import scipy.linalg.blas
 import scipy.special
 
 from ._lipschitz import BlockLipschitz
-from ._penalties import group_violations, kkt_setup
+from ._penalties import ext_penalty, group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance, ws_fista
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -224,7 +224,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
         ext_nw = groups_ws.size
 
         def penalty(v, lr=lr, ext_ws=ext_ws, ext_nw=ext_nw):
-            return float(lr @ np.sqrt(np.bincount(ext_ws, weights=v * v, minlength=ext_nw)))
+            return ext_penalty(v, ext_ws, lr, ext_nw)
 
         f = float(wn @ (logaddexp(0.0, z) - y * z)) + penalty(xw)
         blind = None  # the point before a step the objective was too flat to check
