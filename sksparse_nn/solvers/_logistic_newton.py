@@ -17,9 +17,9 @@ _NEAR_VIOLATION = 0.8
 _HESSIAN_RTOL = 1e-2
 
 
-# Entries of the columns (128 kB) weighted at a time for a Hessian: no weighted copy of a
+# Entries of the columns (256 kB) weighted at a time for a Hessian: no weighted copy of a
 # working set's columns, whatever its size (at least _ROWS_MIN rows a slice).
-_HESSIAN_ENTRIES = 1 << 14
+_HESSIAN_ENTRIES = 1 << 15
 _ROWS_MIN = 32
 
 
