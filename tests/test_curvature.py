@@ -178,3 +178,74 @@ def test_sparse_whole_design_steps_never_densify_the_design(monkeypatch):
     # more than 1e-9 of the objective)
     np.testing.assert_array_equal(sparse.selected_features_, dense.selected_features_)
     assert sparse.objective_ == pytest.approx(dense.objective_, rel=1e-9)
+
+
+def test_gram_cache_returns_itself_for_the_set_and_drops_what_it_left():
+    # a block is the cache itself in the set's (sorted) order, never a copy; features the
+    # set left are dropped before new ones come in, and the entries stay the products
+    from sksparse_nn.solvers._design import GramCache
+
+    rng = np.random.default_rng(4)
+    n, p = 40, 60
+    X = rng.normal(size=(n, p))
+    calls = []
+
+    def products(a, b):
+        calls.append((a.size, b.size))
+        return X[:, a].T @ X[:, b] / n
+
+    cache = GramCache(products, p, p)
+    for idx in (np.arange(10, 30), np.arange(0, 40, 2), np.arange(5, 50), np.arange(20, 25)):
+        G = cache.block(idx)
+        assert G is cache.block(idx)  # asked again: the same array, nothing recomputed
+        assert len(cache) == idx.size  # nothing beyond the set is held
+        # products of the same columns in other shapes: rounding of a few ulps
+        np.testing.assert_allclose(G, products(idx, idx), rtol=1e-12, atol=1e-14)
+    calls.clear()
+    cache.block(np.arange(20, 25))
+    assert not calls  # the last set again: no product
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_design_products_in_tiles_equal_the_centred_products(monkeypatch, sparse, intercept):
+    # tiles of a few columns (several per side, a ragged last one), the smaller side
+    # outside, a = b mirrored: the entries are X_c[:, a]^T X_c[:, b] / n
+    from sksparse_nn.solvers import _curvature
+
+    monkeypatch.setattr(_curvature, "_PRODUCT_ENTRIES", 7 * 30)  # 7 columns of 30 rows
+    monkeypatch.setattr(_curvature, "_PRODUCT_MIN_COLUMNS", 1)
+    rng = np.random.default_rng(5)
+    n, p = 30, 50
+    X = np.where(rng.random((n, p)) < 0.3, rng.standard_normal((n, p)), 0.0)
+    m = X.mean(axis=0) if intercept else np.zeros(p)
+    curv = DesignCurvature(sp.csr_matrix(X) if sparse else X, m, np.arange(p))
+    Xc = X - m
+    a, b = np.arange(0, p, 3), np.arange(1, 40)
+    for left, right in ((a, b), (b, a), (a, a)):
+        want = Xc[:, left].T @ Xc[:, right] / n
+        got = curv.products(left, right)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14 * np.abs(want).max())
+
+
+def test_logistic_hessian_slices_and_in_place_updates_equal_the_formula(monkeypatch):
+    # rank-k updates of slices of rows (several, a ragged last one) and the in-place
+    # update on the moved samples give A^T diag(d) A (rounding of a few ulps)
+    from sksparse_nn.solvers import _logistic_newton as ln
+
+    monkeypatch.setattr(ln, "_HESSIAN_ENTRIES", 5 * 12)  # 5 rows of 12 columns
+    monkeypatch.setattr(ln, "_ROWS_MIN", 1)
+    rng = np.random.default_rng(6)
+    n, m = 23, 12
+    A = rng.normal(size=(n, m))
+    d0 = rng.uniform(0.05, 0.25, n)
+    H, d_model = ln.update_hessian(A, d0)
+    np.testing.assert_allclose(H, A.T @ (d0[:, None] * A), rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(H, H.T)
+    d1 = d0.copy()
+    d1[[2, 7, 19]] *= 1.5  # three samples moved beyond the tolerance: updated in place
+    H1, d_model1 = ln.update_hessian(A, d1, H, d_model)
+    assert H1 is H
+    np.testing.assert_allclose(H1, A.T @ (d1[:, None] * A), rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(d_model1, d1)
+    assert not np.shares_memory(d_model1, d1)

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import scipy.special
 
 from ._logistic_newton import _NEAR_VIOLATION, backtrack
-from ._penalties import group_violations, kkt_setup
+from ._penalties import ext_penalty, group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
 # Stored entries per chunk of the per-column sums of a quadratic model (0.5 MB of
@@ -290,10 +290,9 @@ def solve_set_cd(cols, y, wn, x, ext, lam_rho, n_groups, tol_in, scale, max_iter
     cols.weights = wn
     expit, logaddexp = scipy.special.expit, np.logaddexp
     z = cols.dot(xi)
-    sqrt, bincount = np.sqrt, np.bincount
 
     def penalty(v):
-        return float(lam_rho @ sqrt(bincount(gi, weights=v * v, minlength=n_groups)))
+        return ext_penalty(v, gi, lam_rho, n_groups)
 
     f = float(wn @ (logaddexp(0.0, z) - y * z)) + penalty(xi)
     n_iter = n_newton = 0

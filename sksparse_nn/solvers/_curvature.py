@@ -30,6 +30,10 @@ __all__ = ["DenseCurvature", "DesignCurvature", "solve_pos"]
 
 # Columns of the design sliced at a time for Gram-cache products.
 _PRODUCT_CHUNK = 512
+# Entries of the design (2 MB) copied at a time for a Gram-cache product: two such
+# slices, whatever the block's size (at least _PRODUCT_MIN_COLUMNS columns each).
+_PRODUCT_ENTRIES = 1 << 18
+_PRODUCT_MIN_COLUMNS = 32
 
 
 def solve_pos(A, B, rebuild=None):
@@ -254,17 +258,34 @@ class DesignCurvature:
     def products(self, a, b):
         """``X_c[:, a]^T X_c[:, b] / n`` (dense): the entries of a Gram cache.
 
-        ``X_c[:, a]`` is copied once; ``b`` is sliced ``_PRODUCT_CHUNK`` columns at a
-        time (or taken from that copy when it is ``a``), so the products need at most
-        one copy of the design beyond their result.
+        Formed a tile at a time from slices of ``_PRODUCT_ENTRIES`` entries of the
+        design (two at once, whatever the sizes of ``a`` and ``b``: a block as wide as
+        the samples would otherwise copy ``n |a|`` entries), the smaller side in the
+        outer loop (the larger one is sliced once per outer slice); for ``a = b`` only
+        the tiles on and above the diagonal, mirrored (the cache symmetrizes them).
         """
-        Fa = self.columns(a)
+        if b.size < a.size and a is not b:
+            return self.products(b, a).T
         same = a is b or np.array_equal(a, b)
+        X = self.X_cols
+        if sp.issparse(X) and not (np.any(self.x_mean[a]) or np.any(self.x_mean[b])):
+            # nothing to centre: the sparse product (no dense slice of the design)
+            Xa = X[:, a].tocsc()
+            Xb = Xa if same else X[:, b].tocsc()
+            out = (Xa.T @ Xb).toarray()
+            out /= self.n
+            return out
+        step = max(_PRODUCT_ENTRIES // max(self.n, 1), _PRODUCT_MIN_COLUMNS)
         out = np.empty((a.size, b.size))
-        for start in range(0, b.size, _PRODUCT_CHUNK):
-            part = slice(start, start + _PRODUCT_CHUNK)
-            Fb = Fa[:, part] if same else self.columns(b[part])
-            out[:, part] = Fa.T @ Fb
+        for i in range(0, a.size, step):
+            rows = slice(i, i + step)
+            Fa = self.columns(a[rows])
+            for j in range(i if same else 0, b.size, step):
+                cols = slice(j, j + step)
+                tile = Fa.T @ (Fa if same and j == i else self.columns(b[cols]))
+                out[rows, cols] = tile
+                if same and j != i:
+                    out[cols, rows] = tile.T
         out /= self.n
         return out
 

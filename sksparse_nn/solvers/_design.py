@@ -29,13 +29,18 @@ def _as_float_data(X, y):
 
 
 class GramCache:
-    """Gram blocks ``X_c[:, idx]^T X_c[:, idx] / n`` of the features seen so far.
+    """Gram blocks ``X_c[:, idx]^T X_c[:, idx] / n`` of the last working set.
 
-    ``products(a, b)`` returns ``X_c[:, a]^T X_c[:, b] / n`` (dense); a block of new
-    features costs their products with themselves and with the cached ones, and the
-    cache never holds more than ``max_features`` features (its memory bound, ``8
-    max_features^2`` bytes). Shared by the reference solver's working sets and the
-    linear estimators' block steps on wide data.
+    ``products(a, b)`` returns ``X_c[:, a]^T X_c[:, b] / n`` (dense). ``block(idx)``
+    returns the block of the (sorted) features ``idx``: the cache keeps the products of
+    the features ``idx`` shares with the previous block, drops those of the features
+    ``idx`` left (before adding any: the cache is never larger than the blocks before
+    and after), and computes those of the new ones with themselves and with the kept
+    ones. Its features are held in sorted order, so the block it returns is the cache
+    itself, never a copy (the callers only read it): one array of ``|idx|^2`` entries,
+    at most ``max_features`` features (its memory bound, ``8 max_features^2`` bytes).
+    Shared by the reference solver's working sets and the linear estimators' block
+    steps on wide data.
     """
 
     def __init__(self, products, n_features, max_features):
@@ -51,13 +56,16 @@ class GramCache:
         return self._idx.size
 
     def cacheable(self, idx, max_features=None):
-        """Whether the block of ``idx`` fits in the cache (with what it holds)."""
+        """Whether the block of ``idx`` fits in the cache."""
         limit = self.max_features if max_features is None else max_features
-        return self._idx.size + int(np.count_nonzero(self._pos[idx] < 0)) <= limit
+        return idx.size <= limit
 
     def keep(self, idx):
         """Drop the cached features not in ``idx``."""
-        held = self._idx[np.isin(self._idx, idx)]
+        inside = np.isin(self._idx, idx)
+        if inside.all():
+            return
+        held = self._idx[inside]
         q = self._pos[held]
         self._gram = self._gram[np.ix_(q, q)]
         self._pos[self._idx] = -1
@@ -65,29 +73,31 @@ class GramCache:
         self._idx = held
 
     def block(self, idx):
-        """The Gram block of the (sorted) features ``idx``, computing what is missing."""
+        """The Gram block of the (sorted) features ``idx``, computing what is missing;
+        the cache itself (read only)."""
+        self.keep(idx)
         pos = self._pos
         new = idx[pos[idx] < 0]
         if new.size:
             old = self._idx
-            k = old.size
-            C = _symmetrized(self.products(new, new))
-            if k:
+            if old.size:
+                # sorted order: where the kept and the new features go in idx
+                at_old = np.searchsorted(idx, old)
+                at_new = np.searchsorted(idx, new)
+                G = np.empty((idx.size, idx.size))
+                G[np.ix_(at_old, at_old)] = self._gram
+                self._gram = None  # released before the new products are formed
                 B = self.products(old, new)
-                G = np.empty((k + new.size, k + new.size))
-                G[:k, :k] = self._gram
-                G[:k, k:] = B
-                G[k:, :k] = B.T
-                G[k:, k:] = C
+                G[np.ix_(at_old, at_new)] = B
+                G[np.ix_(at_new, at_old)] = B.T
+                del B
+                G[np.ix_(at_new, at_new)] = _symmetrized(self.products(new, new))
             else:  # the first block is the cache itself: no second array of its size
-                G = C
+                G = _symmetrized(self.products(new, new))
             self._gram = G
-            self._idx = np.concatenate((old, new))
-            pos[new] = k + np.arange(new.size)
-        q = pos[idx]
-        if q.size == self._idx.size and np.array_equal(q, np.arange(q.size)):
-            return self._gram  # the whole cache in its order: no copy (callers only read)
-        return self._gram[np.ix_(q, q)]
+            self._idx = idx.copy()
+            pos[idx] = np.arange(idx.size)
+        return self._gram
 
 
 def _symmetrized(C, chunk=512):

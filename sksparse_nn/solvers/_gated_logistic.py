@@ -14,12 +14,12 @@ from ._gated_least_squares import GatedLeastSquares
 from ._gated_setup import BLOCK_STEPS_PATIENCE, BLOCK_STEPS_TOL, NEWTON_MAX_SIZE
 from ._gated_working_sets import working_set_rounds
 from ._lipschitz import BlockLipschitz
-from ._logistic_newton import update_hessian
+from ._logistic_newton import _signed_gram, update_hessian
 
 __all__ = ["GatedLogistic", "GatedLogisticProblem"]
 
-# Columns of the design copied at a time into a working set's matrix.
-_COPY_CHUNK = 256
+# Entries of the design (0.5 MB) copied at a time into a working set's matrix.
+_COPY_ENTRIES = 1 << 16
 # Most coordinate-descent sweeps and Newton steps on one sparse working set.
 _CD_MAX_ITER = 20000
 
@@ -123,8 +123,9 @@ class GatedLogistic:
         if sp.issparse(X):
             Xw = X if weights is None else sp.diags(weights) @ X
             return np.asarray((X.T @ Xw).todense()) / self.n
-        Xw = X if weights is None else X * weights[:, None]
-        return X.T @ Xw / self.n
+        if weights is None:
+            return X.T @ X / self.n
+        return _signed_gram(X, weights) / self.n  # no weighted copy of X
 
     def loss_grad(self, V):
         """Mean log-loss, its gradient in ``V`` and the class probabilities."""
@@ -395,8 +396,9 @@ class GatedLogisticProblem:
             A = self.X_cols[:, feats]
             return sp.hstack([A, np.ones((self.n, 1))], format="csr") if ones else A.tocsr()
         A = np.empty((self.n, idx.size))
-        for start in range(0, feats.size, _COPY_CHUNK):  # no temporary of the set's size
-            cols = feats[start : start + _COPY_CHUNK]
+        step = max(_COPY_ENTRIES // max(self.n, 1), 1)
+        for start in range(0, feats.size, step):  # no temporary of the set's size
+            cols = feats[start : start + step]
             part = slice(start, start + cols.size)
             A[:, part] = self.X_cols[:, cols]
             if self.x_mean is not None:

@@ -13,7 +13,7 @@ import scipy.linalg
 
 from ._coordinate_descent import least_squares_cd, wide_set
 from ._lipschitz import BlockLipschitz
-from ._penalties import row_squares
+from ._penalties import ext_norms
 from ._working_set import working_set, ws_fista
 
 __all__ = ["WorkingSetSteps", "working_set_rounds"]
@@ -51,7 +51,7 @@ def working_set_rounds(W, gradient, violations, solve_set, ext, lam_rho, abs_tol
             break
         ratio = None
         if near is not None:
-            norms = np.sqrt(np.bincount(ext, weights=row_squares(G), minlength=lam_rho.size))
+            norms = ext_norms(G, ext, lam_rho.size)
             ratio = np.full(lam_rho.size, -1.0)
             np.divide(norms, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
         idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, near)

@@ -10,6 +10,7 @@ from ._coordinate_descent import logistic_ws_cd
 from ._data import check_solver_args, extended_groups
 from ._logistic_design import LogisticDesign, mean_log_loss
 from ._logistic_newton import logistic_ws_newton
+from ._penalties import ext_norms
 from ._proximal import fista
 
 
@@ -43,7 +44,7 @@ class GroupLogisticResult(NamedTuple):
 def _logistic_objective(design, x, lam, ext, rho_ext):
     """Mean log-loss plus ``lam sum_g rho_g ||W_g||_F`` at the flat point ``x``."""
     W = x[: design.n_coef].reshape(design.n_columns, design.n_classes)
-    norms = np.sqrt(np.bincount(ext, weights=np.einsum("ij,ij->i", W, W), minlength=rho_ext.size))
+    norms = ext_norms(W, ext, rho_ext.size)
     penalty = float(lam * (rho_ext @ norms)) if lam > 0 else 0.0
     loss = mean_log_loss(design.scores(x), design.Y, design.binary, design.sample_weight)
     return loss + penalty

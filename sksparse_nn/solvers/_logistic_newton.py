@@ -7,7 +7,7 @@ import scipy.linalg.blas
 import scipy.special
 
 from ._lipschitz import BlockLipschitz
-from ._penalties import group_violations, kkt_setup
+from ._penalties import ext_penalty, group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance, ws_fista
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -17,35 +17,87 @@ _NEAR_VIOLATION = 0.8
 _HESSIAN_RTOL = 1e-2
 
 
-def _weighted_gram(A, d, n):
-    """``A^T diag(d) A / n`` for ``d >= 0``, by a symmetric rank-k update (half a GEMM)."""
-    B = A * np.sqrt(d)[:, None]
-    if B.flags.c_contiguous and B.shape[1] > 1:
-        U = scipy.linalg.blas.dsyrk(1.0 / n, B.T, trans=0)  # B.T is Fortran-ordered
-        return np.triu(U) + np.triu(U, 1).T
-    return B.T @ B / n
+# Entries of the columns (256 kB) weighted at a time for a Hessian: no weighted copy of a
+# working set's columns, whatever its size (at least _ROWS_MIN rows a slice).
+_HESSIAN_ENTRIES = 1 << 15
+_ROWS_MIN = 32
 
 
-def _curvature_gram(A, d, signed=False):
-    """``sum_i a_i a_i^T (x) d_i``: ``A^T diag(d) A`` for ``d`` of shape (n,), or for
+def _row_slices(n_rows, width):
+    """Slices of the rows, ``_HESSIAN_ENTRIES`` entries of ``width`` columns each."""
+    step = max(_HESSIAN_ENTRIES // max(width, 1), _ROWS_MIN)
+    return [slice(i, i + step) for i in range(0, n_rows, step)]
+
+
+def _mirror_upper(U, chunk=128):
+    """``U``'s upper triangle copied onto its lower one, in place, a column block at a
+    time (no temporary of ``U``'s size)."""
+    m = U.shape[0]
+    for j in range(0, m, chunk):
+        block = slice(j, j + chunk)
+        D = U[block, block]
+        D[...] = np.triu(D) + np.triu(D, 1).T
+        U[j + chunk :, block] = U[block, j + chunk :].T
+    return U
+
+
+def _weighted_gram(A, d, n, out=None):
+    """``A^T diag(d) A / n`` for ``d >= 0``, by symmetric rank-k updates (half a GEMM),
+    the weighted rows formed ``_HESSIAN_ENTRIES`` entries at a time; written into
+    ``out`` (a Fortran-ordered matrix of that shape) when given."""
+    m = A.shape[1]
+    if m <= 1:
+        B = A * np.sqrt(d)[:, None]
+        return B.T @ B / n
+    if out is not None and out.shape == (m, m) and out.flags.f_contiguous:
+        U = out
+        U[...] = 0.0
+    else:
+        U = np.zeros((m, m), order="F")
+    for part in _row_slices(A.shape[0], m):
+        B = A[part] * np.sqrt(d[part])[:, None]
+        U = scipy.linalg.blas.dsyrk(1.0 / n, B.T, beta=1.0, c=U, trans=0, overwrite_c=1)
+    return _mirror_upper(U)
+
+
+def _signed_gram(A, d, rows=None, out=None):
+    """``A[rows]^T diag(d) A[rows]`` for any sign of ``d`` (a Hessian's update), a slice
+    of rows at a time, accumulated by GEMM into ``out`` (in place; Fortran-ordered, or
+    copied once) when given, else into a new matrix: no product of ``out``'s size."""
+    m = A.shape[1]
+    count = A.shape[0] if rows is None else rows.size
+    out = np.zeros((m, m), order="F") if out is None else np.asfortranarray(out)
+    gemm = scipy.linalg.blas.dgemm
+    for part in _row_slices(count, m):
+        B = A[part] if rows is None else A[rows[part]]
+        Bd = B * d[part][:, None]
+        # B^T Bd as (B^T)(Bd^T)^T: both operands Fortran-ordered views (no copies)
+        out = gemm(1.0, B.T, Bd.T, beta=1.0, c=out, trans_b=1, overwrite_c=1)
+    return out
+
+
+def _curvature_gram(A, d, signed=False, rows=None, out=None):
+    """``sum_i a_i a_i^T (x) d_i`` over the rows ``rows`` of ``A`` (all without them;
+    ``d`` one entry per row taken): ``A^T diag(d) A`` for ``d`` of shape (n,), or for
     per-sample (w, w) curvatures ``d`` of shape (n, w, w) the Hessian in ``vec(V)``
     (row-major, (m w, m w)); the diagonal pairs by rank-k updates unless ``signed``
-    (``d`` may then be negative: an update)."""
+    (``d`` may then be negative: an update; with ``rows``). ``out``: a binary Hessian
+    to overwrite (no second array of its size)."""
 
-    def gram(weights):
+    def gram(weights, out=None):
         if signed:
-            return A.T @ (A * weights[:, None])
+            return _signed_gram(A, weights, rows)
         # a PSD curvature's diagonal, >= 0 up to rounding (seen: -3e-18)
-        return _weighted_gram(A, np.maximum(weights, 0.0), 1.0)
+        return _weighted_gram(A, np.maximum(weights, 0.0), 1.0, out)
 
     if d.ndim == 1:
-        return gram(d)
+        return gram(d, out)
     m, w = A.shape[1], d.shape[1]
     H = np.empty((m, w, m, w))
     for a in range(w):
         H[:, a, :, a] = gram(d[:, a, a])
         for b in range(a + 1, w):
-            block = A.T @ (A * d[:, a, b][:, None])
+            block = _signed_gram(A, d[:, a, b], rows)
             H[:, a, :, b] = block
             H[:, b, :, a] = block.T
     return H.reshape(m * w, m * w)
@@ -62,7 +114,8 @@ def update_hessian(A, d, H=None, d_model=None):
     more than ``_HESSIAN_RTOL`` relative (multinomial: of its largest diagonal entry)
     since: the model Hessian stays within that factor of the exact one in the PSD order
     (a linear rate of that size near the optimum), for a fraction of the cost once the
-    steps are small.
+    steps are small. A binary ``H`` is updated in place (the callers keep no other
+    reference to it).
     """
     if H is None:
         return _curvature_gram(A, d), d
@@ -73,9 +126,13 @@ def update_hessian(A, d, H=None, d_model=None):
         size = np.einsum("iaa->ia", d).max(axis=1)
         moved = np.flatnonzero(change.max(axis=(1, 2)) > _HESSIAN_RTOL * size)
     if moved.size > A.shape[0] // 2:
-        return _curvature_gram(A, d), d
+        return _curvature_gram(A, d, out=H if d.ndim == 1 else None), d
     if moved.size:
-        H = H + _curvature_gram(A[moved], d[moved] - d_model[moved], signed=True)
+        delta = d[moved] - d_model[moved]
+        if d.ndim == 1:  # in place: no second array of H's size
+            H = _signed_gram(A, delta, moved, out=H)
+        else:
+            H = H + _curvature_gram(A, delta, signed=True, rows=moved)
         d_model = d_model.copy()
         d_model[moved] = d[moved]
     return H, d_model
@@ -167,7 +224,7 @@ def logistic_ws_newton(design, lam, ext, rho_ext, x, tol, max_iter):
         ext_nw = groups_ws.size
 
         def penalty(v, lr=lr, ext_ws=ext_ws, ext_nw=ext_nw):
-            return float(lr @ np.sqrt(np.bincount(ext_ws, weights=v * v, minlength=ext_nw)))
+            return ext_penalty(v, ext_ws, lr, ext_nw)
 
         f = float(wn @ (logaddexp(0.0, z) - y * z)) + penalty(xw)
         blind = None  # the point before a step the objective was too flat to check

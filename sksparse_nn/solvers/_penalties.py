@@ -37,6 +37,8 @@ from ._data import extended_groups
 __all__ = [
     "GatedGroupNorm",
     "GroupNorm",
+    "ext_norms",
+    "ext_penalty",
     "group_violations",
     "kkt_scale",
     "kkt_setup",
@@ -55,6 +57,18 @@ def row_squares(a):
     return a * a if a.ndim == 1 else np.einsum("ij,ij->i", a, a)
 
 
+def ext_norms(a, ext, n_ext):
+    """The norm of every stopping-rule group's rows of ``a`` (``ext``: one label per
+    row, every row in a group: the unpenalized ones alone in groups of weight 0): the
+    group norms every solver takes, of coefficients, gradients and steps."""
+    return np.sqrt(np.bincount(ext, weights=row_squares(a), minlength=n_ext))
+
+
+def ext_penalty(a, ext, lam_rho, n_ext):
+    """``sum_j lam rho_j ||a_j||`` over the groups ``ext`` (see :func:`ext_norms`)."""
+    return float(lam_rho @ ext_norms(a, ext, n_ext))
+
+
 def group_violations(w, g, ext, lam_rho, n_ext, positive=False):
     """Distance of ``-g`` to the subdifferential of the penalty (and, with ``positive``,
     plus the normal cone of ``w >= 0``), per group; also returns the live-group mask.
@@ -69,7 +83,7 @@ def group_violations(w, g, ext, lam_rho, n_ext, positive=False):
     group (multi-output); ``positive`` is a bool, or a ``(p,)`` mask of the constrained
     features.
     """
-    nw = np.sqrt(np.bincount(ext, weights=row_squares(w), minlength=n_ext))
+    nw = ext_norms(w, ext, n_ext)
     live = nw > 0
     coef = np.zeros(n_ext)
     np.divide(lam_rho, nw, out=coef, where=live)
@@ -80,7 +94,7 @@ def group_violations(w, g, ext, lam_rho, n_ext, positive=False):
         if np.ndim(positive):  # a mask of the constrained features
             held &= positive if w.ndim == 1 else positive[:, None]
         d = np.where(held, np.minimum(d, 0.0), d)
-    nd = np.sqrt(np.bincount(ext, weights=row_squares(d), minlength=n_ext))
+    nd = ext_norms(d, ext, n_ext)
     return np.where(live, nd, np.maximum(nd - lam_rho, 0.0)), live
 
 
@@ -94,7 +108,7 @@ def kkt_scale(c, ext, n_ext):
     """KKT scale: largest group norm of ``c = -grad(0)`` (1 if it is zero)."""
     scale = 0.0
     if c.size:
-        scale = float(np.sqrt(np.bincount(ext, weights=row_squares(c), minlength=n_ext)).max())
+        scale = float(ext_norms(c, ext, n_ext).max())
     return scale if scale > 0 else 1.0
 
 

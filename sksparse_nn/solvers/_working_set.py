@@ -7,7 +7,7 @@ import numpy as np
 import scipy.linalg
 
 from ..groups import same_group_pairs
-from ._penalties import group_violations
+from ._penalties import ext_norms, ext_penalty, group_violations
 from ._proximal import fista_steps
 
 # Smallest working set, in groups.
@@ -52,7 +52,7 @@ def gradient_ranked_working_set(ext, g, viol, live, free, lam_rho, abs_tol, near
     violators, and next the groups close to violating (the support moves as the set is
     solved; taking the near ones at once saves the outer rounds that would add them)."""
     n_ext = viol.shape[0]
-    gn = np.sqrt(np.bincount(ext, weights=g * g, minlength=n_ext))
+    gn = ext_norms(g, ext, n_ext)
     ratio = np.full(n_ext, -1.0)
     np.divide(gn, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
     return working_set(ext, viol, live, free, abs_tol, ratio, near)
@@ -70,11 +70,14 @@ def inner_tolerance(abs_tol, outside, stalled):
 
 
 def _gram_forward(G, c, L):
-    """``y -> y - (G y - c) / L``, the gradient step on the block."""
-    Gs, cs = G / L, c / L
+    """``y -> y - (G y - c) / L``, the gradient step on the block (``G`` read as it is:
+    no scaled copy of the block)."""
+    inv_l, cs = 1.0 / L, c / L
 
     def forward(y):
-        return y - Gs @ y + cs
+        Gy = G @ y
+        Gy *= inv_l
+        return y - Gy + cs
 
     return forward
 
@@ -101,7 +104,7 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
     f = _block_objective(x, g, c, lam_rho, ext, n_ext)
     flat = 64 * np.finfo(np.float64).eps
     for steps in range(1, max_steps + 1):  # noqa: B007
-        nw = np.sqrt(np.bincount(ext, weights=x * x, minlength=n_ext))
+        nw = ext_norms(x, ext, n_ext)
         S = np.flatnonzero(x > 0) if positive else np.flatnonzero(nw[ext] > 0)
         if S.size == 0:
             return x, kkt, steps - 1, viol
@@ -110,13 +113,14 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
         nS = nw[eS]
         a = lam_rho[eS] / nS
         u = xS / nS
-        H = G[np.ix_(S, S)]
+        # G[S, S] in Fortran order, factorized in place: no second copy in the solve
+        H = G.T[np.ix_(S, S)].T
         F = g[S] + a * xS
         rows, cols = same_group_pairs(eS)
         H[rows, cols] -= a[rows] * u[rows] * u[cols]
         H.flat[:: S.size + 1] += a
         try:
-            d = scipy.linalg.solve(H, F, assume_a="pos", check_finite=False)
+            d = scipy.linalg.solve(H, F, assume_a="pos", check_finite=False, overwrite_a=True)
         except (np.linalg.LinAlgError, ValueError):
             return x, kkt, steps - 1, viol
         if not np.all(np.isfinite(d)):
@@ -150,8 +154,7 @@ def _newton_support(G, c, lam_rho, ext, n_ext, x, positive, kkt, tol_in, max_ste
 def _block_objective(x, g, c, lam_rho, ext, n_ext):
     """``x^T G x / 2 - c^T x + sum_j lam rho_j ||x_j||`` from the gradient ``g = G x -
     c`` (no second product with ``G``)."""
-    nw = np.sqrt(np.bincount(ext, weights=x * x, minlength=n_ext))
-    return 0.5 * float(x @ (g - c)) + float(lam_rho @ nw)
+    return 0.5 * float(x @ (g - c)) + ext_penalty(x, ext, lam_rho, n_ext)
 
 
 def ws_fista(G, c, lam_rho, ext, n_ext, x, L, tol_in, max_iter, positive, check_every=10):
