@@ -8,7 +8,6 @@ attributes; see :func:`sksparse_nn.regularization_path`).
 from __future__ import annotations
 
 import copy
-from contextlib import contextmanager
 from numbers import Real
 
 import numpy as np
@@ -19,24 +18,9 @@ from sklearn.utils import _safe_indexing
 from ..exceptions import TrainingDivergedError
 from ..utils.convergence import collecting_convergence
 from ..utils.interrupt import InterruptRequested, interrupt_requested
+from ..utils.threads import torch_threads
 
-__all__ = ["extended_grid", "fold_scores", "run_path", "torch_threads"]
-
-
-@contextmanager
-def torch_threads(n):
-    """Temporarily set torch's intra-op threads (no-op for ``None``)."""
-    if n is None:
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+__all__ = ["extended_grid", "fold_scores", "run_path"]
 
 
 #: Most points a default grid grows by beyond lam_max (see extended_grid).

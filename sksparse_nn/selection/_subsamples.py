@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import _safe_indexing
 
 from ..path import regularization_path
+from ..utils.threads import torch_threads
 from ._base import selection_matrix, takes_lam
 
 __all__ = ["complementary_pairs", "half_paths"]
@@ -38,29 +38,13 @@ def complementary_pairs(n_samples, n_pairs, rng, classes=None):
     return pairs
 
 
-@contextmanager
-def _torch_threads(n):
-    """torch's intra-op threads set to ``n`` for the block (None: unchanged)."""
-    if n is None:
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def _one_half(estimator, X, y, rows, lams, n_units, threads):
     """The selection matrix (n_lams, n_units) of the path on ``rows``, the path's
     selection unit, whether its top point still selected something, whether it stopped
     early (a diverged point) and the warnings it raised."""
     Xh = _safe_indexing(X, rows)
     yh = None if y is None else _safe_indexing(y, rows)
-    with warnings.catch_warnings(record=True) as caught, _torch_threads(threads):
+    with warnings.catch_warnings(record=True) as caught, torch_threads(threads):
         warnings.simplefilter("always")
         if takes_lam(estimator):
             path = regularization_path(estimator, Xh, yh, lams=lams)

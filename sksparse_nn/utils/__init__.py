@@ -6,5 +6,6 @@
   variances; numpy/scipy only);
 - :mod:`.convergence`: :func:`~.convergence.warn_convergence`, how every fit of the
   package says it did not converge, and the per-thread collection a path uses;
-- :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers.
+- :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers;
+- :mod:`.threads`: :func:`~.threads.torch_threads`, torch's intra-op threads for a block.
 """
