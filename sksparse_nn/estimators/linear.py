@@ -49,8 +49,10 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
 
     # float64: small problems, compared against exact solvers; nn.Linear takes torch
     # sparse batches; the ridge start is split into balanced factors; cheap exact
-    # points: the usual lasso grid, down to the nearly unpenalized end
+    # points: the usual lasso grid, down to the nearly unpenalized end; sparse X is kept
+    # as CSC when given so (the block steps read it by columns: no copy)
     _traits = Traits(
+        X_validation={"accept_sparse": ("csr", "csc")},
         dtype=torch.float64,
         sparse_batches=True,
         fresh_init="balanced",
