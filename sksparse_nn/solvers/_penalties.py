@@ -29,6 +29,8 @@ Group norms and the penalty's value are :mod:`sksparse_nn.groups`' arithmetic
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..groups import count_groups, norms_by_label, penalty_value
@@ -163,10 +165,31 @@ class GroupNorm:
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}.")
         self.lam = float(lam)
         self.positive = positive
-        self.group = np.where(self.labels >= 0, self.labels, -1)
-        self.ext, rho_ext = extended_groups(self.labels, self.rho)
-        self.lam_rho = self.lam * rho_ext
-        self.n_ext = rho_ext.size
+
+    # the stopping rule's arrays, made on first use (a fast solver given the penalty
+    # reads only labels, rho, lam, positive and D: no vectors made for nothing)
+    @functools.cached_property
+    def group(self):
+        return np.where(self.labels >= 0, self.labels, -1)
+
+    @functools.cached_property
+    def _extended(self):
+        ext, rho_ext = extended_groups(self.labels, self.rho)
+        return ext, self.lam * rho_ext
+
+    @property
+    def ext(self):
+        """Each row's stopping-rule group (unpenalized rows alone, weight 0)."""
+        return self._extended[0]
+
+    @property
+    def lam_rho(self):
+        """``lam rho_j`` of the stopping-rule groups."""
+        return self._extended[1]
+
+    @property
+    def n_ext(self):
+        return self.lam_rho.size
 
     def norms(self, W):
         return norms_by_label(W, self.group, self.rho.size)
