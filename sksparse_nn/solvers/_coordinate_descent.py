@@ -70,8 +70,9 @@ class SparseColumns:
                 src = src.tocsc() if src.format != "csc" else src
                 src.sort_indices()
                 picked = np.arange(k)
-            ptr = src.indptr.astype(np.int64, copy=False)
-            self.lo, self.hi = ptr[picked], ptr[picked + 1]
+            ptr = src.indptr  # the set's pointers only, as int64 (not all of X's)
+            self.lo = ptr[picked].astype(np.int64, copy=False)
+            self.hi = ptr[picked + 1].astype(np.int64, copy=False)
             self.indices, self.data = src.indices, src.data
         else:  # dense columns: every entry stored, built in the group order directly
             n = self.n
