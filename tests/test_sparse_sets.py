@@ -270,3 +270,27 @@ def test_a_csc_design_is_read_in_place():
     assert (X != before).nnz == 0 and X.format == "csc"  # untouched
     csr = SparseLinearRegressor(**params).fit(X.tocsr(), y)
     np.testing.assert_array_equal(est.coef_, csr.coef_)
+
+
+def test_a_path_reads_a_csc_design_as_given(text_like):
+    # without folds the path keeps sparse X's format (rows are indexed only for CV):
+    # every fit's working sets read the caller's CSC matrix itself
+    from sksparse_nn import regularization_path
+    from sksparse_nn.solvers import _curvature
+
+    X, y = text_like
+    X = X.tocsc()
+    seen = []
+    original = _curvature.DesignCurvature.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        seen.append(self.X_cols)
+
+    est = SparseLinearRegressor(D=2)
+    lam_max = est.lambda_max(X, y)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_curvature.DesignCurvature, "__init__", spy)
+        path = regularization_path(est, X, y, lams=[0.2 * lam_max, 0.5 * lam_max])
+    assert len(seen) == 2 and all(c is X for c in seen)
+    assert path.n_selected[0] > path.n_selected[1] > 0

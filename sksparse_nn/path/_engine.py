@@ -4,10 +4,11 @@ result."""
 
 from __future__ import annotations
 
+import scipy.sparse as sp
 from sklearn.base import clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils import indexable
+from sklearn.utils import check_consistent_length, indexable
 
 from ._assemble import _assemble
 from ._checkpoint import open_checkpoint
@@ -118,7 +119,11 @@ def regularization_path(
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None) and y is not None:
         raise ValueError("Give both X_val and y_val, or neither.")
-    X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    if cv is None and sp.issparse(X):  # no folds: sparse X as given (CSC: no copy)
+        check_consistent_length(X, y)
+        y = indexable(y)[0]
+    else:
+        X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
     extend = lams is None and cv is None
     if lams is None:
         lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
