@@ -57,6 +57,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         ``default_grid()`` (see :func:`~sksparse_nn.regularization_path`).
     cv : int, CV splitter or iterable, default=5
         Integers mean (Stratified)KFold, as in scikit-learn.
+    cv_stride : int, default=None
+        The folds fit every ``cv_stride``-th lam first and then the lams next to the
+        chosen ones (the full-data fit takes every lam); ``None``: 1 for ``lams`` given,
+        else the estimator's ``default_grid()`` (2 for networks, 1 for linear models;
+        see :func:`~sksparse_nn.regularization_path`).
     rule : {"best", "1se"}, default="best"
         ``"best"``: the best mean CV score, accurate first (as scikit-learn's
         ``LassoCV``); ``"1se"``: the sparsest lam whose mean CV score is within one
@@ -113,6 +118,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         "n_lams": [Interval(Integral, 2, None, closed="left"), None],
         "lam_min_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "cv": ["cv_object"],
+        "cv_stride": [Interval(Integral, 1, None, closed="left"), None],
         "rule": [StrOptions({"best", "1se"})],
         "scoring": [str, callable, None],
         "n_jobs": [Integral, None],
@@ -128,6 +134,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         n_lams=None,
         lam_min_ratio=None,
         cv=5,
+        cv_stride=None,
         rule="best",
         scoring=None,
         n_jobs=None,
@@ -139,6 +146,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self.n_lams = n_lams
         self.lam_min_ratio = lam_min_ratio
         self.cv = cv
+        self.cv_stride = cv_stride
         self.rule = rule
         self.scoring = scoring
         self.n_jobs = n_jobs
@@ -188,6 +196,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             n_lams=self.n_lams,
             lam_min_ratio=self.lam_min_ratio,
             cv=self.cv,
+            cv_stride=self.cv_stride,
             scoring=self.scoring,
             n_jobs=self.n_jobs,
             verbose=self.verbose,

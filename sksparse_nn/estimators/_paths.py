@@ -25,7 +25,7 @@ class PathProtocol:
 
         ``regularization_path(self, X, y, **kwargs)`` of
         :func:`sksparse_nn.regularization_path`, whose keywords (``lams``,
-        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``scoring``,
+        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``cv_stride``, ``scoring``,
         ``n_jobs``, ``verbose``, ``keep_estimators``, ``checkpoint``) it takes; this
         estimator is not modified.
 
@@ -76,12 +76,15 @@ class PathProtocol:
         where ``n_lams`` / ``lam_min_ratio`` are ``None``. Every point of a network's path
         trains a model, and its dense end (lam near 0) keeps every feature and overfits
         small data, so networks use a short grid that stops at ``lam_min_ratio *
-        lam_max`` with ``lam_min_ratio`` far from 0.
+        lam_max`` with ``lam_min_ratio`` far from 0, and their CV folds fit every
+        ``cv_stride``-th lam first, then only the lams next to the chosen ones (see
+        :func:`~sksparse_nn.regularization_path`).
 
         Returns
         -------
         grid : dict
-            ``{"n_lams": int, "lam_min_ratio": float}``.
+            ``{"n_lams": int, "lam_min_ratio": float}``, and optionally
+            ``"cv_stride": int`` (1 when absent).
         """
         return dict(self._traits.default_grid)
 

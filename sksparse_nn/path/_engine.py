@@ -4,6 +4,7 @@ result."""
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
@@ -11,9 +12,10 @@ from sklearn.utils import indexable
 
 from ._assemble import _assemble
 from ._checkpoint import open_checkpoint
-from ._grid import _check_lams, _grid_args, lambda_grid
+from ._grid import _check_lams, _cv_stride, _grid_args, lambda_grid
 from ._parallel import n_workers, parallel_path
 from ._points import fold_scores, run_path
+from ._refine import coarse_indices, refine_folds, refine_targets
 from ._scoring import default_scorer
 from ._warnings import _report
 
@@ -29,6 +31,7 @@ def regularization_path(
     X_val=None,
     y_val=None,
     cv=None,
+    cv_stride=None,
     scoring=None,
     n_jobs=None,
     verbose=0,
@@ -68,6 +71,15 @@ def regularization_path(
         Also run the path on every fold (common grid, in parallel) and record its
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
         ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
+    cv_stride : int >= 1, default=None
+        The folds fit every ``cv_stride``-th lam of the grid first (both ends), choose
+        on those, then fit the grid's lams next to the best and the one-SE lam, each
+        warm-started from the fold's own model at the fitted lam below it; the
+        full-data path fits every lam, and ``cv_scores`` are NaN at the lams the folds
+        skipped (never chosen). ``None``: 1 for a grid given in ``lams``, else the
+        estimator's ``default_grid()["cv_stride"]``: 2 for networks, whose every fold
+        point trains a model only to be scored (it halves the folds' points while the
+        choice keeps the grid's resolution where it is made); 1 for linear models.
     scoring : str or callable, default=None
         Scorer for validation and CV scores. ``None``: minus the log-loss for
         classifiers (smooth in lam, where accuracy's steps tie many lams and widen the
@@ -114,6 +126,7 @@ def regularization_path(
     if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work
         base._validate_params()
     n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
+    stride = _cv_stride(base, cv_stride, lams is not None)
     if lams is not None:
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None) and y is not None:
@@ -128,12 +141,15 @@ def regularization_path(
     if cv is not None:
         splitter = check_cv(cv, y, classifier=is_classifier(base))
         splits = list(splitter.split(X, y))
+    coarse = coarse_indices(len(lams), stride)
+    refining = bool(splits) and len(coarse) < len(lams)
     stores = [None] * len(splits)
     if checkpoint is not None:  # refuses another computation's directory, before any fit
-        args = (X_val, y_val, lams, extend, splits, scoring)
+        args = (X_val, y_val, lams, extend, splits, scoring, stride if splits else 1)
         opened = open_checkpoint(checkpoint, base, X, y, *args)
         lams = opened.lams
         stores = [opened.path(f"fold-{k}") for k in range(len(splits))]
+    folds_at = {"fit_at": lams[coarse] if refining else None, "keep_models": refining}
     workers = n_workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
@@ -153,15 +169,25 @@ def regularization_path(
             if verbose:
                 print(f"[regularization_path] fold {k + 1}/{len(splits)}")
             try:
-                folds.append(fold_scores(base, X, y, train, test, lams, scorer, None, stores[k]))
+                folds.append(
+                    fold_scores(base, X, y, train, test, lams, scorer, None, stores[k], **folds_at)
+                )
             except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
                 folds.append({"completed": False})
     else:
         full, folds, error = parallel_path(
-            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores
+            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores, folds_at
         )
         if error is not None:
             raise error
+    if refining and full["completed"] and len(folds) == len(splits):
+        if all(f["completed"] for f in folds):
+            fitted = np.zeros(len(lams), dtype=bool)
+            fitted[coarse] = True
+            targets = refine_targets(full["points"], folds, fitted)
+            folds = refine_folds(folds, X, y, splits, lams, targets, scorer, workers, verbose)
+    for fold in folds:
+        fold.pop("models", None)
     finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
     completed = full["completed"] and len(finished) == len(splits)
     _report(full, finished, splits, completed, base)

@@ -75,7 +75,7 @@ def _scoring_name(scoring):
     return f"{getattr(scoring, '__module__', '')}.{name}"
 
 
-def describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring):
+def describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring, cv_stride=1):
     """A JSON-ready description of a path computation (see the module's docstring)."""
     cls = type(estimator)
     params = estimator.get_params()
@@ -95,6 +95,7 @@ def describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring):
         ),
         "number of CV splits": len(splits),
         "scoring": _scoring_name(scoring),
+        "CV stride": int(cv_stride),
     }
 
 
@@ -154,6 +155,11 @@ def differences(saved, now):
         found.append(
             "the CV splits (other rows in the folds: a shuffled splitter needs a fixed "
             "random_state to be resumed)"
+        )
+    if saved.get("CV stride", 1) != now["CV stride"]:
+        found.append(
+            f"the folds' first-pass stride (cv_stride={saved.get('CV stride', 1)} there, "
+            f"{now['CV stride']} now)"
         )
     if saved.get("scoring") != now["scoring"]:
         found.append(f"the scoring ({saved.get('scoring')} there, {now['scoring']} now)")

@@ -19,7 +19,9 @@ from ._points import fold_scores, run_path
 __all__ = ["n_workers", "parallel_path"]
 
 
-def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store):
+def _fold_task(
+    index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store, folds_at
+):  # fmt: skip
     """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
     this worker itself (a terminal signals the whole process group) raises it for all.
     ``store``: the fold's checkpoint files (written from here), or None."""
@@ -27,7 +29,7 @@ def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, 
     alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
     received = []
     with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store)
+        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store, **folds_at)
     if received or out["interrupted"] == "here":
         out["interrupted"] = "here"
         _raise_flag(flag)
@@ -84,16 +86,21 @@ def _wait(done):
         time.sleep(0.02)
 
 
-def parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores):
+def parallel_path(
+    base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores, folds_at=None
+):  # fmt: skip
     """The full-data path in this process (its finished points survive a Ctrl-C as with
     n_jobs=1) while joblib runs the folds, each writing its checkpoint ``stores[k]``
-    (None: no checkpoint); returns (full, folds, error)."""
+    (None: no checkpoint) and taking ``folds_at`` (:func:`fold_scores`'s ``fit_at`` and
+    ``keep_models``); returns (full, folds, error)."""
+    folds_at = folds_at or {}
     threads = max(1, (os.cpu_count() or 1) // (workers + 1))
     flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
     flag = os.path.join(flag_dir, "interrupt")
+    parent = os.getpid()
     tasks = [
         delayed(_fold_task)(
-            k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads, stores[k]
+            k, flag, parent, base, X, y, train, test, lams, scorer, threads, stores[k], folds_at
         )
         for k, (train, test) in enumerate(splits)
     ]

@@ -300,18 +300,26 @@ def _rows(y, index):
     return None if y is None else _safe_indexing(y, index)
 
 
-def fold_scores(estimator, X, y, train, test, lams, scorer, threads, checkpoint=None):
+def fold_scores(
+    estimator, X, y, train, test, lams, scorer, threads, checkpoint=None, fit_at=None,
+    keep_models=False,
+):  # fmt: skip
     """Validation scores of the warm-started path fitted on one fold's training part
     (``y`` None for unsupervised estimators such as the autoencoder; ``checkpoint``: the
-    fold's store, see :func:`run_path`)."""
+    fold's store, see :func:`run_path`), over the grid ``lams``.
+
+    ``fit_at``: the lams of ``lams`` this path fits (all when None; the others score
+    NaN). ``keep_models``: the record's ``models`` maps each fitted grid index to the
+    fold's model there (for :func:`~._refine.refine_fold`)."""
     rec = run_path(
         estimator,
         _safe_indexing(X, train),
         _rows(y, train),
-        lams,
+        lams if fit_at is None else fit_at,
         X_val=_safe_indexing(X, test),
         y_val=_rows(y, test),
         scorer=scorer,
+        keep_estimators=keep_models,
         threads=threads,
         checkpoint=checkpoint,
     )
@@ -323,11 +331,16 @@ def fold_scores(estimator, X, y, train, test, lams, scorer, threads, checkpoint=
     scores[index] = [p["val"] for p in points]
     failed = np.zeros(len(lams), dtype=bool)
     failed[index] = [p["failed"] for p in points]
-    return {
+    out = {
         "scores": scores,
         "failed": failed,
         "completed": rec["completed"],
         "interrupted": rec["interrupted"],
         "diverged": rec["diverged"],
         "not_converged": [(p["lam"], p["not_converged"]) for p in points if p["not_converged"]],
+        "n_fits": len(points),
     }
+    if keep_models:
+        kept = zip(index, points, strict=True)
+        out["models"] = {int(i): p["estimator"] for i, p in kept if "estimator" in p}
+    return out
