@@ -53,7 +53,14 @@ def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(full_a
     mean = np.full(12, np.nan)
     mean[coarse] = full.cv_mean[coarse]
     best, one_se = one_se_indices(mean, full.cv_se, full.converged)
-    near = {j for i in (best, one_se) for j in (i - 1, i + 1) if 0 <= j < 12}
+    # next to the best: toward its better coarse neighbour; next to the one-SE: above
+    k = coarse.tolist().index(best)
+    neighbours = [c for c in (coarse[k - 1] if k else None, coarse[k + 1] if k + 1 < len(coarse)
+                              else None) if c is not None]  # fmt: skip
+    toward = max(neighbours, key=lambda c: mean[c])
+    near = {best + (1 if toward > best else -1), one_se + 1} - set(coarse)
+    near = {j for j in near if j < 12}
+    assert near  # (this problem's choice does fall between coarse lams)
     fitted = np.isfinite(strided.cv_scores).all(axis=0)
     assert set(np.flatnonzero(fitted)) == set(coarse) | near
     assert not np.isfinite(strided.cv_scores[:, ~fitted]).any()  # skipped by every fold

@@ -39,18 +39,29 @@ def coarse_indices(n, stride):
 
 
 def refine_targets(points, folds, fitted):
-    """Grid indices of the second pass: the neighbours of the best and the one-SE lam
-    chosen on the first pass's mean CV scores that the folds did not fit (``fitted``: a
-    boolean mask over the grid)."""
+    """Grid indices of the second pass (``fitted``: a boolean mask over the grid of the
+    lams the first pass fitted), from the first pass's mean CV scores: next to the best
+    lam, the one on the side of its better fitted neighbour (a curve that rises to a
+    peak and falls has it between the best fitted lam and that neighbour); next to the
+    one-SE lam, the one above it (the rule takes the largest lam within one standard
+    error of the best, and the band's edge lies above it)."""
     if not folds or not points:
         return []
     _, mean, se = cv_statistics(points, folds)
     chosen = chosen_indices(points, mean, se)
     if chosen is None:
         return []
-    n = len(points)
-    near = {j for i in set(chosen) for j in (i - 1, i + 1) if 0 <= j < n and not fitted[j]}
-    return sorted(near)
+    n, (best, one_se) = len(points), chosen
+    scored = np.flatnonzero(np.isfinite(mean[:n]) & fitted[:n])
+    lower, upper = scored[scored < best], scored[scored > best]
+    sides = {
+        side: mean[around[-1] if side < 0 else around[0]]
+        for side, around in ((-1, lower), (1, upper))
+        if around.size
+    }
+    near = {best + max(sides, key=sides.get)} if sides else set()
+    near.add(one_se + 1)
+    return sorted(j for j in near if 0 <= j < n and not fitted[j])
 
 
 def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None):
