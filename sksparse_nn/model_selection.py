@@ -61,7 +61,8 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         The folds fit every ``cv_stride``-th lam first and then the lams next to the
         chosen ones (the full-data fit takes every lam); ``None``: 1 for ``lams`` given,
         else the estimator's ``default_grid()`` (2 for networks, 1 for linear models;
-        see :func:`~sksparse_nn.regularization_path`).
+        see :func:`~sksparse_nn.regularization_path`). The second pass fits next to
+        the lam ``rule`` chooses.
     rule : {"best", "1se"}, default="best"
         ``"best"``: the best mean CV score, accurate first (as scikit-learn's
         ``LassoCV``); ``"1se"``: the sparsest lam whose mean CV score is within one
@@ -197,6 +198,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             lam_min_ratio=self.lam_min_ratio,
             cv=self.cv,
             cv_stride=self.cv_stride,
+            cv_rule=self.rule,
             scoring=self.scoring,
             n_jobs=self.n_jobs,
             verbose=self.verbose,

@@ -46,7 +46,7 @@ def test_coarse_indices_take_every_stride_th_lam_and_the_sparse_end(n, stride, e
     assert coarse_indices(n, stride).tolist() == expected
 
 
-def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(full_and_strided):
+def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(data, full_and_strided):
     full, strided = full_and_strided
     coarse = coarse_indices(12, 3)
     # the first pass's choice, made on the coarse lams of the every-lam run (same scores)
@@ -58,8 +58,8 @@ def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(full_a
     neighbours = [c for c in (coarse[k - 1] if k else None, coarse[k + 1] if k + 1 < len(coarse)
                               else None) if c is not None]  # fmt: skip
     toward = max(neighbours, key=lambda c: mean[c])
-    near = {best + (1 if toward > best else -1), one_se + 1} - set(coarse)
-    near = {j for j in near if j < 12}
+    beside_best = best + (1 if toward > best else -1)
+    near = {j for j in (beside_best, one_se + 1) if j < 12 and j not in coarse}
     assert near  # (this problem's choice does fall between coarse lams)
     fitted = np.isfinite(strided.cv_scores).all(axis=0)
     assert set(np.flatnonzero(fitted)) == set(coarse) | near
@@ -75,6 +75,12 @@ def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(full_a
     assert strided.cv_mean[chosen] == np.nanmax(strided.cv_mean)
     # the full-data path is the same whatever the stride
     np.testing.assert_array_equal(strided.n_selected, full.n_selected)
+    # SparsePathCV's rule="best" refines next to the best lam only
+    X, y, groups = data
+    est = SparseLinearRegressor(D=2, groups=groups, tol=TOL)
+    best_only = regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=3, cv_rule="best")
+    fitted = np.isfinite(best_only.cv_scores).all(axis=0)
+    assert set(np.flatnonzero(fitted)) == set(coarse) | ({beside_best} - set(coarse))
 
 
 def test_folds_in_parallel_give_the_sequential_result(data, full_and_strided):
@@ -118,12 +124,14 @@ def test_network_search_defaults_to_the_two_passes(data):
     plt.close("all")
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
-def test_a_bad_cv_stride_is_refused_naming_it(data, bad):
+@pytest.mark.parametrize(
+    "bad", [{"cv_stride": 0}, {"cv_stride": -1}, {"cv_stride": 1.5}, {"cv_stride": True},
+            {"cv_rule": "worst"}],
+)  # fmt: skip
+def test_a_bad_cv_stride_or_rule_is_refused_naming_it(data, bad):
     X, y, groups = data
-    with pytest.raises(ValueError, match="cv_stride"):
-        regularization_path(SparseLinearRegressor(groups=groups), X, y, n_lams=4, cv=2,
-                            cv_stride=bad)  # fmt: skip
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        regularization_path(SparseLinearRegressor(groups=groups), X, y, n_lams=4, cv=2, **bad)
 
 
 def test_a_checkpoint_of_another_stride_is_refused(data, tmp_path):

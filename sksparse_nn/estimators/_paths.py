@@ -25,8 +25,9 @@ class PathProtocol:
 
         ``regularization_path(self, X, y, **kwargs)`` of
         :func:`sksparse_nn.regularization_path`, whose keywords (``lams``,
-        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``cv_stride``, ``scoring``,
-        ``n_jobs``, ``verbose``, ``keep_estimators``, ``checkpoint``) it takes; this
+        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``cv_stride``,
+        ``cv_rule``, ``scoring``, ``n_jobs``, ``verbose``, ``keep_estimators``,
+        ``checkpoint``) it takes; this
         estimator is not modified.
 
         Returns

@@ -32,6 +32,7 @@ def regularization_path(
     y_val=None,
     cv=None,
     cv_stride=None,
+    cv_rule=None,
     scoring=None,
     n_jobs=None,
     verbose=0,
@@ -80,6 +81,11 @@ def regularization_path(
         estimator's ``default_grid()["cv_stride"]``: 2 for networks, whose every fold
         point trains a model only to be scored (it halves the folds' points while the
         choice keeps the grid's resolution where it is made); 1 for linear models.
+    cv_rule : {"best", "1se"}, default=None
+        With ``cv_stride`` > 1, the choice whose neighbourhood the folds' second pass
+        fits: ``best_lam_``'s, ``lam_1se_``'s, or both (None). The other choice is then
+        made on the lams the folds fitted (:class:`~sksparse_nn.SparsePathCV` passes
+        its ``rule``).
     scoring : str or callable, default=None
         Scorer for validation and CV scores. ``None``: minus the log-loss for
         classifiers (smooth in lam, where accuracy's steps tie many lams and widen the
@@ -127,6 +133,8 @@ def regularization_path(
         base._validate_params()
     n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
     stride = _cv_stride(base, cv_stride, lams is not None)
+    if cv_rule not in (None, "best", "1se"):
+        raise ValueError(f'cv_rule must be "best", "1se" or None, got {cv_rule!r}.')
     if lams is not None:
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None) and y is not None:
@@ -184,7 +192,7 @@ def regularization_path(
         if all(f["completed"] for f in folds):
             fitted = np.zeros(len(lams), dtype=bool)
             fitted[coarse] = True
-            targets = refine_targets(full["points"], folds, fitted)
+            targets = refine_targets(full["points"], folds, fitted, cv_rule)
             folds = refine_folds(folds, X, y, splits, lams, targets, scorer, workers, verbose)
     for fold in folds:
         fold.pop("models", None)

@@ -38,7 +38,7 @@ def coarse_indices(n, stride):
     return np.asarray(index, dtype=int)
 
 
-def refine_targets(points, folds, fitted):
+def refine_targets(points, folds, fitted, rule=None):
     """Grid indices of the second pass (``fitted``: a boolean mask over the grid of the
     lams the first pass fitted), from the first pass's mean CV scores: next to the best
     lam, the one on the side of its better fitted neighbour (a curve that rises to a
@@ -59,8 +59,11 @@ def refine_targets(points, folds, fitted):
         for side, around in ((-1, lower), (1, upper))
         if around.size
     }
-    near = {best + max(sides, key=sides.get)} if sides else set()
-    near.add(one_se + 1)
+    near = set()
+    if sides and rule in (None, "best"):
+        near.add(best + max(sides, key=sides.get))
+    if rule in (None, "1se"):
+        near.add(one_se + 1)
     return sorted(j for j in near if 0 <= j < n and not fitted[j])
 
 

@@ -40,14 +40,15 @@ class RegularizationPath:
         Validation score of every CV fold whose path finished (with ``cv``): all folds,
         unless the computation was interrupted (then ``completed`` is False and
         ``len(cv_scores)`` says how many folds finished). A fold whose training diverged
-        scores NaN from that lam on.
+        scores NaN from that lam on; every fold scores NaN at the lams the folds skipped
+        (``cv_stride`` > 1: the networks' default), which are never chosen.
     cv_failed : ndarray of bool of shape (n_folds_finished, n_lams) or None
         The fold points whose training diverged.
     cv_mean, cv_se : ndarray of shape (n_lams,) or None
         Mean over the finished folds and its standard error ``std / sqrt(n_folds)``.
     best_lam_ : float or None
         The lam with the best mean CV score, among lams whose full-data fit exists and
-        that no fold failed at; where that fit did not converge (see ``converged``),
+        that every fold scored; where that fit did not converge (see ``converged``),
         the best converged lam within one standard error of it instead, if any.
         ``None`` when the computation was interrupted or no lam qualifies.
     lam_1se_ : float or None
