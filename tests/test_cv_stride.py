@@ -134,13 +134,21 @@ def test_a_bad_cv_stride_or_rule_is_refused_naming_it(data, bad):
         regularization_path(SparseLinearRegressor(groups=groups), X, y, n_lams=4, cv=2, **bad)
 
 
-def test_a_checkpoint_of_another_stride_is_refused(data, tmp_path):
+def test_a_checkpoint_keeps_both_passes_and_refuses_another_stride(data, tmp_path, monkeypatch):
     X, y, groups = data
-    est = SparseLinearRegressor(D=2, groups=groups)
-    regularization_path(est, X, y, n_lams=6, cv=CV, cv_stride=2, checkpoint=tmp_path)
-    with pytest.raises(ValueError, match="cv_stride=2 there, 1 now"):
-        regularization_path(est, X, y, n_lams=6, cv=CV, cv_stride=1, checkpoint=tmp_path)
-    resumed = regularization_path(est, X, y, n_lams=6, cv=CV, cv_stride=2, checkpoint=tmp_path)
-    again = regularization_path(est, X, y, n_lams=6, cv=CV, cv_stride=2)
-    np.testing.assert_array_equal(np.isfinite(resumed.cv_mean), np.isfinite(again.cv_mean))
-    np.testing.assert_allclose(resumed.cv_scores, again.cv_scores, rtol=0, atol=SCORE_ATOL)
+    est = SparseLinearRegressor(D=2, groups=groups, tol=TOL)
+    first = regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=3, checkpoint=tmp_path)
+    assert any((tmp_path / "fold-0-second").glob("point-*.pkl"))  # the second pass too
+    with pytest.raises(ValueError, match="cv_stride=3 there, 1 now"):
+        regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=1, checkpoint=tmp_path)
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a finished search rerun with its checkpoint fits nothing")
+
+    from sksparse_nn.path import _points, _refine
+
+    monkeypatch.setattr(_points, "fit_point", no_fit)
+    monkeypatch.setattr(_refine, "fit_point", no_fit)
+    again = regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=3, checkpoint=tmp_path)
+    np.testing.assert_array_equal(again.cv_scores, first.cv_scores)
+    assert again.best_lam_ == first.best_lam_

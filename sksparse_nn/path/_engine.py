@@ -193,7 +193,11 @@ def regularization_path(
             fitted = np.zeros(len(lams), dtype=bool)
             fitted[coarse] = True
             targets = refine_targets(full["points"], folds, fitted, cv_rule)
-            folds = refine_folds(folds, X, y, splits, lams, targets, scorer, workers, verbose)
+            second = None  # the second passes' checkpoint stores
+            if checkpoint is not None:
+                second = [opened.path(f"fold-{k}-second") for k in range(len(splits))]
+            args = (targets, scorer, workers, verbose, second)
+            folds = refine_folds(folds, X, y, splits, lams, *args)
     for fold in folds:
         fold.pop("models", None)
     finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped

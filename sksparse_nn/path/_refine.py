@@ -24,7 +24,7 @@ from ..exceptions import TrainingDivergedError
 from ..utils.interrupt import InterruptRequested, interrupt_requested
 from ..utils.threads import torch_threads
 from ._assemble import chosen_indices, cv_statistics
-from ._points import fit_point
+from ._points import failed_point, fit_point
 
 __all__ = ["coarse_indices", "refine_fold", "refine_folds", "refine_targets"]
 
@@ -67,7 +67,7 @@ def refine_targets(points, folds, fitted, rule=None):
     return sorted(j for j in near if 0 <= j < n and not fitted[j])
 
 
-def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None):
+def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None, store=None):
     """The second pass of one fold: its scores at ``targets`` (grid indices), each fit
     warm-started from a copy of the fold's model at the nearest fitted lam below.
 
@@ -75,7 +75,9 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None):
     fitted estimator), which it no longer holds afterwards. A target at or beyond the lam
     where the fold's path diverged keeps its NaN (a diverged fold scores NaN from there
     on); a target whose fit diverges is marked failed. A Ctrl-C ends the pass with
-    ``completed=False``.
+    ``completed=False``. ``store``: a checkpoint store (see
+    :class:`~._checkpoint.PathStore`) where every fit's record is written, and read
+    instead of fitting on a rerun.
     """
     fold = dict(fold)
     models = fold.pop("models", None) or {}
@@ -85,6 +87,7 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None):
     X_fit, X_val = _safe_indexing(X, train), _safe_indexing(X, test)
     y_fit = None if y is None else _safe_indexing(y, train)
     y_val = None if y is None else _safe_indexing(y, test)
+    done = 0  # the fits of this pass, numbered as the store numbers them
     try:
         with torch_threads(threads):
             for t in targets:
@@ -93,14 +96,21 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None):
                 below = [i for i in models if i < t]
                 if not below or lams[t] >= stop:
                     continue
-                est = copy.deepcopy(models[max(below)])
-                try:
-                    point = fit_point(est, float(lams[t]), X_fit, y_fit, True, X_val, y_val, scorer)
-                except TrainingDivergedError:
+                lam = float(lams[t])
+                saved = None if store is None else store.restore(done, lam)
+                if saved is not None:
+                    point, diverged = saved[0], saved[2]
+                else:
+                    point, diverged = _fit_from(models[max(below)], lam, X_fit, y_fit, X_val,
+                                                y_val, scorer)  # fmt: skip
+                    if store is not None:
+                        store.save(done, point, None, diverged)
+                done += 1
+                fold["n_fits"] = fold.get("n_fits", 0) + 1
+                if diverged is not None:
                     failed[t] = True
                     continue
                 scores[t] = point["val"]
-                fold["n_fits"] = fold.get("n_fits", 0) + 1
                 if point["not_converged"]:
                     not_converged.append((point["lam"], point["not_converged"]))
     except KeyboardInterrupt as exc:
@@ -110,27 +120,38 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None):
     return fold
 
 
-def refine_folds(folds, X, y, splits, lams, targets, scorer, workers=1, verbose=0):
+def _fit_from(model, lam, X, y, X_val, y_val, scorer):
+    """(point, diverged) of a fit at ``lam`` warm-started from a copy of ``model``;
+    ``diverged`` is ``(lam, message)`` when its training diverged, else None."""
+    try:
+        return fit_point(copy.deepcopy(model), lam, X, y, True, X_val, y_val, scorer), None
+    except TrainingDivergedError as exc:
+        return failed_point(lam, True), (lam, str(exc))
+
+
+def refine_folds(folds, X, y, splits, lams, targets, scorer, workers=1, verbose=0, stores=None):
     """:func:`refine_fold` over all ``folds`` (finished first passes, in the order of
-    ``splits``), in this process or over ``workers`` joblib workers; after a Ctrl-C the
-    folds not refined are returned as they were and the pass is marked unfinished."""
+    ``splits``; ``stores``: their second passes' checkpoint stores, or None), in this
+    process or over ``workers`` joblib workers; after a Ctrl-C the folds not refined are
+    returned as they were and the pass is marked unfinished."""
     if not targets:
         return folds
+    stores = stores or [None] * len(folds)
     if verbose:
         shown = ", ".join(f"{lams[t]:.3g}" for t in targets)
         print(f"[regularization_path] folds: refining at lam={shown}")
     if workers == 1:
         out = []
-        for fold, (train, test) in zip(folds, splits, strict=True):
+        for fold, (train, test), store in zip(folds, splits, stores, strict=True):
             if out and not out[-1]["completed"]:
                 out.append(fold)
                 continue
-            out.append(refine_fold(fold, X, y, train, test, lams, targets, scorer))
+            out.append(refine_fold(fold, X, y, train, test, lams, targets, scorer, None, store))
         return out
     threads = max(1, (os.cpu_count() or 1) // workers)
     tasks = [
-        delayed(refine_fold)(fold, X, y, train, test, lams, targets, scorer, threads)
-        for fold, (train, test) in zip(folds, splits, strict=True)
+        delayed(refine_fold)(fold, X, y, train, test, lams, targets, scorer, threads, store)
+        for fold, (train, test), store in zip(folds, splits, stores, strict=True)
     ]
     try:
         return Parallel(n_jobs=workers, verbose=verbose)(tasks)
