@@ -139,9 +139,7 @@ def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
         if refused - kept <= 1:
             break
         k = len(candidates) if refused > len(candidates) else (kept + refused) // 2
-        dropped, value = _try_drop(
-            net, dataset, _masks(candidates[kept:k], norms), before, devices
-        )
+        dropped, value = _try_drop(net, dataset, _masks(candidates[kept:k], norms), before, devices)
         if dropped:
             kept, before = k, value
         else:
