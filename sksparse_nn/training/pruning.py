@@ -21,6 +21,7 @@ import torch
 from skorch.callbacks import Callback
 
 from ..sparsifiers import can_drop, drop_groups_, group_norms, sparsified_tensors
+from .signals import ending_width, still_falling
 
 __all__ = [
     "DropInTransitAtEnd",
@@ -197,10 +198,13 @@ class DropInTransitAtEnd(Callback):
     whose drop does not raise the training objective. Normalization layers' running
     statistics are then recomputed over the training rows (:func:`refresh_running_stats`).
 
-    Not with ``lam=0``, nor with a held-out validation split (the rows passed to fit
-    include it, which no training decision may read), nor where a sparsifier cannot
-    drop (:func:`~sksparse_nn.sparsifiers.can_drop`); not after a fit cut short
-    before the window began.
+    Only when the rest of the fit is done: not while the training loss is still falling
+    (:func:`~.signals.still_falling` over the last two tenths of the epochs, the
+    ConvergenceMonitor's test, which then warns): a fit stopped early would lose groups
+    it had not finished growing. Not with ``lam=0``, nor with a held-out validation split
+    (the rows passed to fit include it, which no training decision may read), nor where
+    a sparsifier cannot drop (:func:`~sksparse_nn.sparsifiers.can_drop`); not after a
+    fit cut short before the window began.
 
     Parameters
     ----------
@@ -266,6 +270,9 @@ class DropInTransitAtEnd(Callback):
             return
         if len(net.history) <= self.snapshot_epoch:
             return
+        losses = net.history[:, "train_loss"]
+        if still_falling(losses, ending_width(len(losses)))[0]:
+            return  # not done training, rather than groups left in transit (warned)
         norms = self._norms(net)
         leaders = [q for q, *_, s in sparsified_tensors(net.module_) if not s.tied]
         candidates = self._candidates(norms, leaders)
