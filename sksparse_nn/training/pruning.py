@@ -192,10 +192,12 @@ class DropInTransitAtEnd(Callback):
     shrinking (at a rate proportional to the learning rate, which a cosine plan takes to
     zero at the end): they count as selected, however small. The candidates are the
     selected groups whose norm fell from the epoch three quarters into the budget to the
-    end (the :class:`~.guards.ConvergenceMonitor`'s window), in the order of their norm
-    relative to the largest group of their tensor (a tie's groups once, by their norm
-    over all its tensors); :func:`drop_smallest_first` keeps the longest run of them
-    whose drop does not raise the training objective. Normalization layers' running
+    end (the :class:`~.guards.ConvergenceMonitor`'s window; by any amount: the last
+    quarter of a cosine plan holds 2.5% of its steps' summed rate, over which a group in
+    transit falls by a few percent, and the objective is the judge), in the order of
+    their norm relative to the largest group of their tensor (a tie's groups once, by
+    their norm over all its tensors); :func:`drop_smallest_first` keeps the longest run
+    of them whose drop does not raise the training objective. Normalization layers' running
     statistics are then recomputed over the training rows (:func:`refresh_running_stats`).
 
     Only when the rest of the fit is done: not while the training loss is still falling
