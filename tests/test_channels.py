@@ -354,6 +354,57 @@ def test_declaration_errors_and_the_warning_naming_the_batch_norm():
         collapse(model)
 
 
+class _BNMLP(nn.Module):
+    """Tabular: Linear -> BatchNorm1d -> ReLU -> Linear (the hidden units are channels)."""
+
+    def __init__(self, n_features=4, hidden=6, n_outputs=2):
+        super().__init__()
+        self.hidden = nn.Linear(n_features, hidden)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.out = nn.Linear(hidden, n_outputs)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.bn(self.hidden(x))))
+
+
+class _SoftmaxMLP(nn.Module):
+    """Hidden units mixed by a softmax (an operation channel groups do not follow)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(4, 3)
+        self.out = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.out(torch.softmax(self.hidden(x), dim=1))
+
+
+@pytest.mark.filterwarnings("ignore::sksparse_nn.exceptions.ConvergenceWarning")
+def test_channels_gate_the_hidden_units_of_linear_layers():
+    # one group per hidden unit over the Linear's row, its bias and the batch norm; the
+    # output layer's units reach the output and stay. A lam that removes every group:
+    # zero in each tensor, and the compacted model predicts the same
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 4).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    clf = DGatedNeuralNetClassifier(
+        _BNMLP(), gates="channels", lam=20.0, max_epochs=8, batch_size=15, random_state=0
+    ).fit(X, y)
+    assert clf.channel_group_layers_ == {"hidden.weight": [["hidden"]] * 6}
+    user = clf.module_.module
+    assert torch.all(user.hidden.weight == 0) and torch.all(user.hidden.bias == 0)
+    assert torch.all(user.bn.weight == 0) and torch.all(user.bn.bias == 0)
+    small = clf.compact().double()
+    assert small.module.hidden.out_features == 1  # a layer keeps one unit
+    with torch.no_grad():
+        out = small(torch.as_tensor(X, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(out, clf.decision_function(X), rtol=0, atol=1e-9)
+    # a Linear whose units the trace cannot follow is left out (where a convolution's
+    # would be an error): here nothing is left to gate, and the error names why
+    with pytest.raises(ValueError, match="no channel of the module can be removed.*'hidden'"):
+        DGatedNeuralNetClassifier(_SoftmaxMLP(), gates="channels", max_epochs=1).fit(X, y)
+
+
 class _FakeReport:
     def __init__(self, share):
         self.flops_before, self.flops_after = 1000, round(1000 * share)

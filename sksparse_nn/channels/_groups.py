@@ -114,9 +114,11 @@ def channel_groups(model, example_input, scope=None, layers=CONVS, strict=True):
         of them; ``None``: every producer.
     layers : tuple of module classes, default=(Conv1d, Conv2d)
         The producers whose channels are grouped (add ``nn.Linear`` for hidden units).
-    strict : bool, default=True
+    strict : bool or tuple of module classes, default=True
         Raise when a producer of the scope feeds an operation the trace cannot follow;
-        ``False`` leaves its channels out (``skipped`` says why).
+        ``False`` leaves its channels out (``skipped`` says why); a tuple of classes
+        raises for those producers only (e.g. convolutions strict, ``Linear`` layers
+        over a sequence left out).
 
     Returns
     -------
@@ -150,8 +152,11 @@ def channel_groups(model, example_input, scope=None, layers=CONVS, strict=True):
         root = int(roots[i])
         if root in wanted and ch.origin[i] is not None:
             wanted[root].add(ch.origin[i])
-    errors = {k: v for k, v in skipped.items() if v not in _ENDS}
-    if errors and strict:
+    strict_layers = layers if strict is True else (strict or ())
+    errors = {
+        k: v for k, v in skipped.items() if v not in _ENDS and isinstance(modules[k], strict_layers)
+    }
+    if errors:
         layer, reason = next(iter(errors.items()))
         raise ValueError(
             f"The channels of layer '{layer}' reach {reason}, which channel groups cannot "
