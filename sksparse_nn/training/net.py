@@ -9,6 +9,7 @@ from skorch.dataset import unpack_data
 from skorch.utils import TeeGenerator
 
 from ..sparsifiers import (
+    cached,
     closed_form_penalties,
     penalty,
     penalty_function,
@@ -157,7 +158,8 @@ class PenalizedNet(NeuralNet):
         module.train()
         total, count = 0.0, 0
         try:
-            with torch.no_grad():
+            # the gated weights formed once for the pass (they do not change in it)
+            with torch.no_grad(), cached():
                 for Xi, yi in self.get_iterator(dataset, training=False):
                     y_pred = self.infer(Xi)
                     loss = self.get_loss(y_pred, yi, X=Xi, training=False)

@@ -40,26 +40,36 @@ def _devices(module):
     return sorted({p.device.index for p in module.parameters() if p.is_cuda})
 
 
+def _seed(devices):
+    """Seed the generators of ``devices`` (inside a fork): the CPU's alone where no GPU is
+    used (``torch.manual_seed`` also queues a seed for every lazy accelerator backend,
+    recording a stack trace each time: most of the cost of a drop on a small model)."""
+    if devices:
+        torch.manual_seed(0)
+    else:
+        torch.default_generator.manual_seed(0)
+
+
 def _objective(net, dataset, devices):
     """The training objective, with dropout masks drawn from a fixed seed: every
     evaluation of a drop sees the same masks, and training's random stream is left as
     it was."""
     with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(0)
+        _seed(devices)
         return net.training_objective(dataset)
 
 
 def _try_drop(net, dataset, drop, before, devices):
     """Drop ``drop`` if the objective stays at most ``before``: ``(kept, objective of
     the module as it is left)``."""
-    module = net.module_
-    saved = {k: v.clone() for k, v in module.state_dict().items()}
-    touched = drop_groups_(module, drop)
+    saved = {id(p): p.detach().clone() for p in net.module_.parameters()}
+    touched = drop_groups_(net.module_, drop)
     if touched is None:
         return False, before
     after = _objective(net, dataset, devices)
     if not after <= before:
-        module.load_state_dict(saved)
+        for tensor, _ in touched:  # what the drop changed, back as it was
+            tensor.copy_(saved[id(tensor)])
         return False, before
     for tensor, keep in touched:
         for value in net.optimizer_.state.get(tensor, {}).values():
@@ -170,8 +180,9 @@ def refresh_running_stats(net, dataset):
     was_training = module.training
     momenta = [m.momentum for m in layers]
     try:
-        with torch.random.fork_rng(devices=_devices(module)):
-            torch.manual_seed(0)
+        devices = _devices(module)
+        with torch.random.fork_rng(devices=devices):
+            _seed(devices)
             for m in layers:
                 m.reset_running_stats()
                 m.momentum = None  # a cumulative mean over the pass
