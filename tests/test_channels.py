@@ -218,6 +218,43 @@ def test_compaction_removes_a_group_everywhere_exactly(model_class):
         assert small.stem[1].running_mean.shape == (2,)
 
 
+class GroupNormed(nn.Module):
+    """Group norms: two groups of two channels, then one channel per group."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.gn1 = nn.Conv2d(1, 4, 3, padding=1), nn.GroupNorm(2, 4)
+        self.conv2, self.gn2 = nn.Conv2d(4, 3, 3, padding=1), nn.GroupNorm(3, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        x = torch.relu(self.gn1(self.conv1(x)))
+        x = torch.relu(self.gn2(self.conv2(x)))
+        return self.head(x.mean((2, 3)))
+
+
+def test_a_group_norm_couples_the_channels_of_each_of_its_groups():
+    # its statistics mix the channels of a group: they form one channel group (with the
+    # group norm's scale and shift), removed whole and exactly
+    model = _randomized(GroupNormed())
+    with torch.no_grad():
+        for gn in (model.gn1, model.gn2):
+            nn.init.uniform_(gn.weight, 0.5, 1.5)
+            nn.init.uniform_(gn.bias, -0.5, 0.5)
+    x = torch.randn(5, 1, 6, 6, dtype=torch.float64)
+    groups = channel_groups(model, x)
+    conv1 = _labels(groups, "conv1.weight")
+    assert conv1[0] == conv1[1] != conv1[2] == conv1[3]
+    np.testing.assert_array_equal(_labels(groups, "gn1.bias"), conv1)
+    assert len(set(_labels(groups, "conv2.weight"))) == 3 and groups.n_groups == 5
+    _zero_groups(model, groups, [int(conv1[2]), int(_labels(groups, "conv2.weight")[0])])
+    small, _ = compact_channels(model, x)
+    torch.testing.assert_close(small(x), model(x), rtol=0, atol=EXACT)
+    assert (small.gn1.num_groups, small.gn1.num_channels) == (1, 2)
+    assert (small.gn2.num_groups, small.gn2.num_channels) == (2, 2)
+    assert small.conv2.in_channels == 2
+
+
 class Seq1d(nn.Module):
     """Conv1d + BatchNorm1d, a depthwise conv called twice, a subtraction, a flatten
     written as a view, a hidden Linear."""

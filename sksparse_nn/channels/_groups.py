@@ -99,9 +99,10 @@ def channel_groups(model, example_input, scope=None, layers=CONVS, strict=True):
     (``+``, ``+=``, ``torch.add``: the channels of both sides become one group, e.g. a
     residual connection) and depthwise convolutions (``groups == in_channels ==
     out_channels``: channel ``c`` in, channel ``c`` out, its filter joins the group) to
-    the layers that read it. A group holds the producers' filters and biases, the batch
-    norms' scales and shifts (penalized together), and the readers' input slices and
-    running statistics (removed with it).
+    the layers that read it; an affine ``GroupNorm`` joins the channels of each of its
+    groups into one (its statistics mix them). A group holds the producers' filters and
+    biases, the batch and group norms' scales and shifts (penalized together), and the
+    readers' input slices and running statistics (removed with it).
 
     Parameters
     ----------
