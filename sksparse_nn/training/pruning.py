@@ -36,6 +36,11 @@ __all__ = [
 MAX_TRIES = 8
 
 
+#: Rows per forward pass of the objective a drop is judged by, where no layer uses batch
+#: statistics: four default batches (each pass has a fixed cost per batch).
+OBJECTIVE_ROWS = 256
+
+
 def _devices(module):
     return sorted({p.device.index for p in module.parameters() if p.is_cuda})
 
@@ -53,10 +58,15 @@ def _seed(devices):
 def _objective(net, dataset, devices):
     """The training objective, with dropout masks drawn from a fixed seed: every
     evaluation of a drop sees the same masks, and training's random stream is left as
-    it was."""
+    it was. Over batches of at least ``OBJECTIVE_ROWS`` rows where no layer normalizes
+    by batch statistics (the same value up to rounding and dropout masks, in fewer
+    passes through the module); over the training batches otherwise."""
+    batch_size = None
+    if not _running_stats_modules(net.module_):
+        batch_size = max(OBJECTIVE_ROWS, net.batch_size or 0)
     with torch.random.fork_rng(devices=devices):
         _seed(devices)
-        return net.training_objective(dataset)
+        return net.training_objective(dataset, batch_size)
 
 
 def _try_drop(net, dataset, drop, before, devices):
