@@ -1,0 +1,200 @@
+"""The NAM's pairwise interactions (sparse GA2M): choice of pairs, purity, additivity,
+selection, explanations, compaction, persistence."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sksparse_nn import regularization_path
+from sksparse_nn.datasets import make_interaction_regression
+from sksparse_nn.estimators.nam import DGatedNAMClassifier, DGatedNAMRegressor
+from sksparse_nn.nn.nam import NAM
+
+# Tiny fits: the properties tested hold for any weights, not only for converged ones.
+TINY = {"hidden_layer_sizes": (8,), "batch_size": 50, "max_epochs": 4, "random_state": 0}
+EPS32 = np.finfo(np.float32).eps
+
+
+def _quiet(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_epochs ends these fits early on purpose
+        return fit()
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_interaction_regression(n_samples=200, n_features=6, random_state=0)
+    return pd.DataFrame(X, columns=[f"c{j}" for j in range(6)]), y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y = data
+    est = DGatedNAMRegressor(lam=1e-3, interactions=[("c0", "c1"), (2, 3)], **TINY)
+    return _quiet(lambda: est.fit(X, y))
+
+
+def _scale(est, X):
+    """The size of the terms a sum adds up: float32 rounding is relative to it."""
+    return np.abs(est.contributions(X)).sum(axis=1).max() + abs(est.intercept_)
+
+
+def test_default_has_no_interactions(data):
+    X, y = data
+    est = _quiet(lambda: DGatedNAMRegressor(**TINY).fit(X, y))
+    assert est.module_.interactions is None
+    assert est.interaction_pairs_.shape == (0, 2)
+    assert len(est.terms_) == 6
+
+
+def test_explicit_pairs_by_name_and_index(fitted):
+    assert fitted.interaction_pairs_.tolist() == [[0, 1], [2, 3]]
+    assert list(fitted.term_names_[6:]) == ["c0 x c1", "c2 x c3"]
+    assert [t.tolist() for t in fitted.terms_[6:]] == [[0, 1], [2, 3]]
+
+
+def test_contributions_sum_to_the_prediction(fitted, data):
+    X, _ = data
+    contrib = fitted.contributions(X)
+    assert contrib.shape == (len(X), 8)
+    # float32 terms summed in another order: each of the 9 terms rounds once (eps32)
+    tol = 9 * EPS32 * _scale(fitted, X)
+    np.testing.assert_allclose(contrib.sum(axis=1) + fitted.intercept_, fitted.predict(X), atol=tol)
+
+
+def test_pairs_are_pure(fitted, data):
+    """Averaged over the training data's values of one side, a pair is 0 for every value
+    of the other side: it holds no main effect."""
+    X, _ = data
+    for t, (a, b) in zip((6, 7), fitted.interaction_pairs_, strict=True):
+        for fixed, other in ((a, b), (b, a)):
+            for value in np.linspace(-1, 1, 5):
+                Z = X.copy()
+                Z.iloc[:, fixed] = value
+                f = fitted.contributions(Z)[:, t]
+                assert abs(f.mean()) <= 4 * EPS32 * np.abs(f).max() + 1e-12, (t, other)
+
+
+def test_shape_functions_give_pair_surfaces(fitted):
+    curves = fitted.shape_functions(grid=7)
+    xa, xb, f = curves[6]
+    assert xa.shape == xb.shape == (7,) and f.shape == (7, 7)
+    # the surface is the pair's contribution at the grid points (others at 0)
+    rows = np.zeros((1, 6))
+    rows[0, :2] = xa[2], xb[5]
+    frame = pd.DataFrame(rows, columns=[f"c{j}" for j in range(6)])
+    assert fitted.contributions(frame)[0, 6] == pytest.approx(f[2, 5], abs=1e-6)
+
+
+def test_explain_is_a_waterfall_of_the_output(fitted, data):
+    X, _ = data
+    frame = fitted.explain(X.iloc[:5])
+    kept = list(fitted.term_names_[fitted.selected_terms_])
+    assert list(frame.columns) == ["intercept", *kept, "output"]
+    assert (frame.index == X.index[:5]).all()
+    tol = 9 * EPS32 * _scale(fitted, X)
+    np.testing.assert_allclose(frame["output"], fitted.predict(X.iloc[:5]), atol=tol)
+    np.testing.assert_allclose(frame.drop(columns="output").sum(axis=1), frame["output"])
+
+
+def test_compact_and_pickle_keep_the_pairs(fitted, data):
+    X, _ = data
+    compact = fitted.compact()
+    columns = sorted({int(c) for t in fitted.selected_terms_ for c in fitted.terms_[t]})
+    out = compact(torch.as_tensor(X.to_numpy()[:, columns], dtype=torch.float32))
+    tol = 9 * EPS32 * _scale(fitted, X)
+    np.testing.assert_allclose(out.detach().numpy().ravel(), fitted.predict(X), atol=tol)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.predict(X), fitted.predict(X))
+
+
+def test_removed_pairs_are_exactly_zero(data):
+    X, y = data
+    est = DGatedNAMRegressor(lam=50.0, interactions=2, **{**TINY, "max_epochs": 40})
+    est = _quiet(lambda: est.fit(X, y))
+    assert est.selected_terms_.size == 0
+    assert np.all(est.contributions(X) == 0.0)
+    assert torch.all(est.module_.interactions.means == 0.0)
+
+
+def test_budget_screens_the_true_pair_first():
+    X, y = make_interaction_regression(n_samples=600, n_features=8, noise=0.2, random_state=1)
+    est = _quiet(lambda: DGatedNAMRegressor(interactions=3, **TINY).fit(X, y))
+    assert len(est.interaction_pairs_) == 3
+    assert est.interaction_pairs_[0].tolist() == [0, 1]  # the simulation's pair
+    auto = _quiet(lambda: DGatedNAMRegressor(interactions="auto", **TINY).fit(X[:, :4], y))
+    assert len(auto.interaction_pairs_) == 4  # as many as main terms (of 6 candidates)
+
+
+def test_pair_with_a_group_takes_the_whole_group():
+    rng = np.random.RandomState(0)
+    level = rng.randint(3, size=150)
+    X = np.column_stack([rng.uniform(-1, 1, 150), np.eye(3)[level]])
+    y = X[:, 0] * (level - 1.0) + 0.1 * rng.randn(150)
+    groups = [0, 1, 1, 1]  # the categorical's one-hot columns are one term
+    est = DGatedNAMRegressor(lam=1e-3, groups=groups, interactions=[(0, 2)], **TINY)
+    est = _quiet(lambda: est.fit(X, y))
+    assert est.terms_[-1].tolist() == [0, 1, 2, 3]
+    assert est.term_names_[-1] == "x0 x [x1, x2, x3]"
+    xa, levels, f = est.shape_functions(grid=4)[2]
+    assert xa.shape == (4,) and levels.shape == (3, 3) and f.shape == (4, 3)
+    assert sorted(map(tuple, levels)) == sorted(map(tuple, np.eye(3)))
+
+
+@pytest.mark.parametrize(
+    "interactions, match",
+    [
+        ([("c0", "zz")], "no such column"),
+        ([(0, 0)], "one term twice"),
+        ([(0, 1), (1, 0)], "given twice"),
+        ([(0, 9)], "not an index below 6"),
+        ([(0, 1, 2)], "two features"),
+    ],
+)
+def test_bad_pairs_are_named(data, interactions, match):
+    X, y = data
+    with pytest.raises(ValueError, match=match):
+        DGatedNAMRegressor(interactions=interactions, **TINY).fit(X, y)
+
+
+def test_user_pairs_are_not_modified(data):
+    X, y = data
+    pairs = [["c0", "c1"]]
+    _quiet(lambda: DGatedNAMRegressor(interactions=pairs, **TINY).fit(X, y))
+    assert pairs == [["c0", "c1"]]
+
+
+def test_classifier_with_interactions(data):
+    X, y = data
+    est = DGatedNAMClassifier(lam=1e-3, interactions=[(0, 1)], **TINY)
+    est = _quiet(lambda: est.fit(X, y > np.median(y)))
+    tol = 9 * EPS32 * _scale(est, X)
+    np.testing.assert_allclose(
+        est.contributions(X).sum(axis=1) + est.intercept_, est.decision_function(X), atol=tol
+    )
+
+
+def test_path_counts_terms_and_warm_starts_keep_pairs(data):
+    X, y = data
+    est = DGatedNAMRegressor(interactions=[(0, 1)], **TINY)
+    path = _quiet(lambda: regularization_path(est, X, y, lams=[1e-3, 2e-3], keep_estimators=True))
+    # all 6 features by their mains, and the pair: 7 terms (4 epochs leave no group at 0)
+    assert path.n_selected.tolist() == [6, 6] and path.n_terms.tolist() == [7, 7]
+    for fit, n in zip(path.estimators, path.n_terms, strict=True):
+        assert fit.interaction_pairs_.tolist() == [[0, 1]]
+        assert len(fit.selected_terms_) == n
+    assert "n_terms" in path.to_frame()
+    plain = _quiet(lambda: regularization_path(DGatedNAMRegressor(**TINY), X, y, lams=[1e-3]))
+    assert plain.n_terms[0] == len(plain.selected[0])
+
+
+def test_module_pairs_without_terms_read_their_columns():
+    """A compact module whose pair reads a column that no main term reads."""
+    nam = NAM(3, (4,), terms=[[0]], pairs=[[[1], [2]]])
+    x = torch.randn(5, 3)
+    assert nam.contributions(x).shape == (5, 2, 1)
+    torch.testing.assert_close(nam(x), nam.contributions(x).sum(dim=1) + nam.intercept)
