@@ -37,7 +37,7 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import add_out_argument, machine, single_thread, timed, uptime, write_json  # noqa: E402
 
-MODELS = ("nam", "ga2m", "ebm", "hgb")
+MODELS = ("ga2m", "ebm", "hgb", "nam")
 TRUE_TERMS = {"x0", "x1", "x2", "x3", "x0 x x1"}
 
 
@@ -76,6 +76,10 @@ def fit_model(name, train, seed):
             "pair_rank": ranked.index((0, 1)) if (0, 1) in ranked else None,
             "n_terms_path": search.path_.n_terms.tolist(),
             "lams": search.path_.lams.tolist(),
+            "cv_mean": search.path_.cv_mean.tolist(),
+            "cv_se": search.path_.cv_se.tolist(),
+            "group_norms": est.group_norms_.tolist(),
+            "names": [str(t) for t in est.term_names_],
         }
     if name == "ebm":
         from interpret.glassbox import ExplainableBoostingRegressor

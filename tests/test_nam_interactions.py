@@ -198,3 +198,53 @@ def test_module_pairs_without_terms_read_their_columns():
     x = torch.randn(5, 3)
     assert nam.contributions(x).shape == (5, 2, 1)
     torch.testing.assert_close(nam(x), nam.contributions(x).sum(dim=1) + nam.intercept)
+
+
+def test_plots_draw_a_heat_map_per_pair_and_a_waterfall(fitted, data):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from matplotlib.collections import QuadMesh
+
+    from sksparse_nn.plotting import plot_explanation, plot_shape_functions
+
+    X, _ = data
+    axes = plot_shape_functions(fitted, X, grid=9)
+    titles = [ax.get_title() for ax in axes]
+    assert titles[-2:] == ["c0 x c1", "c2 x c3"]
+    assert all(any(isinstance(c, QuadMesh) for c in ax.collections) for ax in axes[-2:])
+    ax = plot_explanation(fitted, X.iloc[[3]], max_terms=3)
+    bars = ax.patches
+    assert len(bars) == 4  # the 3 largest terms and one bar for the other 5
+    end = bars[-1].get_x() + bars[-1].get_width()
+    assert end == pytest.approx(fitted.explain(X.iloc[[3]])["output"].iloc[0], abs=1e-9)
+    with pytest.raises(ValueError, match="one row"):
+        plot_explanation(fitted, X.iloc[:2].to_numpy())
+    plt.close("all")
+
+
+def test_onnx_export_runs_the_kept_pairs(fitted, data):
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    X, _ = data
+    session = ort.InferenceSession(fitted.to_onnx().SerializeToString())
+    name = session.get_inputs()[0].name
+    out = session.run(None, {name: X.to_numpy(dtype=np.float32)})[0].ravel()
+    tol = 9 * EPS32 * _scale(fitted, X)  # float32 graph against the float64 predict
+    np.testing.assert_allclose(out, fitted.predict(X), atol=tol)
+
+
+def test_variable_model_pairs_whole_variables():
+    from sksparse_nn import VariableModel
+
+    X, y = make_interaction_regression(n_samples=120, n_features=4, random_state=0)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    frame["d"] = np.where(X[:, 3] > 0, "hi", "lo")  # a categorical: one term, two columns
+    est = DGatedNAMRegressor(lam=1e-3, interactions="auto", **TINY)
+    model = _quiet(lambda: VariableModel(est).fit(frame, y))
+    inner = model.estimator_
+    assert len(inner.interaction_pairs_) == 4  # as many as the 4 variables, of 6 pairs
+    n_main = len(inner.terms_) - 4
+    sizes = {len(inner.terms_[a]) + len(inner.terms_[b]) for a, b in inner.interaction_pairs_}
+    assert [len(t) for t in inner.terms_[n_main:]] == [
+        len(inner.terms_[a]) + len(inner.terms_[b]) for a, b in inner.interaction_pairs_
+    ]
+    assert sizes <= {2, 3}  # a pair with d holds both of its columns
