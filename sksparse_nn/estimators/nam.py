@@ -381,9 +381,13 @@ _NAM_DOC = fill(
         those candidates. An int ``k``: the ``k`` best-scoring pairs of a screening of
         all pairs of main terms (a residual ranking on binned data after a binned
         additive fit, about ``n T^2`` operations for ``T`` terms: a fraction of one
-        training epoch); ``"auto"``: as many candidates as there are main terms. Every
-        pair is pure: it averages to zero along each of its axes over the training data,
-        so it never holds a main effect and its contribution means one thing.
+        training epoch; sample weights are not read); ``"auto"``: as many candidates as
+        there are main terms. Every pair is pure: it averages to zero along each of its
+        axes over the training data, so it never holds a main effect and its
+        contribution means one thing. A pair is a sum of 4 products of two factor
+        networks (one per side, one hidden layer of the first width of
+        ``hidden_layer_sizes``; ``dropout`` and ``feature_dropout`` act on the main
+        terms only).
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
