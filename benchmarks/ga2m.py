@@ -74,10 +74,10 @@ def fit_model(name, train, seed):
             "gap": list(est.sparsity_gap_),
             "lam": float(est.lam),
             "pair_rank": ranked.index((0, 1)) if (0, 1) in ranked else None,
-            "n_terms_path": search.path_.n_terms.tolist(),
-            "lams": search.path_.lams.tolist(),
-            "cv_mean": search.path_.cv_mean.tolist(),
-            "cv_se": search.path_.cv_se.tolist(),
+            "n_terms_path": search.cv_path_.n_terms.tolist(),
+            "lams": search.cv_path_.lams.tolist(),
+            "cv_mean": search.cv_path_.cv_mean.tolist(),
+            "cv_se": search.cv_path_.cv_se.tolist(),
             "group_norms": est.group_norms_.tolist(),
             "names": [str(t) for t in est.term_names_],
         }
@@ -117,6 +117,7 @@ def run(args):
             )
             rows.append(record)
             print(_line(record), flush=True)
+            write_json({"rows": rows}, args.out)  # what finished, should a later model fail
     return {"machine": machine(peers=("interpret",)), "uptime": uptime(), "rows": rows}
 
 
