@@ -97,7 +97,7 @@ class NAM(nn.Module):
         ignored). ``None``: one term per column, ``[[0], [1], ..., [p - 1]]``.
     pairs : sequence of (sequence of int, sequence of int), default=None
         The columns of the two sides of each interaction term (see
-        :class:`PairTerms`); ``None`` or empty: no interactions.
+        ``PairTerms`` of ``_nam_pairs``); ``None`` or empty: no interactions.
     pair_rank : int, default=4
         Products of factor networks per interaction term.
 
@@ -341,7 +341,7 @@ class NAM(nn.Module):
         Sets ``c_j`` so that each contribution has mean zero on ``x`` and moves the sum of
         the shifts into the intercept. A removed feature (``g_j`` identically 0) keeps
         ``c_j = 0`` exactly. Interaction terms get their factors' means on ``x``
-        (:meth:`PairTerms.center_`: zero mean along each axis). Works on a module without
+        (``PairTerms.center_``: zero mean along each axis). Works on a module without
         parametrizations.
         """
         was_training = self.training
