@@ -68,8 +68,11 @@ def plot_explanation(est, x, *, output=None, max_terms=12, ax=None):
     y = np.arange(len(names))[::-1] + 1
     colors = ["#c0392b" if v > 0 else "#2471a3" for v in values]
     ax.barh(y, values, left=start, color=colors, height=0.7)
-    for yi, s, v in zip(y, start, values, strict=True):
-        ax.text(s + v, yi, f" {v:+.3g}", va="center", fontsize="x-small")
+    for yi, s, v in zip(y, start, values, strict=True):  # the label past the bar's end
+        end, side = (s + v, "left") if v >= 0 else (s + v, "right")
+        ax.text(end, yi, f" {v:+.3g} ", va="center", ha=side, fontsize="x-small")
+    ax.use_sticky_edges = False  # room for the labels on both sides
+    ax.margins(x=0.18)
     ax.axvline(intercept, color="0.6", lw=0.8, ls=":")
     ax.axvline(total, color="k", lw=1.0)
     ax.set_yticks(np.r_[y, 0], [*names, f"output = {total:.4g}"], fontsize="small")
