@@ -85,6 +85,7 @@ HOOKS = (
     Hook("_traits", "declaration", "the family's Traits: dtypes, standardization, budget, grid"),
     Hook("_build_module", "required", "(n_features, n_outputs) -> the plain torch module"),
     Hook("_gate_module", "required", "(module, init): sparsify its groups with self._sparsify"),
+    Hook("_plan_module", "optional", "(X, targets): data-dependent structure of a fresh module"),
     Hook("_init_module", "optional", "(module, dataset, targets): data-dependent start"),
     Hook("_rescale_inputs", "optional", "(module, shift, scale): absorb x -> (x - shift) / scale"),
     Hook("_rescale_outputs", "optional", "(module, shift, scale): outputs -> out * scale + shift"),

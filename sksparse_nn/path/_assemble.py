@@ -100,6 +100,7 @@ def _assemble(full, folds, splits, estimator, completed):
             [not p["failed"] and p["not_converged"] is None for p in points], dtype=bool
         ),
         selection_unit=full.get("selection_unit", "features"),
+        n_terms=_n_terms(points),
     )
     if splits and folds:
         # every finished fold covers the whole grid; keep the lams of the full-data path
@@ -109,6 +110,16 @@ def _assemble(full, folds, splits, estimator, completed):
         if chosen is not None:
             path.best_lam_, path.lam_1se_ = float(lams[chosen[0]]), float(lams[chosen[1]])
     return path
+
+
+def _n_terms(points):
+    """Kept terms per point, or None when the estimator has no terms (a failed point
+    keeps none)."""
+    counts = [p.get("n_terms") for p in points]
+    known = [p for p, c in zip(points, counts, strict=True) if c is not None and not p["failed"]]
+    if not known:
+        return None
+    return np.array([c or 0 for c in counts], dtype=int)
 
 
 def _stack(values):

@@ -243,6 +243,7 @@ def fit_point(est, lam, X, y, warm, X_val, y_val, scorer):
         "failed": False,
         "not_converged": not_converged,
         "selected": selection(est).copy(),
+        "n_terms": _n_terms(est),
         "norms": np.copy(est.group_norms_),
         "importances": np.copy(getattr(est, "feature_importances_", np.zeros(0))),
         "coefs": np.copy(getattr(est, "coef_", np.nan)),
@@ -271,6 +272,12 @@ def selection(est):
     return est.selected_features_ if components is None else components
 
 
+def _n_terms(est):
+    """How many additive terms the fit keeps (``selected_terms_``), or None."""
+    terms = getattr(est, "selected_terms_", None)
+    return None if terms is None else len(terms)
+
+
 def failed_point(lam, has_val):
     """A diverged point: NaN wherever a score or norm would be, nothing selected."""
     point = {
@@ -278,6 +285,7 @@ def failed_point(lam, has_val):
         "failed": True,
         "not_converged": None,
         "selected": np.zeros(0, dtype=int),
+        "n_terms": 0,
         "norms": None,  # NaN of the other points' width (see _assemble)
         "importances": None,
         "coefs": np.nan,
