@@ -19,7 +19,9 @@ from ._points import fold_scores, run_path
 __all__ = ["n_workers", "parallel_path"]
 
 
-def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store):
+def _fold_task(
+    index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store, fit_params
+):
     """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
     this worker itself (a terminal signals the whole process group) raises it for all.
     ``store``: the fold's checkpoint files (written from here), or None."""
@@ -27,7 +29,7 @@ def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, 
     alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
     received = []
     with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store)
+        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store, fit_params)
     if received or out["interrupted"] == "here":
         out["interrupted"] = "here"
         _raise_flag(flag)
@@ -93,7 +95,19 @@ def parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwarg
     flag = os.path.join(flag_dir, "interrupt")
     tasks = [
         delayed(_fold_task)(
-            k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads, stores[k]
+            k,
+            flag,
+            os.getpid(),
+            base,
+            X,
+            y,
+            train,
+            test,
+            lams,
+            scorer,
+            threads,
+            stores[k],
+            full_kwargs.get("fit_params"),
         )
         for k, (train, test) in enumerate(splits)
     ]

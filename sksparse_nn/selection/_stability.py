@@ -13,7 +13,14 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..path import lambda_grid
-from ._base import PathSelectorMixin, check_family, check_units, n_units_of, top_lam
+from ._base import (
+    PathSelectorMixin,
+    check_family,
+    check_family_fit_params,
+    check_units,
+    n_units_of,
+    top_lam,
+)
 from ._bound import choose_region, region_sizes
 from ._subsamples import complementary_pairs, half_paths
 
@@ -198,25 +205,32 @@ class StabilitySelection(PathSelectorMixin):
             )
         check_family(self.estimator, type(self).__name__)
 
-    def _grid(self, estimator, X, y):
+    def _grid(self, estimator, X, y, sample_weight=None):
         if self.lams is not None:
             lams = np.sort(np.asarray(self.lams, dtype=float).ravel())
             if lams.size < 1 or not np.all(np.isfinite(lams)) or np.any(lams <= 0):
                 raise ValueError(f"lams must be finite and > 0, got {self.lams!r}.")
             return lams
-        lam_max = top_lam(estimator, X, y)
+        lam_max = top_lam(estimator, X, y, sample_weight)
         grid = lambda_grid(lam_max, self.n_lams, self.lam_min_ratio)
         ratio = grid[-1] / grid[-2]
         above = lam_max * ratio ** np.arange(1, 1 + np.ceil(np.log(GRID_HEADROOM) / np.log(ratio)))
         return np.concatenate([grid, above])
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Run the half-sample paths and select the stable units.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        **fit_params : dict
+            Passed to every fit of the estimator, e.g. ``sample_weight`` (the linear
+            models take it; a family whose ``fit`` does not take a keyword raises a
+            TypeError naming it, before any work). A per-row value (one entry per row
+            of ``X``) is taken on each half's rows; the halves themselves are drawn
+            from the rows, not from the weights, and the default grid's ``lam_max``
+            is that of the weighted problem.
 
         Returns
         -------
@@ -225,17 +239,20 @@ class StabilitySelection(PathSelectorMixin):
         self._check_params()
         estimator = clone(self.estimator)
         X, y = indexable(X, y)
+        fit_params = check_family_fit_params(estimator, fit_params, X, type(self).__name__)
         self._record_input(X)
         n_samples, n_units = len(X) if not hasattr(X, "shape") else X.shape[0], n_units_of(X)
         if n_samples < 4:
             raise ValueError(f"StabilitySelection needs at least 4 rows, got {n_samples}.")
-        lams = self._grid(estimator, X, y)
+        lams = self._grid(estimator, X, y, fit_params.get("sample_weight"))
         rng = check_random_state(self.random_state)
         classes = None
         if is_classifier(estimator) and y is not None and np.ndim(y) == 1:
             classes = np.asarray(y)
         self.pairs_ = complementary_pairs(n_samples, self.n_pairs, rng, classes)
-        results = half_paths(estimator, X, y, self.pairs_, lams, n_units, self.n_jobs, self.verbose)
+        results = half_paths(
+            estimator, X, y, self.pairs_, lams, n_units, self.n_jobs, self.verbose, fit_params
+        )
         self._report(results)
         halves = np.stack([r["selected"] for r in results])  # (2B, n_lams, n_units)
         self.lams_ = lams
