@@ -273,6 +273,7 @@ class StabilitySelection(PathSelectorMixin):
         n_samples, n_units = len(X) if not hasattr(X, "shape") else X.shape[0], n_units_of(X)
         if n_samples < 4:
             raise ValueError(f"StabilitySelection needs at least 4 rows, got {n_samples}.")
+        units = self._units(X, n_units)  # before any fit: a bad groups fails at once
         lams = self._grid(estimator, X, y, fit_params.get("sample_weight"))
         rng = check_random_state(self.random_state)
         classes = None
@@ -284,7 +285,6 @@ class StabilitySelection(PathSelectorMixin):
         )
         self._report(results)
         halves = np.stack([r["selected"] for r in results])  # (2B, n_lams, n_columns)
-        units = self._units(X, n_units)
         halves = _by_unit(halves, units)  # (2B, n_lams, n_units)
         n_units = halves.shape[2]
         self.groups_, self.n_units_ = units, n_units
