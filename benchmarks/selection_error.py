@@ -170,10 +170,11 @@ def _quiet(fit):
     return out, time.process_time() - t0
 
 
-def run_knockoff(est, X, y, seed, fdr=SIM["fdr"]):
+def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7):
     from sksparse_nn.selection import KnockoffFilter
 
-    kf, cpu = _quiet(lambda: KnockoffFilter(est, fdr=fdr, random_state=seed).fit(X, y))
+    kf = KnockoffFilter(est, fdr=fdr, cluster_threshold=cluster_threshold, random_state=seed)
+    kf, cpu = _quiet(lambda: kf.fit(X, y))
     return {"selected": kf.selected_units_.tolist(), "cpu_s": cpu, "units": int(kf.n_units_),
             "unit_of": kf.groups_.tolist(), "statistics": kf.statistics_.tolist(),
             "lowest_fdr": [lowest_fdr(W) for W in kf.statistics_]}  # fmt: skip
@@ -236,10 +237,11 @@ def _units_selected(out):
 
 
 def _run(method, X, y, task, seed, wrap=None):
-    """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[FDR]-FAMILY`` or
-    ``stability-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``)."""
+    """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[singles][FDR]-FAMILY`` or
+    ``stability[clusters]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
+    every column its own unit, ``cluster_threshold=1``; clusters: ``groups="clusters"``)."""
     kind, _, name = method.partition("-")
-    digits = kind.removeprefix("knockpy").removeprefix("knockoff")
+    digits = kind.removeprefix("knockpy").removeprefix("knockoff").removeprefix("singles")
     fdr = float(digits) if digits[:1].isdigit() else SIM["fdr"]
     if kind.startswith("knockpy"):
         return run_knockpy(X, y, seed, fdr)
@@ -248,7 +250,7 @@ def _run(method, X, y, task, seed, wrap=None):
     est = clustered(X, task) if name == "linear_clusters" else family(name, task, seed)
     est = est if wrap is None else wrap(est)
     if kind.startswith("knockoff"):
-        return run_knockoff(est, X, y, seed, fdr)
+        return run_knockoff(est, X, y, seed, fdr, 1.0 if "singles" in kind else 0.7)
     # "stabilityclusters": units are clusters of correlated columns
     return run_stability(est, X, y, seed, "clusters" if kind.endswith("clusters") else None)
 
@@ -323,11 +325,14 @@ def cells(args):
                     methods = [f"{k}-{f}" for f in args.families if f in FAMILIES
                                for k in ("knockoff", "stability")]  # fmt: skip
                     if "linear" in args.families:
-                        methods += ["knockoff0.2-linear", "stability-linear_d2",
+                        methods += ["knockoff0.2-linear", "knockoffsingles0.2-linear",
+                                    "knockoff0.2-linear_d2", "stability-linear_d2",
                                     "stability-linear_clusters",
                                     "stabilityclusters-linear"]  # fmt: skip
                     if table != "breast_cancer":
                         methods = [m for m in methods if m.endswith("linear")]
+                    if table == "college":  # a table: its units are already variables
+                        methods = [m for m in methods if "clusters" not in m]
                     if "baselines" in args.families and table != "college":
                         methods += ["knockpy", "knockpy0.2"] if table != "wine" else []
                         methods += ["lassonet"] if seed < args.lassonet_reps else []
