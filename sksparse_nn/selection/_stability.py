@@ -143,8 +143,9 @@ class StabilitySelection(PathSelectorMixin):
         Number of units.
     selected_units_ : ndarray of int
         The selected units.
-    stability_scores_ : ndarray of shape (n_units_, n_lams)
-        Selection probability of every unit at every lam of ``lams_``.
+    stability_scores_ : ndarray of shape (n_units, n_lams)
+        Selection probability of every unit at every lam of ``lams_`` (``n_units``:
+        ``n_units_``).
     lams_ : ndarray of shape (n_lams,)
         The common grid (ascending).
     threshold_ : float
