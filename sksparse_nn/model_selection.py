@@ -154,11 +154,14 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self.verbose = verbose
         self.checkpoint = checkpoint
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Run the CV path, choose lam and keep the full-data fit there.
 
         ``y`` may be None only for an unsupervised estimator (the autoencoder, scored by
-        its reconstruction).
+        its reconstruction). ``fit_params`` (e.g. ``sample_weight``, which the linear
+        models take) go to every fit, per-row values on each fold's rows (see
+        ``fit_params`` of :func:`~sksparse_nn.regularization_path`); the CV scores are
+        not weighted.
 
         A lam at which training diverged (on all the data or in any fold) is never
         chosen.
@@ -204,6 +207,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             verbose=self.verbose,
             keep_estimators=True,
             checkpoint=self.checkpoint,
+            fit_params=fit_params,
         )
         if not path.completed:
             raise KeyboardInterrupt(

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_array
 from ..path import regularization_path
 from ..solvers import lambda_max
 from ..training import Scaling
+from ..utils.validation import check_sample_weight
 
 __all__ = ["PathProtocol"]
 
@@ -36,7 +37,7 @@ class PathProtocol:
         """
         return regularization_path(self, X, y, **kwargs)
 
-    def lambda_max(self, X, y):
+    def lambda_max(self, X, y, sample_weight=None):
         """Top of the default lam grid: where the D=2 penalty zeroes every group.
 
         Part of the path protocol (see :func:`~sksparse_nn.regularization_path`): the
@@ -47,12 +48,17 @@ class PathProtocol:
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), default=None
+            The weights the fits will get (rescaled to mean 1, as a fit does): the top
+            of the weighted problem. The standardization a family trains in is not
+            weighted (neither is the fit's).
 
         Returns
         -------
         lam_max : float
         """
         X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        sample_weight = check_sample_weight(sample_weight, X)
         targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
         scaling = Scaling.fit(
             X if self._traits.standardize_inputs else None,
@@ -68,7 +74,9 @@ class PathProtocol:
         # the squared-error form on the (centered) targets; for classifiers it equals
         # lambda_max(..., loss="log_loss") on the class labels when no feature is
         # unpenalized
-        return lambda_max(X, targets, labels, rho, fit_intercept=fit_intercept)
+        return lambda_max(
+            X, targets, labels, rho, fit_intercept=fit_intercept, sample_weight=sample_weight
+        )
 
     def default_grid(self):
         """Size and depth of the default lam grid of this family's paths.

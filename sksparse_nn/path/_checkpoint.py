@@ -254,7 +254,8 @@ class Checkpoint:
 
 
 def open_checkpoint(
-    directory, estimator, X, y, X_val, y_val, lams, extend, splits, scoring, cv_stride=1
+    directory, estimator, X, y, X_val, y_val, lams, extend, splits, scoring, fit_params=None,
+    cv_stride=1,
 ):  # fmt: skip
     """Open (or create) the checkpoint ``directory`` for this run, before any fit.
 
@@ -273,7 +274,9 @@ def open_checkpoint(
             f"checkpoint needs a picklable estimator: {type(estimator).__name__} is not "
             f"({type(exc).__name__}: {exc})."
         ) from exc
-    now = describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring, cv_stride)
+    now = describe_run(
+        estimator, X, y, X_val, y_val, lams, extend, splits, scoring, fit_params, cv_stride
+    )
     os.makedirs(root, exist_ok=True)
     manifest = os.path.join(root, MANIFEST)
     saved = None

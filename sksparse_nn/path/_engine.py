@@ -4,12 +4,15 @@ result."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import indexable
 
+from ..utils.validation import check_fit_params
 from ._assemble import _assemble
 from ._checkpoint import open_checkpoint
 from ._grid import _check_lams, _cv_stride, _grid_args, lambda_grid
@@ -38,6 +41,7 @@ def regularization_path(
     verbose=0,
     keep_estimators=False,
     checkpoint=None,
+    fit_params=None,
 ):
     """Fit ``estimator`` along a lam grid with warm starts from dense to sparse (or, for
     an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
@@ -110,6 +114,13 @@ def regularization_path(
         a warning. ``None`` (the default) writes nothing: a path of seconds needs none.
         The files are pickles: point it only at a directory you trust; one computation
         at a time per directory.
+    fit_params : dict, default=None
+        Keyword arguments of every fit of the path, e.g. ``{"sample_weight": w}`` (the
+        linear models take sample weights; a family whose ``fit`` does not take a
+        keyword raises a TypeError naming it, before any work). A per-row value (one
+        entry per row of ``X``) is indexed with the rows of each CV fold; the default
+        grid's ``lambda_max`` uses ``sample_weight`` where the estimator's takes it.
+        Validation scores are not weighted. ``None``: ``fit(X, y)``.
 
     Returns
     -------
@@ -140,9 +151,11 @@ def regularization_path(
     if (X_val is None) != (y_val is None) and y is not None:
         raise ValueError("Give both X_val and y_val, or neither.")
     X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    fit_params = check_fit_params(base, fit_params, X, "regularization_path")
     extend = lams is None and cv is None
     if lams is None:
-        lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
+        top = weighted_lambda_max(base, X, y, fit_params.get("sample_weight"))
+        lams = _check_lams(lambda_grid(top, n_lams, lam_min_ratio))
     scorer = check_scoring(base, scoring) if scoring is not None else default_scorer(base)
 
     splits = []
@@ -153,11 +166,13 @@ def regularization_path(
     refining = bool(splits) and len(coarse) < len(lams)
     stores = [None] * len(splits)
     if checkpoint is not None:  # refuses another computation's directory, before any fit
-        args = (X_val, y_val, lams, extend, splits, scoring, stride if splits else 1)
+        args = (X_val, y_val, lams, extend, splits, scoring, fit_params, stride if splits else 1)
         opened = open_checkpoint(checkpoint, base, X, y, *args)
         lams = opened.lams
         stores = [opened.path(f"fold-{k}") for k in range(len(splits))]
     folds_at = {"fit_at": lams[coarse] if refining else None, "keep_models": refining}
+    # each fold's store, fit parameters, first-pass lams and whether it keeps its models
+    fold_args = [(store, fit_params, folds_at["fit_at"], refining) for store in stores]
     workers = n_workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
@@ -165,6 +180,7 @@ def regularization_path(
         "y_val": y_val,
         "scorer": scorer,
         "keep_estimators": keep_estimators,
+        "fit_params": fit_params,
         "checkpoint": None if checkpoint is None else opened.path("full"),
     }
 
@@ -178,7 +194,7 @@ def regularization_path(
                 print(f"[regularization_path] fold {k + 1}/{len(splits)}")
             try:
                 folds.append(
-                    fold_scores(base, X, y, train, test, lams, scorer, None, stores[k], **folds_at)
+                    fold_scores(base, X, y, train, test, lams, scorer, None, *fold_args[k])
                 )
             except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
                 folds.append({"completed": False})
@@ -196,7 +212,7 @@ def regularization_path(
             second = None  # the second passes' checkpoint stores
             if checkpoint is not None:
                 second = [opened.path(f"fold-{k}-second") for k in range(len(splits))]
-            args = (targets, scorer, workers, verbose, second)
+            args = (targets, scorer, workers, verbose, second, fit_params)
             folds = refine_folds(folds, X, y, splits, lams, *args)
     for fold in folds:
         fold.pop("models", None)
@@ -204,6 +220,20 @@ def regularization_path(
     completed = full["completed"] and len(finished) == len(splits)
     _report(full, finished, splits, completed, base)
     return _assemble(full, finished, splits, base, completed)
+
+
+def weighted_lambda_max(estimator, X, y, sample_weight=None):
+    """``estimator.lambda_max(X, y)``, with ``sample_weight`` where its ``lambda_max``
+    takes it (the families that take weights: the top of their weighted problem)."""
+    if sample_weight is None:
+        return estimator.lambda_max(X, y)
+    try:
+        takes = "sample_weight" in inspect.signature(estimator.lambda_max).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if takes:
+        return estimator.lambda_max(X, y, sample_weight=sample_weight)
+    return estimator.lambda_max(X, y)
 
 
 def _check_path_protocol(estimator):

@@ -19,17 +19,19 @@ from ._points import fold_scores, run_path
 __all__ = ["n_workers", "parallel_path"]
 
 
-def _fold_task(
-    index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store, folds_at
-):  # fmt: skip
+def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, rest):
     """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
     this worker itself (a terminal signals the whole process group) raises it for all.
-    ``store``: the fold's checkpoint files (written from here), or None."""
+    ``rest``: the fold's checkpoint store (written from here, or None), the fit
+    parameters and :func:`fold_scores`'s ``fit_at`` / ``keep_models``."""
+    store, fit_params, folds_at = rest
     # a worker process runs tasks in its main thread; a thread-based backend does not
     alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
     received = []
     with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store, **folds_at)
+        out = fold_scores(
+            estimator, X, y, train, test, lams, scorer, threads, store, fit_params, **folds_at
+        )
     if received or out["interrupted"] == "here":
         out["interrupted"] = "here"
         _raise_flag(flag)
@@ -97,10 +99,21 @@ def parallel_path(
     threads = max(1, (os.cpu_count() or 1) // (workers + 1))
     flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
     flag = os.path.join(flag_dir, "interrupt")
-    parent = os.getpid()
+    parent, fit_params = os.getpid(), full_kwargs.get("fit_params")
     tasks = [
         delayed(_fold_task)(
-            k, flag, parent, base, X, y, train, test, lams, scorer, threads, stores[k], folds_at
+            k,
+            flag,
+            parent,
+            base,
+            X,
+            y,
+            train,
+            test,
+            lams,
+            scorer,
+            threads,
+            (stores[k], fit_params, folds_at),
         )
         for k, (train, test) in enumerate(splits)
     ]

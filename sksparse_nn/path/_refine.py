@@ -19,10 +19,12 @@ import os
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples
 
 from ..exceptions import TrainingDivergedError
 from ..utils.interrupt import InterruptRequested, interrupt_requested
 from ..utils.threads import torch_threads
+from ..utils.validation import fit_params_rows
 from ._assemble import chosen_indices, cv_statistics
 from ._points import failed_point, fit_point
 
@@ -67,7 +69,9 @@ def refine_targets(points, folds, fitted, rule=None):
     return sorted(j for j in near if 0 <= j < n and not fitted[j])
 
 
-def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None, store=None):
+def refine_fold(
+    fold, X, y, train, test, lams, targets, scorer, threads=None, store=None, fit_params=None
+):
     """The second pass of one fold: its scores at ``targets`` (grid indices), each fit
     warm-started from a copy of the fold's model at the nearest fitted lam below.
 
@@ -77,7 +81,8 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None, st
     on); a target whose fit diverges is marked failed. A Ctrl-C ends the pass with
     ``completed=False``. ``store``: a checkpoint store (see
     :class:`~._checkpoint.PathStore`) where every fit's record is written, and read
-    instead of fitting on a rerun.
+    instead of fitting on a rerun. ``fit_params``: keyword arguments of every fit, per-row
+    values indexed with the fold's training rows (see ``regularization_path``).
     """
     fold = dict(fold)
     models = fold.pop("models", None) or {}
@@ -87,6 +92,7 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None, st
     X_fit, X_val = _safe_indexing(X, train), _safe_indexing(X, test)
     y_fit = None if y is None else _safe_indexing(y, train)
     y_val = None if y is None else _safe_indexing(y, test)
+    rows = fit_params_rows(fit_params or {}, train, _num_samples(X))
     done = 0  # the fits of this pass, numbered as the store numbers them
     try:
         with torch_threads(threads):
@@ -102,7 +108,7 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None, st
                     point, diverged = saved[0], saved[2]
                 else:
                     point, diverged = _fit_from(models[max(below)], lam, X_fit, y_fit, X_val,
-                                                y_val, scorer)  # fmt: skip
+                                                y_val, scorer, rows)  # fmt: skip
                     if store is not None:
                         store.save(done, point, None, diverged)
                 done += 1
@@ -120,20 +126,24 @@ def refine_fold(fold, X, y, train, test, lams, targets, scorer, threads=None, st
     return fold
 
 
-def _fit_from(model, lam, X, y, X_val, y_val, scorer):
+def _fit_from(model, lam, X, y, X_val, y_val, scorer, fit_params):
     """(point, diverged) of a fit at ``lam`` warm-started from a copy of ``model``;
     ``diverged`` is ``(lam, message)`` when its training diverged, else None."""
     try:
-        return fit_point(copy.deepcopy(model), lam, X, y, True, X_val, y_val, scorer), None
+        est = copy.deepcopy(model)
+        return fit_point(est, lam, X, y, True, X_val, y_val, scorer, fit_params), None
     except TrainingDivergedError as exc:
         return failed_point(lam, True), (lam, str(exc))
 
 
-def refine_folds(folds, X, y, splits, lams, targets, scorer, workers=1, verbose=0, stores=None):
+def refine_folds(
+    folds, X, y, splits, lams, targets, scorer, workers=1, verbose=0, stores=None, fit_params=None
+):
     """:func:`refine_fold` over all ``folds`` (finished first passes, in the order of
     ``splits``; ``stores``: their second passes' checkpoint stores, or None), in this
     process or over ``workers`` joblib workers; after a Ctrl-C the folds not refined are
-    returned as they were and the pass is marked unfinished."""
+    returned as they were and the pass is marked unfinished (``fit_params``: see
+    :func:`refine_fold`)."""
     if not targets:
         return folds
     stores = stores or [None] * len(folds)
@@ -146,11 +156,14 @@ def refine_folds(folds, X, y, splits, lams, targets, scorer, workers=1, verbose=
             if out and not out[-1]["completed"]:
                 out.append(fold)
                 continue
-            out.append(refine_fold(fold, X, y, train, test, lams, targets, scorer, None, store))
+            args = (lams, targets, scorer, None, store, fit_params)
+            out.append(refine_fold(fold, X, y, train, test, *args))
         return out
     threads = max(1, (os.cpu_count() or 1) // workers)
     tasks = [
-        delayed(refine_fold)(fold, X, y, train, test, lams, targets, scorer, threads, store)
+        delayed(refine_fold)(
+            fold, X, y, train, test, lams, targets, scorer, threads, store, fit_params
+        )
         for fold, (train, test), store in zip(folds, splits, stores, strict=True)
     ]
     try:
