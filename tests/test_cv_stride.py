@@ -152,3 +152,18 @@ def test_a_checkpoint_keeps_both_passes_and_refuses_another_stride(data, tmp_pat
     again = regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=3, checkpoint=tmp_path)
     np.testing.assert_array_equal(again.cv_scores, first.cv_scores)
     assert again.best_lam_ == first.best_lam_
+
+
+def test_the_second_pass_fits_with_the_fold_rows_sample_weights(data):
+    X, y, groups = data
+    w = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
+    est = SparseLinearRegressor(D=2, groups=groups, tol=TOL)
+    kwargs = {"n_lams": 12, "cv": CV, "fit_params": {"sample_weight": w}}
+    every = regularization_path(est, X, y, cv_stride=1, **kwargs)
+    strided = regularization_path(est, X, y, cv_stride=3, **kwargs)
+    fitted = np.isfinite(strided.cv_scores).all(axis=0)
+    assert fitted.sum() > len(coarse_indices(12, 3))  # a second pass ran
+    # weighted refits (convex) agree with the every-lam run's; unweighted ones would not
+    np.testing.assert_allclose(
+        strided.cv_scores[:, fitted], every.cv_scores[:, fitted], rtol=0, atol=SCORE_ATOL
+    )
