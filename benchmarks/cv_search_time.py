@@ -18,6 +18,12 @@ Usage::
 
     python cv_search_time.py                 # run the missing cells, then report
     python cv_search_time.py --report        # the table of the cached cells
+    python cv_search_time.py --cache results/cv_search_two_pass \
+        --baseline results/cv_search_time    # cells of a change against earlier ones
+
+``--baseline DIR`` compares against cells of this script in ``DIR`` (with their epochs)
+instead of the panel's cache. Row-epochs (rows times epochs, summed over every fit of
+the search) measure the training work whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import real_tables  # noqa: E402  (the tables, splits and scores of the panel)
 from _common import RESULTS, machine, run_cached_panel, single_thread, write_json  # noqa: E402
@@ -114,11 +121,12 @@ def run_cell(table, family, seed):
 
 def run(args):
     single_thread()
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cache = args.cache
+    cache.mkdir(parents=True, exist_ok=True)
     for seed in args.splits:
         for table in args.tables:
             for family in args.families:
-                path = CACHE / f"{table}__{family}__{seed}.json"
+                path = cache / f"{table}__{family}__{seed}.json"
                 if path.exists() and not args.force:
                     continue
                 cell = run_cell(table, family, seed)
@@ -140,7 +148,19 @@ def _paths(fits):
     return paths
 
 
-def _before(table, family, seed):
+def _row_epochs(cell):
+    """Rows times epochs summed over the search's fits (None without a fit log)."""
+    fits = cell.get("fits")
+    return None if fits is None else sum(f["rows"] * f["epochs"] for f in fits)
+
+
+def _before(table, family, seed, baseline=None):
+    if baseline is not None:
+        path = baseline / f"{table}__{family}__{seed}.json"
+        if not path.exists():
+            return None
+        cell = json.loads(path.read_text())
+        return {**{k: cell[k] for k in ("test_score", "n_variables", "cpu")}, "fits": cell["fits"]}
     path = real_tables.CACHE / f"{table}__{family}__{seed}.json"
     if not path.exists():
         return None
@@ -159,8 +179,8 @@ def report(args):
         for family in args.families:
             pairs = []
             for seed in args.splits:
-                path = CACHE / f"{table}__{family}__{seed}.json"
-                before = _before(table, family, seed)
+                path = args.cache / f"{table}__{family}__{seed}.json"
+                before = _before(table, family, seed, args.baseline)
                 if path.exists() and before is not None:
                     pairs.append((before, json.loads(path.read_text())))
             if not pairs:
@@ -177,6 +197,9 @@ def report(args):
                     "cpu_median": float(np.median([p[k]["cpu"] for p in pairs])),
                     "cpu_max": float(np.max([p[k]["cpu"] for p in pairs])),
                 }
+            for side, k in (("before", 0), ("after", 1)):
+                work = [_row_epochs(p[k]) for p in pairs]
+                row[side]["row_epochs"] = None if None in work else work
             row["after"]["epochs_per_path"] = [
                 float(np.mean([sum(p) for p in _paths(after["fits"])])) for _, after in pairs
             ]
@@ -196,6 +219,12 @@ def report(args):
             f"{b['cpu_median']:5.0f} ({b['cpu_max']:3.0f}) {a['cpu_median']:5.0f} "
             f"({a['cpu_max']:3.0f})"
         )
+        if b["row_epochs"] and a["row_epochs"]:
+            ratio = np.array(a["row_epochs"]) / np.array(b["row_epochs"])
+            print(
+                f"{'':19s}row-epochs after / before: {ratio.mean():.3f} "
+                f"({ratio.min():.2f}-{ratio.max():.2f})"
+            )
     write_json({"rows": rows, "machine": machine()}, args.out)
     return rows
 
@@ -205,6 +234,8 @@ def main():
     parser.add_argument("--tables", nargs="+", default=list(TABLES))
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--splits", nargs="+", type=int, default=list(SPLITS))
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where the cells are")
+    parser.add_argument("--baseline", type=Path, default=None, help="earlier cells")
     run_cached_panel(parser, run, report, RESULTS / "cv_search_time.json")
 
 

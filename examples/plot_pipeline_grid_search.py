@@ -51,7 +51,7 @@ def main(out=OUT):
 
     pipe = make_pipeline(
         StandardScaler(),
-        SparsePathCV(SparseLinearClassifier(), n_lams=15, cv=5, rule="1se"),
+        SparsePathCV(SparseLinearClassifier(), n_lams=12, cv=3, rule="1se"),
     )
     search = GridSearchCV(pipe, {"sparsepathcv__estimator__D": [2, 3, 4]}, cv=3)
     search.fit(X, y)

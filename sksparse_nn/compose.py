@@ -233,7 +233,7 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         return super().transform(X)
 
     # -------------------------------------------------------------------- paths
-    def lambda_max(self, X, y):
+    def lambda_max(self, X, y, sample_weight=None):
         """Top of the default lam grid of this model's paths (path protocol).
 
         The estimator's ``lambda_max`` on the encoding of ``X`` with one group per
@@ -243,13 +243,18 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Passed to the estimator's ``lambda_max`` where given (a family that takes
+            sample weights).
 
         Returns
         -------
         lam_max : float
         """
+        from .path import weighted_lambda_max
+
         _, encoded, _, _, labels = self._encode_fit(X, y)
-        return self._with_groups(labels).lambda_max(encoded, y)
+        return weighted_lambda_max(self._with_groups(labels), encoded, y, sample_weight)
 
     def regularization_path(self, X, y, **kwargs):
         """The estimator's regularization path, counted in variables.

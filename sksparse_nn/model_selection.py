@@ -57,6 +57,12 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         ``default_grid()`` (see :func:`~sksparse_nn.regularization_path`).
     cv : int, CV splitter or iterable, default=5
         Integers mean (Stratified)KFold, as in scikit-learn.
+    cv_stride : int, default=None
+        The folds fit every ``cv_stride``-th lam first and then the lams next to the
+        chosen ones (the full-data fit takes every lam); ``None``: 1 for ``lams`` given,
+        else the estimator's ``default_grid()`` (2 for networks, 1 for linear models;
+        see :func:`~sksparse_nn.regularization_path`). The second pass fits next to
+        the lam ``rule`` chooses.
     rule : {"best", "1se"}, default="best"
         ``"best"``: the best mean CV score, accurate first (as scikit-learn's
         ``LassoCV``); ``"1se"``: the sparsest lam whose mean CV score is within one
@@ -113,6 +119,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         "n_lams": [Interval(Integral, 2, None, closed="left"), None],
         "lam_min_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "cv": ["cv_object"],
+        "cv_stride": [Interval(Integral, 1, None, closed="left"), None],
         "rule": [StrOptions({"best", "1se"})],
         "scoring": [str, callable, None],
         "n_jobs": [Integral, None],
@@ -128,6 +135,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         n_lams=None,
         lam_min_ratio=None,
         cv=5,
+        cv_stride=None,
         rule="best",
         scoring=None,
         n_jobs=None,
@@ -139,17 +147,21 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self.n_lams = n_lams
         self.lam_min_ratio = lam_min_ratio
         self.cv = cv
+        self.cv_stride = cv_stride
         self.rule = rule
         self.scoring = scoring
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.checkpoint = checkpoint
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Run the CV path, choose lam and keep the full-data fit there.
 
         ``y`` may be None only for an unsupervised estimator (the autoencoder, scored by
-        its reconstruction).
+        its reconstruction). ``fit_params`` (e.g. ``sample_weight``, which the linear
+        models take) go to every fit, per-row values on each fold's rows (see
+        ``fit_params`` of :func:`~sksparse_nn.regularization_path`); the CV scores are
+        not weighted.
 
         A lam at which training diverged (on all the data or in any fold) is never
         chosen.
@@ -188,11 +200,14 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             n_lams=self.n_lams,
             lam_min_ratio=self.lam_min_ratio,
             cv=self.cv,
+            cv_stride=self.cv_stride,
+            cv_rule=self.rule,
             scoring=self.scoring,
             n_jobs=self.n_jobs,
             verbose=self.verbose,
             keep_estimators=True,
             checkpoint=self.checkpoint,
+            fit_params=fit_params,
         )
         if not path.completed:
             raise KeyboardInterrupt(

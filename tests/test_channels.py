@@ -218,6 +218,43 @@ def test_compaction_removes_a_group_everywhere_exactly(model_class):
         assert small.stem[1].running_mean.shape == (2,)
 
 
+class GroupNormed(nn.Module):
+    """Group norms: two groups of two channels, then one channel per group."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.gn1 = nn.Conv2d(1, 4, 3, padding=1), nn.GroupNorm(2, 4)
+        self.conv2, self.gn2 = nn.Conv2d(4, 3, 3, padding=1), nn.GroupNorm(3, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        x = torch.relu(self.gn1(self.conv1(x)))
+        x = torch.relu(self.gn2(self.conv2(x)))
+        return self.head(x.mean((2, 3)))
+
+
+def test_a_group_norm_couples_the_channels_of_each_of_its_groups():
+    # its statistics mix the channels of a group: they form one channel group (with the
+    # group norm's scale and shift), removed whole and exactly
+    model = _randomized(GroupNormed())
+    with torch.no_grad():
+        for gn in (model.gn1, model.gn2):
+            nn.init.uniform_(gn.weight, 0.5, 1.5)
+            nn.init.uniform_(gn.bias, -0.5, 0.5)
+    x = torch.randn(5, 1, 6, 6, dtype=torch.float64)
+    groups = channel_groups(model, x)
+    conv1 = _labels(groups, "conv1.weight")
+    assert conv1[0] == conv1[1] != conv1[2] == conv1[3]
+    np.testing.assert_array_equal(_labels(groups, "gn1.bias"), conv1)
+    assert len(set(_labels(groups, "conv2.weight"))) == 3 and groups.n_groups == 5
+    _zero_groups(model, groups, [int(conv1[2]), int(_labels(groups, "conv2.weight")[0])])
+    small, _ = compact_channels(model, x)
+    torch.testing.assert_close(small(x), model(x), rtol=0, atol=EXACT)
+    assert (small.gn1.num_groups, small.gn1.num_channels) == (1, 2)
+    assert (small.gn2.num_groups, small.gn2.num_channels) == (2, 2)
+    assert small.conv2.in_channels == 2
+
+
 class Seq1d(nn.Module):
     """Conv1d + BatchNorm1d, a depthwise conv called twice, a subtraction, a flatten
     written as a view, a hidden Linear."""
@@ -354,6 +391,57 @@ def test_declaration_errors_and_the_warning_naming_the_batch_norm():
         collapse(model)
 
 
+class _BNMLP(nn.Module):
+    """Tabular: Linear -> BatchNorm1d -> ReLU -> Linear (the hidden units are channels)."""
+
+    def __init__(self, n_features=4, hidden=6, n_outputs=2):
+        super().__init__()
+        self.hidden = nn.Linear(n_features, hidden)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.out = nn.Linear(hidden, n_outputs)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.bn(self.hidden(x))))
+
+
+class _SoftmaxMLP(nn.Module):
+    """Hidden units mixed by a softmax (an operation channel groups do not follow)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(4, 3)
+        self.out = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.out(torch.softmax(self.hidden(x), dim=1))
+
+
+@pytest.mark.filterwarnings("ignore::sksparse_nn.exceptions.ConvergenceWarning")
+def test_channels_gate_the_hidden_units_of_linear_layers():
+    # one group per hidden unit over the Linear's row, its bias and the batch norm; the
+    # output layer's units reach the output and stay. A lam that removes every group:
+    # zero in each tensor, and the compacted model predicts the same
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 4).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    clf = DGatedNeuralNetClassifier(
+        _BNMLP(), gates="channels", lam=20.0, max_epochs=8, batch_size=15, random_state=0
+    ).fit(X, y)
+    assert clf.channel_group_layers_ == {"hidden.weight": [["hidden"]] * 6}
+    user = clf.module_.module
+    assert torch.all(user.hidden.weight == 0) and torch.all(user.hidden.bias == 0)
+    assert torch.all(user.bn.weight == 0) and torch.all(user.bn.bias == 0)
+    small = clf.compact().double()
+    assert small.module.hidden.out_features == 1  # a layer keeps one unit
+    with torch.no_grad():
+        out = small(torch.as_tensor(X, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(out, clf.decision_function(X), rtol=0, atol=1e-9)
+    # a Linear whose units the trace cannot follow is left out (where a convolution's
+    # would be an error): here nothing is left to gate, and the error names why
+    with pytest.raises(ValueError, match="no channel of the module can be removed.*'hidden'"):
+        DGatedNeuralNetClassifier(_SoftmaxMLP(), gates="channels", max_epochs=1).fit(X, y)
+
+
 class _FakeReport:
     def __init__(self, share):
         self.flops_before, self.flops_after = 1000, round(1000 * share)
@@ -408,16 +496,22 @@ class _DigitsCNN(nn.Module):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sksparse_nn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("max_epochs", [None, 40])
 @pytest.mark.parametrize("gates", ["channels", {"conv1.weight": "out", "conv2.weight": "out"}])
-def test_a_batch_norm_cnn_on_digits_loses_filters_not_accuracy(gates):
-    # the issue's case: filter gates alone kept all 56 filters behind the batch norms
+def test_a_batch_norm_cnn_on_digits_loses_filters_not_accuracy(gates, max_epochs):
+    # the issue's case: filter gates alone kept all 56 filters behind the batch norms;
+    # with its fixed budget of 40 epochs the coupled groups were still in transit at the
+    # end until the drop at the end of a fixed budget
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
     X, y = load_digits(return_X_y=True)
     X = X.reshape(-1, 1, 8, 8).astype(np.float32)
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
-    clf = DGatedNeuralNetClassifier(_DigitsCNN(), gates=gates, lam=0.01, random_state=0)
+    torch.manual_seed(0)  # the module's own init
+    clf = DGatedNeuralNetClassifier(
+        _DigitsCNN(), gates=gates, lam=0.01, max_epochs=max_epochs, random_state=0
+    )
     clf.fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.9
     small, report = clf.compact(return_report=True)

@@ -62,6 +62,7 @@ def twin_of(ax):
 def test_public_names_and_one_module():
     assert plotting.__all__ == [
         "plot_cv_path",
+        "plot_explanation",
         "plot_path",
         "plot_shape_functions",
         "plot_stability_path",

@@ -14,7 +14,12 @@ from sksparse_nn.sparsifiers import (
     sparsify,
 )
 from sksparse_nn.training import PenalizedNet
-from sksparse_nn.training.pruning import drop_if_no_worse
+from sksparse_nn.training.pruning import (
+    DropInTransitAtEnd,
+    drop_if_no_worse,
+    drop_smallest_first,
+    refresh_running_stats,
+)
 
 
 def _gated_layer(D=3, seed=0):
@@ -74,7 +79,7 @@ def test_a_tie_drops_a_group_in_all_its_tensors(D):
     assert torch.all(model[0].parametrizations.weight[0].gates.grad[:, 0] == 0)
 
 
-def _net(X, y, lam=0.05):
+def _net(X, y, lam=0.05, callbacks=None):
     torch.manual_seed(0)
     module = torch.nn.Linear(X.shape[1], 1)
     sparsify(module, "weight", groups="in", D=3)
@@ -88,6 +93,7 @@ def _net(X, y, lam=0.05):
         batch_size=16,
         max_epochs=10,
         train_split=None,
+        callbacks=callbacks,
         callbacks__print_log=None,
     )
     data = Dataset(X, y)
@@ -115,3 +121,69 @@ def test_a_drop_is_kept_only_when_the_objective_does_not_rise():
     for tensor in (weight.original, weight[0].gates):
         momentum = net.optimizer_.state[tensor]["momentum_buffer"]
         assert torch.all(momentum[..., 0] == 0)  # no step moves it off zero
+
+
+def _blind_and_signal(seed=0):
+    """Columns 0 and 2 the data term cannot see (their groups are pure penalty), 1 and
+    3 the signal."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(64, 4)).astype(np.float32)
+    X[:, [0, 2]] = 0.0
+    y = (1.5 * X[:, 1:2] + X[:, 3:4]).astype(np.float32)
+    return X, y
+
+
+def test_drop_smallest_first_keeps_the_longest_run_the_objective_allows():
+    net, data = _net(*_blind_and_signal())
+    norms = group_norms(net.module_)["weight"].clone()
+    assert torch.all(norms > 0)  # the blind groups are still on their way
+    before = net.training_objective(data)
+    order = [("weight", 0), ("weight", 2), ("weight", 1), ("weight", 3)]
+    # all four: refused (the signal); two: kept (pure penalty); three: refused
+    assert drop_smallest_first(net, data, order) == 2
+    after = group_norms(net.module_)["weight"]
+    assert after[0] == 0 and after[2] == 0
+    assert torch.equal(after[[1, 3]], norms[[1, 3]])  # refused drops leave no trace
+    assert net.training_objective(data) < before
+    # a run that starts with the signal is refused at every length: nothing changes
+    net, data = _net(*_blind_and_signal())
+    state = {k: v.clone() for k, v in net.module_.state_dict().items()}
+    assert drop_smallest_first(net, data, [("weight", 1), ("weight", 0)]) == 0
+    assert all(torch.equal(v, state[k]) for k, v in net.module_.state_dict().items())
+
+
+def test_running_stats_are_the_mean_over_one_pass_after_a_refresh():
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).eval()
+    X = torch.randn(64, 3)
+    net = PenalizedNet(
+        module, criterion=torch.nn.MSELoss, batch_size=16, train_split=None
+    ).initialize()
+    refresh_running_stats(net, Dataset(X.numpy(), np.zeros((64, 4), np.float32)))
+    bn = module[1]
+    with torch.no_grad():
+        batches = module[0](X).split(16)  # four batches of 16, in order
+    mean = torch.stack([b.mean(0) for b in batches]).mean(0)
+    var = torch.stack([b.var(0) for b in batches]).mean(0)  # unbiased per batch
+    # float32 sums of 4 x 16 values: a few ulps
+    torch.testing.assert_close(bn.running_mean, mean, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(bn.running_var, var, rtol=1e-5, atol=1e-6)
+    assert int(bn.num_batches_tracked) == 4
+    assert bn.momentum == 0.1 and not module.training  # left as they were
+
+
+def test_a_fixed_budget_ends_with_the_unneeded_groups_dropped():
+    # snapshot three quarters in (epoch 7 of 10); at the end the blind groups, which
+    # fell since, are dropped; the signal's, whose drop raises the objective, are kept
+    callback = DropInTransitAtEnd(max_epochs=10, zero_tol=1e-7)
+    net, data = _net(*_blind_and_signal(), callbacks=[("drop", callback)])
+    norms = group_norms(net.module_)["weight"]
+    assert norms[0] == 0 and norms[2] == 0 and torch.all(norms[[1, 3]] > 0)
+    assert callback.dropped_["weight"].shape == (2,)
+    assert np.all(callback.dropped_["weight"] < callback.live_min_)
+    assert callback.live_min_ == pytest.approx(float(norms[[1, 3]].min()))
+    # lam = 0, or a held-out split (whose rows no training decision may read): off
+    for options in ({"lam": 0.0}, {"train_split": lambda ds, y=None: (ds, ds)}):
+        net.set_params(**options)
+        callback.on_train_begin(net, X=data)
+        assert callback.data_ is None

@@ -454,9 +454,12 @@ def test_cold_fits_and_fits_that_stay_near_their_start_never_restart(monkeypatch
 
 
 def _no_drops(monkeypatch):
-    from sksparse_nn.training import schedule
+    """No drop of groups in transit, by the automatic budget's rule or at the end of a
+    fixed budget (each measures the training objective)."""
+    from sksparse_nn.training import pruning, schedule
 
     monkeypatch.setattr(schedule, "drop_if_no_worse", lambda net, data, drop: False)
+    monkeypatch.setattr(pruning, "drop_smallest_first", lambda net, data, order, tries: 0)
 
 
 def test_a_warm_start_measures_the_objective_it_starts_from(monkeypatch):

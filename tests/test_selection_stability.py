@@ -185,6 +185,43 @@ def test_plot_stability_path(strong_fit):
     plt.close("all")
 
 
+# ------------------------------------------------------------------------ units
+def _block(n=120, seed=0):
+    """x0 and two near-copies (corr ~0.995) carry y; five noise columns."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 8)
+    X[:, 1:3] = X[:, [0]] + 0.1 * rng.randn(n, 2)
+    return X, 2 * X[:, 0] + 0.5 * rng.randn(n)
+
+
+def test_units_of_several_columns_count_as_one():
+    X, y = _block()
+    est = SparseLinearRegressor()  # D = 3: a fit keeps one member of the block
+    kwargs = {"n_pairs": 2, "lams": _grid(est, X, y, n=4), "random_state": 0}
+    labels = np.array([0, 0, 0, 1, 2, 3, 4, 5])
+    sel = StabilitySelection(est, groups=labels, **kwargs).fit(X, y)
+    # the block is one unit, selected on every half where some member is
+    assert sel.n_units_ == 6 and sel.stability_scores_.shape == (6, len(sel.lams_))
+    assert sel.selected_units_.tolist() == [0] and sel.selected_features_.tolist() == [0, 1, 2]
+    alone = StabilitySelection(est, **kwargs).fit(X, y)
+    block = alone.stability_scores_[:3]  # the same halves, column by column
+    # any member: at least as often as the likeliest member, at most their sum (1e-12:
+    # means of the same 0/1 counts)
+    assert np.all(sel.stability_scores_[0] >= block.max(axis=0) - 1e-12)
+    assert np.all(sel.stability_scores_[0] <= block.sum(axis=0) + 1e-12)
+    np.testing.assert_array_equal(sel.stability_scores_[1:], alone.stability_scores_[3:])
+    # the bound counts units
+    assert sel.expected_false_selections_ == pytest.approx(
+        cpss_bound(sel.n_selected_per_half_, 6, sel.threshold_)
+    )
+    # "clusters": the correlation clusters (the block; the noise columns alone)
+    clusters = StabilitySelection(est, groups="clusters", **kwargs).fit(X, y)
+    np.testing.assert_array_equal(clusters.groups_, labels)
+    np.testing.assert_array_equal(clusters.stability_scores_, sel.stability_scores_)
+    with pytest.raises(ValueError, match="one label per unit of X \\(8\\)"):
+        StabilitySelection(est, groups=[0, 1]).fit(X, y)
+
+
 # ------------------------------------------------------------------------ exactly k
 def _ladder(seed=0):
     """Three features of decreasing strength (4, 2, 1) among six."""

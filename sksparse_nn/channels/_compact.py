@@ -91,6 +91,10 @@ def _fix_sizes(model):
         elif isinstance(module, NORMS):
             ref = module.weight if module.weight is not None else module.running_mean
             module.num_features = ref.shape[0]
+        elif isinstance(module, nn.GroupNorm):  # whole groups of channels go (the trace)
+            per = module.num_channels // module.num_groups
+            module.num_channels = module.weight.shape[0]
+            module.num_groups = module.num_channels // per
         elif isinstance(module, nn.PReLU):
             module.num_parameters = module.weight.shape[0]
 

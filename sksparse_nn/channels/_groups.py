@@ -99,9 +99,10 @@ def channel_groups(model, example_input, scope=None, layers=CONVS, strict=True):
     (``+``, ``+=``, ``torch.add``: the channels of both sides become one group, e.g. a
     residual connection) and depthwise convolutions (``groups == in_channels ==
     out_channels``: channel ``c`` in, channel ``c`` out, its filter joins the group) to
-    the layers that read it. A group holds the producers' filters and biases, the batch
-    norms' scales and shifts (penalized together), and the readers' input slices and
-    running statistics (removed with it).
+    the layers that read it; an affine ``GroupNorm`` joins the channels of each of its
+    groups into one (its statistics mix them). A group holds the producers' filters and
+    biases, the batch and group norms' scales and shifts (penalized together), and the
+    readers' input slices and running statistics (removed with it).
 
     Parameters
     ----------
@@ -114,9 +115,11 @@ def channel_groups(model, example_input, scope=None, layers=CONVS, strict=True):
         of them; ``None``: every producer.
     layers : tuple of module classes, default=(Conv1d, Conv2d)
         The producers whose channels are grouped (add ``nn.Linear`` for hidden units).
-    strict : bool, default=True
+    strict : bool or tuple of module classes, default=True
         Raise when a producer of the scope feeds an operation the trace cannot follow;
-        ``False`` leaves its channels out (``skipped`` says why).
+        ``False`` leaves its channels out (``skipped`` says why); a tuple of classes
+        raises for those producers only (e.g. convolutions strict, ``Linear`` layers
+        over a sequence left out).
 
     Returns
     -------
@@ -150,8 +153,11 @@ def channel_groups(model, example_input, scope=None, layers=CONVS, strict=True):
         root = int(roots[i])
         if root in wanted and ch.origin[i] is not None:
             wanted[root].add(ch.origin[i])
-    errors = {k: v for k, v in skipped.items() if v not in _ENDS}
-    if errors and strict:
+    strict_layers = layers if strict is True else (strict or ())
+    errors = {
+        k: v for k, v in skipped.items() if v not in _ENDS and isinstance(modules[k], strict_layers)
+    }
+    if errors:
         layer, reason = next(iter(errors.items()))
         raise ValueError(
             f"The channels of layer '{layer}' reach {reason}, which channel groups cannot "

@@ -252,6 +252,17 @@ def _module_step(node, shape, ids, ch, modules, made, tensor_args):
             if getattr(m, attr) is not None:
                 ch.record(f"{name}.{attr}", 0, "stat", a)
         return a
+    if isinstance(m, nn.GroupNorm) and m.affine:
+        # statistics over each group of channels: its channels stay or go together (a
+        # removed channel would change the others' mean and variance); a group norm
+        # without affine parameters keeps no per-channel tensor to size it by
+        per = m.num_channels // m.num_groups
+        for first in range(0, m.num_channels, per):
+            block = a[first : first + per]
+            ch.union(np.full(per - 1, block[0]), block[1:])
+        for attr in ("weight", "bias"):
+            ch.record(f"{name}.{attr}", 0, "gated", a)
+        return a
     if isinstance(m, PASS_MODULES):
         if isinstance(m, nn.PReLU) and m.num_parameters > 1:
             ch.record(f"{name}.weight", 0, "stat", a)

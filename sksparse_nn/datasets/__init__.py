@@ -6,6 +6,8 @@ Simulations (no data files, fully determined by ``random_state``):
   group-lasso set-up of the D-Gating paper (40 groups of 5 features, 7 informative).
 * :func:`make_additive_regression` -- a sparse non-linear additive model (5 shape functions
   plus noise features), the set-up used for sparse neural additive models.
+* :func:`make_interaction_regression` -- four main effects and one pure pairwise
+  interaction among noise features, the set-up of the sparse GA2M.
 * :func:`make_sparse_classification` -- a small non-linear classification problem in which
   only the first few features carry signal.
 * :func:`make_latent_manifold` -- data of known intrinsic dimension: a latent Gaussian
@@ -25,12 +27,14 @@ scikit-learn (:func:`sklearn.datasets.load_diabetes`, :func:`~sklearn.datasets.l
 :func:`~sklearn.datasets.load_breast_cancer`).
 
 Modules: ``_regression`` (group-sparse linear and additive regression),
+``_interactions`` (an additive model with an interaction),
 ``_classification``, ``_latent`` (latent manifolds), ``_checks`` (the simulations'
 parameter checks), ``_loaders`` (benchmark sets from files or their source) and ``_fetch``
 (the downloads).
 """
 
 from ._classification import make_sparse_classification
+from ._interactions import make_interaction_regression
 from ._latent import make_latent_manifold
 from ._loaders import BENCHMARK_NAMES, DATA_HOME_ENV, load_benchmark, load_wine_quality
 from ._regression import make_additive_regression, make_group_regression
@@ -42,6 +46,7 @@ __all__ = [
     "load_wine_quality",
     "make_additive_regression",
     "make_group_regression",
+    "make_interaction_regression",
     "make_latent_manifold",
     "make_sparse_classification",
 ]

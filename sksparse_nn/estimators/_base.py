@@ -189,6 +189,7 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
                     scaling.unfold(self, module)
                     module = module.to(dtype=dtype)
                 else:
+                    self._plan_module(X, targets)
                     module = self._build_module(X.shape[1], n_outputs).to(dtype=dtype)
                     init = self._traits.fresh_init
                     self._init_module(module, dataset, targets)
@@ -457,6 +458,9 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
     def _path_targets(self, y):
         """Targets in the squared-error form :meth:`lambda_max` uses."""
         raise NotImplementedError
+
+    def _plan_module(self, X, targets):
+        """A fresh module's data-dependent structure from validated X, scaled targets."""
 
     def _init_module(self, module, dataset, targets):
         """Data-dependent initialization of a freshly built module (default: none);

@@ -50,8 +50,11 @@ class Traits:
     #: How X is validated (``validate_data`` keywords); images or sequences add
     #: ``allow_nd``.
     X_validation: dict = field(default_factory=lambda: {"accept_sparse": "csr"})
-    #: The default lam grid of paths (see ``default_grid``).
-    default_grid: dict = field(default_factory=lambda: {"n_lams": 16, "lam_min_ratio": 0.02})
+    #: The default lam grid of paths and the CV folds' first-pass stride (see
+    #: ``default_grid``).
+    default_grid: dict = field(
+        default_factory=lambda: {"n_lams": 16, "lam_min_ratio": 0.02, "cv_stride": 2}
+    )
     #: The automatic budget (``max_epochs=None``): a cap of at least this many
     #: optimizer steps and epochs.
     auto_min_steps: int = 4000
@@ -82,6 +85,7 @@ HOOKS = (
     Hook("_traits", "declaration", "the family's Traits: dtypes, standardization, budget, grid"),
     Hook("_build_module", "required", "(n_features, n_outputs) -> the plain torch module"),
     Hook("_gate_module", "required", "(module, init): sparsify its groups with self._sparsify"),
+    Hook("_plan_module", "optional", "(X, targets): data-dependent structure of a fresh module"),
     Hook("_init_module", "optional", "(module, dataset, targets): data-dependent start"),
     Hook("_rescale_inputs", "optional", "(module, shift, scale): absorb x -> (x - shift) / scale"),
     Hook("_rescale_outputs", "optional", "(module, shift, scale): outputs -> out * scale + shift"),
@@ -103,7 +107,7 @@ HOOKS = (
     Hook("_path_targets", "task", "(y) -> targets in the squared-error form of lambda_max"),
     Hook("_target_validation", "task", "validate_data keywords for y"),
     Hook("lambda_max", "path", "(X, y) -> the top of the default lam grid"),
-    Hook("default_grid", "path", "() -> {'n_lams', 'lam_min_ratio'}"),
+    Hook("default_grid", "path", "() -> {'n_lams', 'lam_min_ratio'[, 'cv_stride']}"),
     Hook("path_order", "path", "() -> 'ascending' or 'descending'"),
     Hook("path_start", "path", "() -> lam of an unrecorded start model, or None"),
     Hook("regularization_path", "path", "(X, y, keywords) -> RegularizationPath"),

@@ -27,14 +27,15 @@ def parse_gates(gates):
     if isinstance(gates, str):
         if gates != _CHANNELS:
             raise ValueError(
-                f"gates={gates!r}: a string must be 'channels' (every convolution's channels); "
-                "name tensors with a dict, e.g. gates={'conv1.weight': 'out'}."
+                f"gates={gates!r}: a string must be 'channels' (every convolution's "
+                "channels and hidden Linear unit); name tensors with a dict, e.g. "
+                "gates={'conv1.weight': 'out'}."
             )
         return {}, "all"
     if isinstance(gates, (list, tuple)):
         if not gates or not all(isinstance(p, str) for p in gates):
             raise ValueError(
-                f"gates={gates!r}: a list names module prefixes whose convolutions' channels "
+                f"gates={gates!r}: a list names module prefixes whose layers' channels "
                 "are gated (e.g. ['layer3']); give at least one string."
             )
         return {}, list(gates)
@@ -52,7 +53,8 @@ def parse_gates(gates):
     if not specs and scope is None:
         raise ValueError(
             "gates is empty: name at least one parameter to sparsify, e.g. "
-            "gates={'0.weight': 'in'}, or gates='channels' for every convolution's channels."
+            "gates={'0.weight': 'in'}, or gates='channels' for every convolution's channels "
+            "and hidden Linear unit."
         )
     return specs, scope
 
@@ -135,10 +137,20 @@ def _parametrized(owner, attr):
 
 
 def _gate_channel_groups(est, user, scope, init):
-    groups = channel_groups(user, _example(est, user), None if scope == "all" else scope)
+    # hidden units of Linear layers are channels too; one the trace cannot follow (a
+    # Linear over a sequence) is left out, where a convolution's is an error
+    groups = channel_groups(
+        user,
+        _example(est, user),
+        None if scope == "all" else scope,
+        layers=(*_CONVS, nn.Linear),
+        strict=_CONVS,
+    )
     if groups.n_groups == 0:
         where = "the module" if scope == "all" else f"the modules under {scope}"
-        why = "; ".join(f"'{k}': {v}" for k, v in groups.skipped.items()) or "no convolution"
+        why = "; ".join(f"'{k}': {v}" for k, v in groups.skipped.items()) or (
+            "no convolution or hidden Linear layer"
+        )
         raise ValueError(
             f"gates: no channel of {where} can be removed ({why}). Name the tensors to "
             "gate instead, e.g. gates={'conv1.weight': 'out'}."

@@ -1,6 +1,6 @@
 """The inspection methods of the neural additive models: each term's contribution to
-the output and its shape function on a grid (:class:`AdditiveInspection`, a mixin of the
-NAM family)."""
+the output, its shape function on a grid (a surface for an interaction) and the local
+explanation of predictions (:class:`AdditiveInspection`, a mixin of the NAM family)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ class AdditiveInspection:
         -------
         contributions : ndarray of shape (n_samples, n_terms) or \
                 (n_samples, n_terms, n_outputs)
-            One column per term of ``terms_`` (per feature without ``groups``). The last
+            One column per term of ``terms_`` (per feature without ``groups``; the
+            interactions after the main terms). The last
             axis is present when the model has several outputs (multiclass logits,
             multi-output regression).
         """
@@ -90,13 +91,15 @@ class AdditiveInspection:
 
         Returns
         -------
-        curves : dict of int to tuple (x, f)
+        curves : dict of int to tuple (x, f) or (xa, xb, f)
             Keyed by term index (the feature index without ``groups``), in
             ``selected_terms_`` order. For a term of one feature ``x`` has shape
             ``(n_points,)``; for a term of several features ``x`` has shape
             ``(n_levels, n_columns)`` (the rows of its columns, in ``terms_`` order). ``f``
             has shape ``(len(x),)`` (or ``(len(x), n_outputs)`` for several outputs),
-            centred like :meth:`contributions`.
+            centred like :meth:`contributions`. An interaction gives its surface: ``xa``
+            and ``xb`` the grids (or levels) of its two sides and ``f`` of shape
+            ``(len(xa), len(xb))`` (or ``(..., n_outputs)``), the other terms at 0.
         """
         check_is_fitted(self, "module_")
         if grid is None or (isinstance(grid, Integral) and not isinstance(grid, bool)):
@@ -113,9 +116,13 @@ class AdditiveInspection:
         # The model is additive: one forward pass on a matrix whose column j is feature
         # j's grid evaluates every single-feature shape function at once.
         contrib = self._squeeze(self._contributions_array(values))
+        n_main = len(self.terms_) - len(getattr(self, "interaction_pairs_", ()))
         curves = {}
         for t in self.selected_terms_:
             cols = self.terms_[t]
+            if t >= n_main:
+                curves[int(t)] = self._pair_surface(int(t), n_main, values)
+                continue
             if cols.size == 1:
                 curves[int(t)] = (values[:, cols[0]].copy(), contrib[:, t])
                 continue
@@ -124,3 +131,60 @@ class AdditiveInspection:
             rows[:, cols] = levels
             curves[int(t)] = (levels.copy(), self._squeeze(self._contributions_array(rows))[:, t])
         return curves
+
+    def _pair_surface(self, t, n_main, values):
+        """``(xa, xb, f)`` of interaction term ``t``: each side's grid (a scalar side's
+        column of ``values``; a multi-column side's levels) and ``f`` of shape
+        ``(len(xa), len(xb)[, n_outputs])``."""
+        sides = []
+        for main in self.interaction_pairs_[t - n_main]:
+            cols = self.terms_[main]
+            grid = values[:, cols[0]] if cols.size == 1 else self.term_levels_[main]
+            sides.append((cols, np.asarray(grid, dtype=np.float64)))
+        (ca, xa), (cb, xb) = sides
+        rows = np.zeros((len(xa) * len(xb), self.n_features_in_))
+        rows[:, ca] = np.repeat(xa.reshape(len(xa), -1), len(xb), axis=0)
+        rows[:, cb] = np.tile(xb.reshape(len(xb), -1), (len(xa), 1))
+        f = self._squeeze(self._contributions_array(rows))[:, t]
+        return xa.copy(), xb.copy(), f.reshape(len(xa), len(xb), *f.shape[1:])
+
+    def explain(self, X, output=None):
+        """Local explanations: every kept term's contribution to each prediction.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        output : int, default=None
+            The output explained when the model has several (a class's logit for a
+            multiclass model); ``None`` for one output.
+
+        Returns
+        -------
+        explanation : pandas.DataFrame of shape (n_samples, n_kept + 2)
+            Columns ``"intercept"``, one per kept term (``term_names_[selected_terms_]``:
+            main effects and interactions "a x b", in the user's column names) and
+            ``"output"``, their sum: the raw output (``predict`` for regression,
+            ``decision_function`` for classification) up to float32 rounding. The index
+            is X's when X is a DataFrame.
+        """
+        import pandas as pd
+
+        check_is_fitted(self, "module_")
+        index = X.index if hasattr(X, "index") and hasattr(X, "columns") else None
+        Xv = validate_data(
+            self, X, accept_sparse="csr", dtype=(np.float64, np.float32), reset=False
+        )
+        contrib = self._contributions_array(Xv)  # (n, T, k)
+        intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
+        k = contrib.shape[2]
+        if output is None and k > 1:
+            raise ValueError(f"The model has {k} outputs; name the one to explain (output=).")
+        c = 0 if output is None else int(output)
+        if not 0 <= c < k:
+            raise ValueError(f"output must be an index below {k}, got {output!r}.")
+        kept = np.asarray(self.selected_terms_, dtype=int)
+        names = [str(n) for n in np.asarray(self.term_names_)[kept]]
+        frame = pd.DataFrame(contrib[:, kept, c], columns=names, index=index)
+        frame.insert(0, "intercept", intercept[c])
+        frame["output"] = frame.sum(axis=1)
+        return frame

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_array
 from ..path import regularization_path
 from ..solvers import lambda_max
 from ..training import Scaling
+from ..utils.validation import check_sample_weight
 
 __all__ = ["PathProtocol"]
 
@@ -25,8 +26,9 @@ class PathProtocol:
 
         ``regularization_path(self, X, y, **kwargs)`` of
         :func:`sksparse_nn.regularization_path`, whose keywords (``lams``,
-        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``scoring``,
-        ``n_jobs``, ``verbose``, ``keep_estimators``, ``checkpoint``) it takes; this
+        ``n_lams``, ``lam_min_ratio``, ``X_val``, ``y_val``, ``cv``, ``cv_stride``,
+        ``cv_rule``, ``scoring``, ``n_jobs``, ``verbose``, ``keep_estimators``,
+        ``checkpoint``) it takes; this
         estimator is not modified.
 
         Returns
@@ -35,7 +37,7 @@ class PathProtocol:
         """
         return regularization_path(self, X, y, **kwargs)
 
-    def lambda_max(self, X, y):
+    def lambda_max(self, X, y, sample_weight=None):
         """Top of the default lam grid: where the D=2 penalty zeroes every group.
 
         Part of the path protocol (see :func:`~sksparse_nn.regularization_path`): the
@@ -46,6 +48,10 @@ class PathProtocol:
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), default=None
+            The weights the fits will get (rescaled to mean 1, as a fit does): the top
+            of the weighted problem. The standardization a family trains in is not
+            weighted (neither is the fit's).
 
         Returns
         -------
@@ -53,6 +59,7 @@ class PathProtocol:
         """
         sparse = self._traits.X_validation.get("accept_sparse", "csr")  # as the fits take it
         X = check_array(X, accept_sparse=sparse, dtype=np.float64)
+        sample_weight = check_sample_weight(sample_weight, X)
         targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
         scaling = Scaling.fit(
             X if self._traits.standardize_inputs else None,
@@ -68,7 +75,9 @@ class PathProtocol:
         # the squared-error form on the (centered) targets; for classifiers it equals
         # lambda_max(..., loss="log_loss") on the class labels when no feature is
         # unpenalized
-        return lambda_max(X, targets, labels, rho, fit_intercept=fit_intercept)
+        return lambda_max(
+            X, targets, labels, rho, fit_intercept=fit_intercept, sample_weight=sample_weight
+        )
 
     def default_grid(self):
         """Size and depth of the default lam grid of this family's paths.
@@ -77,12 +86,15 @@ class PathProtocol:
         where ``n_lams`` / ``lam_min_ratio`` are ``None``. Every point of a network's path
         trains a model, and its dense end (lam near 0) keeps every feature and overfits
         small data, so networks use a short grid that stops at ``lam_min_ratio *
-        lam_max`` with ``lam_min_ratio`` far from 0.
+        lam_max`` with ``lam_min_ratio`` far from 0, and their CV folds fit every
+        ``cv_stride``-th lam first, then only the lams next to the chosen ones (see
+        :func:`~sksparse_nn.regularization_path`).
 
         Returns
         -------
         grid : dict
-            ``{"n_lams": int, "lam_min_ratio": float}``.
+            ``{"n_lams": int, "lam_min_ratio": float}``, and optionally
+            ``"cv_stride": int`` (1 when absent).
         """
         return dict(self._traits.default_grid)
 

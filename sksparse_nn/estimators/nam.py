@@ -36,15 +36,17 @@ from ._base import BaseDGated, column_norms
 from ._contract import Traits
 from ._docs import fill
 from ._nam_inspection import AdditiveInspection, _levels
+from ._nam_interactions import InteractionTerms
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
 
 
-class _DGatedNAM(AdditiveInspection, BaseDGated):
+class _DGatedNAM(InteractionTerms, AdditiveInspection, BaseDGated):
     """The NAM family: one group per term = its first layer (weights + biases). A term is
     one feature, or with ``groups`` one group of features sharing one subnetwork;
-    unpenalized features (label -1) are terms of their own, never gated."""
+    unpenalized features (label -1) are terms of their own, never gated. With
+    ``interactions``, one more group per pair of terms (both its factor networks)."""
 
     #: The automatic budget's cap of 8000 steps: a cold fit at a path's smallest default
     #: lam needs thousands of steps to settle with a clean gap (warm starts and settled
@@ -69,6 +71,13 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         "groups": [None, Integral, "array-like"],
         "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "interactions": [
+            None,
+            Interval(Integral, 0, None, closed="left"),
+            StrOptions({"auto"}),
+            list,
+            tuple,
+        ],
     }
 
     def __init__(
@@ -84,6 +93,7 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         feature_dropout=0.0,
         groups=None,
         group_weights=None,
+        interactions=None,
         optimizer="sgd",
         lr=0.05,
         max_epochs=None,
@@ -111,6 +121,7 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         self.feature_dropout = feature_dropout
         self.groups = groups
         self.group_weights = group_weights
+        self.interactions = interactions
         self.optimizer = optimizer
         self.lr = lr
         self.max_epochs = max_epochs
@@ -145,6 +156,7 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
             dropout=self.dropout,
             feature_dropout=self.feature_dropout,
             terms=None if self.groups is None else terms,
+            pairs=self._pair_columns(terms),
         )
 
     def _terms(self, n_features):
@@ -168,11 +180,14 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         n, h1 = len(dataset), module.first.shape[2]
         rows = torch.randint(0, n, (h1,))
         with torch.no_grad():
-            m = module.width
             # (T, h1, m) columns of each term in the random rows: the kinks' positions
-            points = module.gather(dataset.rows(rows).to(module.first.dtype))
-            weights = module.first[:, :m]  # (T, m, h1)
-            module.first[:, m].copy_(-(points.transpose(1, 2) * weights).sum(dim=1))
+            x = dataset.rows(rows).to(module.first.dtype)
+            for part in (module, module.interactions):
+                if part is None:
+                    continue
+                m, points = part.width, part.gather(x)
+                weights = part.first[:, :m]  # (T, m, h1)
+                part.first[:, m].copy_(-(points.transpose(1, 2) * weights).sum(dim=1))
             if targets.dtype.is_floating_point:
                 module.intercept.copy_(targets.double().mean(dim=0).to(module.intercept.dtype))
             else:
@@ -192,8 +207,8 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         gated = np.asarray(labels) >= 0
         if not ridge or gated.all():
             return ridge
-        mask = torch.as_tensor(gated, dtype=module.out.dtype)
-        return {name: c * mask.view(-1, 1, 1) for name, c in ridge.items()}
+        mask = torch.as_tensor(gated, dtype=module.out.dtype).view(-1, 1, 1)
+        return {n: c if n.startswith("interactions.") else c * mask for n, c in ridge.items()}
 
     def _gate_module(self, module, init):
         # a warm start hands over a centred module: fold the centres back into the
@@ -206,22 +221,29 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         _, rho = self._penalty_groups(module.n_features)
         groups = AxisGroups(0, np.asarray(term_labels))
         self._sparsify(module, "first", groups, init, "input features", rho)
+        self._gate_pairs(module, init)
 
     @torch.no_grad()
     def _rescale_inputs(self, module, shift, scale):
-        m = module.width
-        first = module.first.double()  # first[:, :m] weights of the columns, [:, m] biases
-        # per weight row of every term: its column's scale and shift (padding: 1 and 0)
-        pad = torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)
-        scale = torch.cat([torch.as_tensor(scale, dtype=torch.float64), pad[0]])[module.index]
-        shift = torch.cat([torch.as_tensor(shift, dtype=torch.float64), pad[1]])[module.index]
-        weight = first[:, :m] / scale[:, :, None]
-        bias = first[:, m] - (weight * shift[:, :, None]).sum(dim=1)
-        module.first.copy_(torch.cat([weight, bias[:, None]], dim=1))
+        for part in (module, module.interactions):  # the main terms, the pairs' sides
+            if part is None:
+                continue
+            m = part.width
+            first = part.first.double()  # first[:, :m] weights of the columns, [:, m] biases
+            # per weight row of every term: its column's scale and shift (padding: 1 and 0)
+            pad = torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)
+            scales = torch.cat([torch.as_tensor(scale, dtype=torch.float64), pad[0]])[part.index]
+            shifts = torch.cat([torch.as_tensor(shift, dtype=torch.float64), pad[1]])[part.index]
+            weight = first[:, :m] / scales[:, :, None]
+            bias = first[:, m] - (weight * shifts[:, :, None]).sum(dim=1)
+            part.first.copy_(torch.cat([weight, bias[:, None]], dim=1))
 
     @torch.no_grad()
     def _rescale_outputs(self, module, shift, scale):
         scale = torch.as_tensor(scale)
+        if module.interactions is not None:
+            pairs = module.interactions
+            pairs.weight.copy_(pairs.weight.double() * scale)
         module.out.copy_(module.out.double() * scale)
         module.centers.copy_(module.centers.double() * scale)
         module.intercept.copy_(module.intercept.double() * scale + torch.as_tensor(shift))
@@ -235,7 +257,10 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         return [("grad_clip", PenaltyAwareClipping(self.max_grad_norm))]
 
     def _feature_importances(self, module):
-        return column_norms(self._term_weights(module))
+        norms = column_norms(self._term_weights(module))
+        if module.interactions is None:
+            return norms
+        return np.sqrt(norms**2 + self._pair_feature_norms(module).numpy())
 
     def _term_weights(self, module):
         """First-layer weights and biases of each feature's term, one column per feature:
@@ -250,35 +275,53 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         # the group norms (base class) decided the selection; feature_importances_ become
         # the contribution spreads below
         module = self.module_
-        self.terms_ = [np.asarray(cols, dtype=np.intp) for cols in module.terms]
+        n_main = module.n_terms
+        pairs = module.interactions.pairs if module.interactions is not None else []
+        self.terms_ = [np.asarray(cols, dtype=np.intp) for cols in module.terms] + [
+            np.asarray(a + b, dtype=np.intp) for a, b in pairs
+        ]
+        self.interaction_pairs_ = np.array(getattr(self, "_pairs", []), dtype=np.intp).reshape(
+            -1, 2
+        )
+        self.term_names_ = self._term_names(module.terms, self.interaction_pairs_)
+        self._center_pairs(X)  # pure pairs: zero mean along each axis on the training data
         # Centre every shape function on the training data (mean over all rows, batched);
         # removed terms average exact zeros, so their centre stays exactly 0.
-        mean = self._contributions_array(X).mean(axis=0)  # (T, k)
+        mean = self._contributions_array(X).mean(axis=0)[:n_main]  # (T, k)
         with torch.no_grad():
             shift = torch.as_tensor(mean, dtype=module.centers.dtype)
             module.centers.add_(shift)
             module.intercept.add_(torch.as_tensor(mean.sum(axis=0), dtype=module.intercept.dtype))
-        contrib = self._contributions_array(X)  # (n, T, k), now centred
+        contrib = self._contributions_array(X)  # (n, T + P, k), the main terms now centred
         term_spread = np.sqrt(contrib.var(axis=0).mean(axis=1))
         spread = np.zeros(X.shape[1])
-        for t, cols in enumerate(self.terms_):
-            spread[cols] = term_spread[t]
+        if pairs:  # a feature's spread over all the terms it enters
+            for t, cols in enumerate(self.terms_):
+                spread[cols] = np.hypot(spread[cols], term_spread[t])
+        else:
+            for t, cols in enumerate(self.terms_):
+                spread[cols] = term_spread[t]
         selected = np.zeros(X.shape[1], dtype=bool)
         selected[self.selected_features_] = True
         # Selected features keep a positive importance even if constant on the training
         # data, so that np.flatnonzero(feature_importances_) == selected_features_.
         tiny = np.finfo(np.float64).tiny
         self.feature_importances_ = np.where(selected, np.maximum(spread, tiny), 0.0)
-        self.selected_terms_ = np.array(
-            [t for t, cols in enumerate(self.terms_) if selected[cols[0]]], dtype=np.intp
-        )
+        if pairs:  # a term is selected when its own group is not zero
+            main = (module.first.detach().reshape(n_main, -1) != 0).any(dim=1).numpy()
+            live = np.concatenate([main, self._pair_live(module)])
+            self.selected_terms_ = np.flatnonzero(live).astype(np.intp)
+        else:
+            self.selected_terms_ = np.array(
+                [t for t, cols in enumerate(self.terms_) if selected[cols[0]]], dtype=np.intp
+            )
         intercept = as_numpy(module.intercept)
         self.intercept_ = float(intercept[0]) if intercept.size == 1 else intercept
         lo = np.asarray(X.min(axis=0).todense() if hasattr(X, "todense") else X.min(axis=0))
         hi = np.asarray(X.max(axis=0).todense() if hasattr(X, "todense") else X.max(axis=0))
         self.feature_ranges_ = np.column_stack([lo.ravel(), hi.ravel()]).astype(np.float64)
         self.term_levels_ = {
-            t: _levels(X, cols) for t, cols in enumerate(self.terms_) if cols.size > 1
+            t: _levels(X, cols) for t, cols in enumerate(self.terms_[:n_main]) if cols.size > 1
         }
 
     def compact(self):
@@ -295,7 +338,7 @@ class _DGatedNAM(AdditiveInspection, BaseDGated):
         return compact_nam(self.module_, self.selected_terms_)
 
     def _inference_module(self):
-        terms = self.module_.terms
+        terms = self.terms_
         columns = sorted({c for t in self.selected_terms_ for c in terms[t]})
         return self.compact(), columns, (self.n_features_in_,)
 
@@ -329,6 +372,22 @@ _NAM_DOC = fill(
         term, e.g. a categorical's one-hot columns), kept or removed whole; an
         unpenalized feature (label -1) is a term of its own that is never removed.
     $group_weights
+    interactions : None, int, "auto" or list of pairs, default=None
+        Pairwise interaction terms (a sparse GA2M), each a small network of two main
+        terms gated as one more group, so that the penalty keeps or removes it whole
+        beside the main effects. ``None`` (default): main effects only, the plain NAM.
+        A list of pairs of features (indices, or column names of a DataFrame; with
+        ``groups``, a feature stands for its whole group, e.g. a categorical): exactly
+        those candidates. An int ``k``: the ``k`` best-scoring pairs of a screening of
+        all pairs of main terms (a residual ranking on binned data after a binned
+        additive fit, about ``n T^2`` operations for ``T`` terms: a fraction of one
+        training epoch; sample weights are not read); ``"auto"``: as many candidates as
+        there are main terms. Every pair is pure: it averages to zero along each of its
+        axes over the training data, so it never holds a main effect and its
+        contribution means one thing. A pair is a sum of 4 products of two factor
+        networks (one per side, one hidden layer of the first width of
+        ``hidden_layer_sizes``; ``dropout`` and ``feature_dropout`` act on the main
+        terms only).
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
@@ -363,9 +422,16 @@ _NAM_DOC = fill(
         and > 0 for selected ones.
     terms_ : list of ndarray of int
         The columns of each additive term: one feature each without ``groups``; else
-        the groups in label order, then every unpenalized feature alone.
+        the groups in label order, then every unpenalized feature alone; then the
+        columns of each interaction (its two sides').
     selected_terms_ : ndarray of int
         Indices into ``terms_`` of the terms that are not identically zero.
+    term_names_ : ndarray of str
+        The name of every term in the user's columns ("a", "[b, c]" for a group,
+        "a x b" for an interaction); ``term_names_[selected_terms_]`` names the kept ones.
+    interaction_pairs_ : ndarray of int of shape (n_pairs, 2)
+        The main terms (indices into ``terms_``) of each interaction; interaction ``t``
+        is term ``len(terms_) - n_pairs + t``.
     intercept_ : float or ndarray of shape (n_outputs,)
         Constant term; the contributions are centred on the training data.
     feature_ranges_ : ndarray of shape (n_features, 2)

@@ -388,11 +388,13 @@ _GATES_DOC = fill(
         join each filter's group), ``{"0.weight": "in"}`` (input features of a first
         Linear), ``{"attn.in_proj_weight": AxisGroups(0, head_labels)}`` (attention
         heads). ``"channels"`` (or ``{"channels": "all"}``): every convolution's output
-        channels, each group holding every slice coupled to the channel (found by
-        tracing the module with ``torch.fx``: batch norms, residual additions,
-        concatenations, depthwise convolutions; see
-        :func:`~sksparse_nn.channels.channel_groups`). A list of module name prefixes
-        (or ``{"channels": ["layer3"]}``): the channels of the convolutions under them.
+        channels and every hidden ``Linear`` layer's units, each group holding every
+        slice coupled to the channel (found by tracing the module with ``torch.fx``:
+        batch norms, residual additions, concatenations, depthwise convolutions; see
+        :func:`~sksparse_nn.channels.channel_groups`; a ``Linear`` whose units the trace
+        cannot follow, such as one over a sequence, is left out). A list of module name
+        prefixes (or ``{"channels": ["layer3"]}``): the channels of the layers under
+        them.
     lam : float, default=1e-2
         Penalty strength; the loss is the mean over samples (regression: of half the
         squared error on standardized targets) plus ``lam * penalty``.

@@ -46,6 +46,14 @@ network :math:`g_t(x_{G_t})` of the columns :math:`G_t`. Terms are padded to the
 weights of the term's columns, zero past its own width, row ``m`` the biases), so one
 group per term again holds everything through which its inputs enter, and a removed
 term is exactly zero. With one column per term (the default) this is the layout above.
+
+Pairwise interactions (GA2M)
+----------------------------
+``pairs`` adds one interaction term per pair of main terms (:mod:`._nam_pairs`): a sum
+of products of two centred factor networks, one per side, which averages to zero along
+each of its axes over the training data (it holds no main effect). Its parameters live
+in the submodule ``interactions``; without ``pairs`` it is ``None`` and the module is
+the plain NAM above.
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._nam_pairs import PairTerms
 from ._tracing import tracing
 from .mlp import ACTIVATIONS
 
@@ -86,6 +95,11 @@ class NAM(nn.Module):
     terms : sequence of sequences of int, default=None
         The input columns of each subnetwork (non-empty, disjoint; columns in no term are
         ignored). ``None``: one term per column, ``[[0], [1], ..., [p - 1]]``.
+    pairs : sequence of (sequence of int, sequence of int), default=None
+        The columns of the two sides of each interaction term (see
+        ``PairTerms`` of ``_nam_pairs``); ``None`` or empty: no interactions.
+    pair_rank : int, default=4
+        Products of factor networks per interaction term.
 
     Attributes
     ----------
@@ -103,6 +117,8 @@ class NAM(nn.Module):
     index : buffer of shape (T, m)
         Column of each weight row of ``first``; padding rows point at ``p`` (a zero
         column appended to the input).
+    interactions : PairTerms or None
+        The interaction terms (``pairs``), after the ``T`` main terms.
     """
 
     def __init__(
@@ -114,6 +130,8 @@ class NAM(nn.Module):
         dropout=0.0,
         feature_dropout=0.0,
         terms=None,
+        pairs=None,
+        pair_rank=4,
     ):
         super().__init__()
         sizes = [int(s) for s in hidden_layer_sizes]
@@ -151,12 +169,21 @@ class NAM(nn.Module):
         self.out = nn.Parameter(torch.empty(n_terms, sizes[-1], k))
         self.intercept = nn.Parameter(torch.zeros(k))
         self.register_buffer("centers", torch.zeros(n_terms, k))
+        self.interactions = None
+        if pairs is not None and len(pairs):
+            act = ACTIVATIONS[activation]()
+            self.interactions = PairTerms(p, pairs, sizes[0], pair_rank, k, act)
         self.reset_parameters()
 
     @property
     def n_terms(self):
         """Number of subnetworks (additive terms)."""
         return len(self.terms)
+
+    @property
+    def n_pairs(self):
+        """Number of interaction terms (after the ``n_terms`` main terms)."""
+        return 0 if self.interactions is None else self.interactions.n_pairs
 
     @property
     def width(self):
@@ -196,6 +223,8 @@ class NAM(nn.Module):
         self.out.uniform_(-bound, bound)
         self.intercept.zero_()
         self.centers.zero_()
+        if self.interactions is not None:
+            self.interactions.reset_parameters()
 
     def _hidden_dropout(self, h):
         return F.dropout(h, self.dropout, self.training) if self.dropout > 0 else h
@@ -220,8 +249,12 @@ class NAM(nn.Module):
         return torch.bmm(h, self.out) - self.centers.unsqueeze(1)
 
     def contributions(self, x):
-        """Per-term contributions ``(n, T, k)``; plus the intercept they sum to the output."""
-        return self.feature_outputs(x).permute(1, 0, 2)
+        """Per-term contributions ``(n, T + P, k)``, the interactions after the main terms;
+        plus the intercept they sum to the output."""
+        g = self.feature_outputs(x)
+        if self.interactions is not None:
+            g = torch.cat([g, self.interactions.pair_outputs(x)])
+        return g.permute(1, 0, 2)
 
     def _compiled_path(self, x, first=None):
         """Whether :class:`_OneLayerReLU` computes the forward: one hidden ReLU layer,
@@ -244,6 +277,11 @@ class NAM(nn.Module):
         )
 
     def forward(self, x):
+        if self.interactions is None:
+            return self._main_forward(x)
+        return self._main_forward(x) + self.interactions(x)
+
+    def _main_forward(self, x):
         first = self.first  # recomputed once here when D-gated
         if self._compiled_path(x, first):
             # the activations never stored: compiled loops (see _nam_kernels)
@@ -302,7 +340,9 @@ class NAM(nn.Module):
 
         Sets ``c_j`` so that each contribution has mean zero on ``x`` and moves the sum of
         the shifts into the intercept. A removed feature (``g_j`` identically 0) keeps
-        ``c_j = 0`` exactly. Works on a module without parametrizations.
+        ``c_j = 0`` exactly. Interaction terms get their factors' means on ``x``
+        (``PairTerms.center_``: zero mean along each axis). Works on a module without
+        parametrizations.
         """
         was_training = self.training
         self.eval()
@@ -310,6 +350,8 @@ class NAM(nn.Module):
         mean = self.feature_outputs(x).mean(dim=1)  # (p, k)
         self.centers.copy_(mean)
         self.intercept.add_(mean.sum(dim=0))
+        if self.interactions is not None:
+            self.interactions.center_(x)
         self.train(was_training)
         return self
 
@@ -404,9 +446,9 @@ def compact_nam(nam, keep_terms):
     nam : NAM
         A module without parametrizations.
     keep_terms : array-like of int
-        Terms to keep (features, for a NAM with one term per column); the others must
-        contribute identically 0 (zero first layer and centre), so that dropping them
-        changes nothing.
+        Terms to keep (features, for a NAM with one term per column; ``T + t`` for
+        interaction ``t``); the others must contribute identically 0 (zero first layer
+        and centre), so that dropping them changes nothing.
 
     Returns
     -------
@@ -414,11 +456,14 @@ def compact_nam(nam, keep_terms):
         Takes ``X[:, columns]``, ``columns`` the sorted columns of the kept terms, and
         returns the same outputs as ``nam`` on ``X``, in eval mode without dropout.
     """
-    keep = torch.as_tensor(keep_terms, dtype=torch.long).reshape(-1)
-    columns = sorted(c for t in keep.tolist() for c in nam.terms[t])
+    keep_all = torch.as_tensor(keep_terms, dtype=torch.long).reshape(-1)
+    keep = keep_all[keep_all < nam.n_terms]
+    keep_pairs = (keep_all[keep_all >= nam.n_terms] - nam.n_terms).tolist()
+    pair_cols = [c for t in keep_pairs for side in nam.interactions.pairs[t] for c in side]
+    columns = sorted({c for t in keep.tolist() for c in nam.terms[t]} | set(pair_cols))
     position = {c: i for i, c in enumerate(columns)}
     terms = [[position[c] for c in nam.terms[t]] for t in keep.tolist()]
-    plain = all(len(t) == 1 for t in terms) and [t[0] for t in terms] == list(range(len(terms)))
+    plain = all(len(t) == 1 for t in terms) and [t[0] for t in terms] == list(range(len(columns)))
     out = NAM(
         len(columns),
         nam.hidden_layer_sizes,
@@ -436,4 +481,6 @@ def compact_nam(nam, keep_terms):
         out.out.copy_(nam.out.detach()[keep])
         out.intercept.copy_(nam.intercept.detach())
         out.centers.copy_(nam.centers[keep])
+    if keep_pairs:
+        out.interactions = nam.interactions.subset(keep_pairs, columns)
     return out.eval()

@@ -24,7 +24,9 @@ signal itself (a terminal signals the whole process group) raises the flag for t
 
 Modules, one job each:
 
-* ``_engine``: :func:`regularization_path`, which runs the full-data path and the folds;
+* ``_engine``: :func:`regularization_path`, which runs the full-data path and the folds
+  (``fit_params``: e.g. sample weights, the rows of each fold's), and
+  :func:`weighted_lambda_max`, the top of a default grid under sample weights;
 * ``_grid``: :func:`lambda_grid` and the checks of the grid arguments;
 * ``_points``: one warm-started path on one data set (a grid, a fold), point by point;
 * ``_parallel``: the CV folds in joblib workers, with Ctrl-C forwarded to them;
@@ -38,8 +40,8 @@ Modules, one job each:
 """
 
 from ._assemble import _one_se_rule  # noqa: F401 (importable as sksparse_nn.path._one_se_rule)
-from ._engine import regularization_path
+from ._engine import regularization_path, weighted_lambda_max
 from ._grid import lambda_grid
 from ._result import RegularizationPath
 
-__all__ = ["RegularizationPath", "lambda_grid", "regularization_path"]
+__all__ = ["RegularizationPath", "lambda_grid", "regularization_path", "weighted_lambda_max"]

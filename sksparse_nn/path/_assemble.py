@@ -1,5 +1,6 @@
 """The :class:`RegularizationPath` built from the finished points and CV folds, with
-``best_lam_`` and ``lam_1se_`` chosen by the one-standard-error rule."""
+``best_lam_`` and ``lam_1se_`` chosen by the one-standard-error rule (also used by the
+folds' second pass, :mod:`._refine`)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ import numpy as np
 from ._result import RegularizationPath
 
 
-def _one_se_rule(lams, mean, se, converged=None):
-    """(best_lam, lam_1se) from the mean CV scores (NaN: not eligible).
+def one_se_indices(mean, se, converged=None):
+    """(best, one_se): indices of the best mean CV score and of the one-SE choice (NaN
+    means: not eligible), or None when no mean is finite.
 
-    ``lam_1se`` is the largest lam at or above the best one whose mean is within one
-    standard error of the best. With ``converged`` (the lams whose full-data fit
-    converged, i.e. has a clean gap) both prefer those within that band: ``lam_1se``
-    the largest converged lam in it, ``best_lam`` the best converged lam in it; a band
-    without one keeps the plain choices.
+    ``one_se`` is the largest index (lam) at or above the best one whose mean is within
+    one standard error of the best. With ``converged`` (the lams whose full-data fit
+    converged, i.e. has a clean gap) both prefer those within that band: ``one_se`` the
+    largest converged lam in it, ``best`` the best converged lam in it; a band without
+    one keeps the plain choices.
     """
     ok = np.isfinite(mean)
     if not ok.any():
-        return None, None
+        return None
     best = int(np.nanargmax(np.where(ok, mean, -np.inf)))
     band = ok & (mean >= mean[best] - se[best])
     one_se = int(np.flatnonzero(band[best:]).max()) + best  # sparser (larger) lams only
@@ -28,7 +30,35 @@ def _one_se_rule(lams, mean, se, converged=None):
         if clean.any():  # (the largest clean lam is at or above the best clean one)
             best = int(np.nanargmax(np.where(clean, mean, -np.inf)))
             one_se = int(np.flatnonzero(clean).max())
-    return float(lams[best]), float(lams[one_se])
+    return best, one_se
+
+
+def _one_se_rule(lams, mean, se, converged=None):
+    """(best_lam, lam_1se) of :func:`one_se_indices` as lams, or (None, None)."""
+    chosen = one_se_indices(mean, se, converged)
+    return (None, None) if chosen is None else tuple(float(lams[i]) for i in chosen)
+
+
+def cv_statistics(points, folds):
+    """(scores, mean, se) of the finished folds over the full-data path's ``points``
+    (NaN where a fold has no score: it failed there, or did not fit that lam)."""
+    scores = np.vstack([f["scores"][: len(points)] for f in folds])
+    se = (
+        scores.std(axis=0, ddof=1) / np.sqrt(len(scores))
+        if len(scores) > 1
+        else np.zeros(scores.shape[1])
+    )
+    return scores, scores.mean(axis=0), se
+
+
+def chosen_indices(points, mean, se):
+    """(best, one_se) indices along the full-data ``points``: only lams whose full-data
+    fit exists and that no fold failed at or skipped (NaN mean); within one SE of the
+    best, converged ones first: the chosen model is that fit, and one with groups half-way
+    to zero has no clean gap. None when nothing is eligible."""
+    failed = np.array([p["failed"] for p in points], dtype=bool)
+    converged = np.array([not p["failed"] and p["not_converged"] is None for p in points])
+    return one_se_indices(np.where(failed, np.nan, mean), se, converged)
 
 
 def _rows(points, key):
@@ -70,25 +100,26 @@ def _assemble(full, folds, splits, estimator, completed):
             [not p["failed"] and p["not_converged"] is None for p in points], dtype=bool
         ),
         selection_unit=full.get("selection_unit", "features"),
+        n_terms=_n_terms(points),
     )
     if splits and folds:
         # every finished fold covers the whole grid; keep the lams of the full-data path
-        scores = np.vstack([f["scores"][:n] for f in folds])
-        path.cv_scores = scores
+        path.cv_scores, path.cv_mean, path.cv_se = cv_statistics(points, folds)
         path.cv_failed = np.vstack([f["failed"][:n] for f in folds])
-        path.cv_mean = scores.mean(axis=0)
-        path.cv_se = (
-            scores.std(axis=0, ddof=1) / np.sqrt(len(scores))
-            if len(scores) > 1
-            else np.zeros(scores.shape[1])
-        )
-        if completed:
-            # only lams whose full-data fit exists and that no fold failed at (NaN mean);
-            # within one SE of the best, converged ones first: the chosen model is that
-            # fit, and one with groups half-way to zero has no clean gap
-            mean = np.where(failed, np.nan, path.cv_mean)
-            path.best_lam_, path.lam_1se_ = _one_se_rule(lams, mean, path.cv_se, path.converged)
+        chosen = chosen_indices(points, path.cv_mean, path.cv_se) if completed else None
+        if chosen is not None:
+            path.best_lam_, path.lam_1se_ = float(lams[chosen[0]]), float(lams[chosen[1]])
     return path
+
+
+def _n_terms(points):
+    """Kept terms per point, or None when the estimator has no terms (a failed point
+    keeps none)."""
+    counts = [p.get("n_terms") for p in points]
+    known = [p for p, c in zip(points, counts, strict=True) if c is not None and not p["failed"]]
+    if not known:
+        return None
+    return np.array([c or 0 for c in counts], dtype=int)
 
 
 def _stack(values):

@@ -253,7 +253,10 @@ class Checkpoint:
         return store
 
 
-def open_checkpoint(directory, estimator, X, y, X_val, y_val, lams, extend, splits, scoring):
+def open_checkpoint(
+    directory, estimator, X, y, X_val, y_val, lams, extend, splits, scoring, fit_params=None,
+    cv_stride=1,
+):  # fmt: skip
     """Open (or create) the checkpoint ``directory`` for this run, before any fit.
 
     Raises ValueError naming what differs when the directory holds another run (never
@@ -271,7 +274,9 @@ def open_checkpoint(directory, estimator, X, y, X_val, y_val, lams, extend, spli
             f"checkpoint needs a picklable estimator: {type(estimator).__name__} is not "
             f"({type(exc).__name__}: {exc})."
         ) from exc
-    now = describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring)
+    now = describe_run(
+        estimator, X, y, X_val, y_val, lams, extend, splits, scoring, fit_params, cv_stride
+    )
     os.makedirs(root, exist_ok=True)
     manifest = os.path.join(root, MANIFEST)
     saved = None

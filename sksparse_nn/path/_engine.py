@@ -4,17 +4,22 @@ result."""
 
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_consistent_length, indexable
 
+from ..utils.validation import check_fit_params
 from ._assemble import _assemble
 from ._checkpoint import open_checkpoint
-from ._grid import _check_lams, _grid_args, lambda_grid
+from ._grid import _check_lams, _cv_stride, _grid_args, lambda_grid
 from ._parallel import n_workers, parallel_path
 from ._points import fold_scores, run_path
+from ._refine import coarse_indices, refine_folds, refine_targets
 from ._scoring import default_scorer
 from ._warnings import _report
 
@@ -30,11 +35,14 @@ def regularization_path(
     X_val=None,
     y_val=None,
     cv=None,
+    cv_stride=None,
+    cv_rule=None,
     scoring=None,
     n_jobs=None,
     verbose=0,
     keep_estimators=False,
     checkpoint=None,
+    fit_params=None,
 ):
     """Fit ``estimator`` along a lam grid with warm starts from dense to sparse (or, for
     an estimator whose ``path_order()`` is ``"descending"``, from sparse to dense).
@@ -69,6 +77,20 @@ def regularization_path(
         Also run the path on every fold (common grid, in parallel) and record its
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
         ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
+    cv_stride : int >= 1, default=None
+        The folds fit every ``cv_stride``-th lam of the grid first (both ends), choose
+        on those, then fit the grid's lams next to the best and the one-SE lam, each
+        warm-started from the fold's own model at the fitted lam below it; the
+        full-data path fits every lam, and ``cv_scores`` are NaN at the lams the folds
+        skipped (never chosen). ``None``: 1 for a grid given in ``lams``, else the
+        estimator's ``default_grid()["cv_stride"]``: 2 for networks, whose every fold
+        point trains a model only to be scored (it halves the folds' points while the
+        choice keeps the grid's resolution where it is made); 1 for linear models.
+    cv_rule : {"best", "1se"}, default=None
+        With ``cv_stride`` > 1, the choice whose neighbourhood the folds' second pass
+        fits: ``best_lam_``'s, ``lam_1se_``'s, or both (None). The other choice is then
+        made on the lams the folds fitted (:class:`~sksparse_nn.SparsePathCV` passes
+        its ``rule``).
     scoring : str or callable, default=None
         Scorer for validation and CV scores. ``None``: minus the log-loss for
         classifiers (smooth in lam, where accuracy's steps tie many lams and widen the
@@ -93,6 +115,13 @@ def regularization_path(
         a warning. ``None`` (the default) writes nothing: a path of seconds needs none.
         The files are pickles: point it only at a directory you trust; one computation
         at a time per directory.
+    fit_params : dict, default=None
+        Keyword arguments of every fit of the path, e.g. ``{"sample_weight": w}`` (the
+        linear models take sample weights; a family whose ``fit`` does not take a
+        keyword raises a TypeError naming it, before any work). A per-row value (one
+        entry per row of ``X``) is indexed with the rows of each CV fold; the default
+        grid's ``lambda_max`` uses ``sample_weight`` where the estimator's takes it.
+        Validation scores are not weighted. ``None``: ``fit(X, y)``.
 
     Returns
     -------
@@ -115,6 +144,9 @@ def regularization_path(
     if hasattr(base, "_validate_params"):  # scikit-learn's parameter errors, before work
         base._validate_params()
     n_lams, lam_min_ratio = _grid_args(base, n_lams, lam_min_ratio)
+    stride = _cv_stride(base, cv_stride, lams is not None)
+    if cv_rule not in (None, "best", "1se"):
+        raise ValueError(f'cv_rule must be "best", "1se" or None, got {cv_rule!r}.')
     if lams is not None:
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None) and y is not None:
@@ -124,21 +156,28 @@ def regularization_path(
         y = indexable(y)[0]
     else:
         X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    fit_params = check_fit_params(base, fit_params, X, "regularization_path")
     extend = lams is None and cv is None
     if lams is None:
-        lams = _check_lams(lambda_grid(base.lambda_max(X, y), n_lams, lam_min_ratio))
+        top = weighted_lambda_max(base, X, y, fit_params.get("sample_weight"))
+        lams = _check_lams(lambda_grid(top, n_lams, lam_min_ratio))
     scorer = check_scoring(base, scoring) if scoring is not None else default_scorer(base)
 
     splits = []
     if cv is not None:
         splitter = check_cv(cv, y, classifier=is_classifier(base))
         splits = list(splitter.split(X, y))
+    coarse = coarse_indices(len(lams), stride)
+    refining = bool(splits) and len(coarse) < len(lams)
     stores = [None] * len(splits)
     if checkpoint is not None:  # refuses another computation's directory, before any fit
-        args = (X_val, y_val, lams, extend, splits, scoring)
+        args = (X_val, y_val, lams, extend, splits, scoring, fit_params, stride if splits else 1)
         opened = open_checkpoint(checkpoint, base, X, y, *args)
         lams = opened.lams
         stores = [opened.path(f"fold-{k}") for k in range(len(splits))]
+    folds_at = {"fit_at": lams[coarse] if refining else None, "keep_models": refining}
+    # each fold's store, fit parameters, first-pass lams and whether it keeps its models
+    fold_args = [(store, fit_params, folds_at["fit_at"], refining) for store in stores]
     workers = n_workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
@@ -146,6 +185,7 @@ def regularization_path(
         "y_val": y_val,
         "scorer": scorer,
         "keep_estimators": keep_estimators,
+        "fit_params": fit_params,
         "checkpoint": None if checkpoint is None else opened.path("full"),
     }
 
@@ -158,19 +198,47 @@ def regularization_path(
             if verbose:
                 print(f"[regularization_path] fold {k + 1}/{len(splits)}")
             try:
-                folds.append(fold_scores(base, X, y, train, test, lams, scorer, None, stores[k]))
+                folds.append(
+                    fold_scores(base, X, y, train, test, lams, scorer, None, *fold_args[k])
+                )
             except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
                 folds.append({"completed": False})
     else:
         full, folds, error = parallel_path(
-            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores
+            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores, folds_at
         )
         if error is not None:
             raise error
+    if refining and full["completed"] and len(folds) == len(splits):
+        if all(f["completed"] for f in folds):
+            fitted = np.zeros(len(lams), dtype=bool)
+            fitted[coarse] = True
+            targets = refine_targets(full["points"], folds, fitted, cv_rule)
+            second = None  # the second passes' checkpoint stores
+            if checkpoint is not None:
+                second = [opened.path(f"fold-{k}-second") for k in range(len(splits))]
+            args = (targets, scorer, workers, verbose, second, fit_params)
+            folds = refine_folds(folds, X, y, splits, lams, *args)
+    for fold in folds:
+        fold.pop("models", None)
     finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
     completed = full["completed"] and len(finished) == len(splits)
     _report(full, finished, splits, completed, base)
     return _assemble(full, finished, splits, base, completed)
+
+
+def weighted_lambda_max(estimator, X, y, sample_weight=None):
+    """``estimator.lambda_max(X, y)``, with ``sample_weight`` where its ``lambda_max``
+    takes it (the families that take weights: the top of their weighted problem)."""
+    if sample_weight is None:
+        return estimator.lambda_max(X, y)
+    try:
+        takes = "sample_weight" in inspect.signature(estimator.lambda_max).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if takes:
+        return estimator.lambda_max(X, y, sample_weight=sample_weight)
+    return estimator.lambda_max(X, y)
 
 
 def _check_path_protocol(estimator):

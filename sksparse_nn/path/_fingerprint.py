@@ -75,11 +75,16 @@ def _scoring_name(scoring):
     return f"{getattr(scoring, '__module__', '')}.{name}"
 
 
-def describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring):
-    """A JSON-ready description of a path computation (see the module's docstring)."""
+def describe_run(
+    estimator, X, y, X_val, y_val, lams, extend, splits, scoring, fit_params=None, cv_stride=1
+):  # fmt: skip
+    """A JSON-ready description of a path computation (see the module's docstring); the
+    fit parameters (e.g. ``sample_weight``) only when given and the folds' first-pass
+    stride only when above 1, so that the key of a run without them is what it was
+    before they existed."""
     cls = type(estimator)
     params = estimator.get_params()
-    return {
+    described = {
         "estimator": f"{cls.__module__}.{cls.__qualname__}",
         "parameters": {
             name: _param_fingerprint(value)
@@ -96,6 +101,13 @@ def describe_run(estimator, X, y, X_val, y_val, lams, extend, splits, scoring):
         "number of CV splits": len(splits),
         "scoring": _scoring_name(scoring),
     }
+    if cv_stride > 1:
+        described["CV stride"] = int(cv_stride)
+    if fit_params:
+        described["fit parameters"] = {
+            name: _digest(value) for name, value in sorted(fit_params.items())
+        }
+    return described
 
 
 def run_key(description):
@@ -155,6 +167,15 @@ def differences(saved, now):
             "the CV splits (other rows in the folds: a shuffled splitter needs a fixed "
             "random_state to be resumed)"
         )
+    if saved.get("CV stride", 1) != now.get("CV stride", 1):
+        found.append(
+            f"the folds' first-pass stride (cv_stride={saved.get('CV stride', 1)} there, "
+            f"{now.get('CV stride', 1)} now)"
+        )
+    old, new = saved.get("fit parameters", {}), now.get("fit parameters", {})
+    changed = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+    if changed:
+        found.append(f"the fit parameters ({', '.join(changed)}: other values)")
     if saved.get("scoring") != now["scoring"]:
         found.append(f"the scoring ({saved.get('scoring')} there, {now['scoring']} now)")
     return found

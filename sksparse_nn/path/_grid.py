@@ -1,5 +1,5 @@
 """The lam grid: :func:`lambda_grid` and the checks of the grid arguments
-(``lams``, ``n_lams``, ``lam_min_ratio``; the estimator's defaults)."""
+(``lams``, ``n_lams``, ``lam_min_ratio``, ``cv_stride``; the estimator's defaults)."""
 
 from __future__ import annotations
 
@@ -50,3 +50,16 @@ def _check_lams(lams):
             f"lams must be finite and > 0 (a path is log-spaced), got {lams.tolist()}."
         )
     return np.sort(lams)
+
+
+def _cv_stride(estimator, cv_stride, lams_given):
+    """The folds' first-pass stride: ``cv_stride``, else 1 for a grid the user gave (it
+    is computed whole), else the estimator's ``default_grid()["cv_stride"]`` (1 when it
+    names none)."""
+    if cv_stride is None:
+        if lams_given or not hasattr(estimator, "default_grid"):
+            return 1
+        cv_stride = estimator.default_grid().get("cv_stride", 1)
+    if isinstance(cv_stride, bool) or not isinstance(cv_stride, Integral) or cv_stride < 1:
+        raise ValueError(f"cv_stride must be an integer >= 1, got {cv_stride!r}.")
+    return int(cv_stride)

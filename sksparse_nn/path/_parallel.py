@@ -19,15 +19,19 @@ from ._points import fold_scores, run_path
 __all__ = ["n_workers", "parallel_path"]
 
 
-def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, store):
+def _fold_task(index, flag, parent, estimator, X, y, train, test, lams, scorer, threads, rest):
     """One fold in a worker: stops when the parent raises ``flag``; a Ctrl-C that reached
     this worker itself (a terminal signals the whole process group) raises it for all.
-    ``store``: the fold's checkpoint files (written from here), or None."""
+    ``rest``: the fold's checkpoint store (written from here, or None), the fit
+    parameters and :func:`fold_scores`'s ``fit_at`` / ``keep_models``."""
+    store, fit_params, folds_at = rest
     # a worker process runs tasks in its main thread; a thread-based backend does not
     alone = threading.current_thread() is threading.main_thread() and os.getpid() != parent
     received = []
     with interrupt_on(flag), _sigint_raises(flag, received, alone):
-        out = fold_scores(estimator, X, y, train, test, lams, scorer, threads, store)
+        out = fold_scores(
+            estimator, X, y, train, test, lams, scorer, threads, store, fit_params, **folds_at
+        )
     if received or out["interrupted"] == "here":
         out["interrupted"] = "here"
         _raise_flag(flag)
@@ -84,16 +88,32 @@ def _wait(done):
         time.sleep(0.02)
 
 
-def parallel_path(base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores):
+def parallel_path(
+    base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores, folds_at=None
+):  # fmt: skip
     """The full-data path in this process (its finished points survive a Ctrl-C as with
     n_jobs=1) while joblib runs the folds, each writing its checkpoint ``stores[k]``
-    (None: no checkpoint); returns (full, folds, error)."""
+    (None: no checkpoint) and taking ``folds_at`` (:func:`fold_scores`'s ``fit_at`` and
+    ``keep_models``); returns (full, folds, error)."""
+    folds_at = folds_at or {}
     threads = max(1, (os.cpu_count() or 1) // (workers + 1))
     flag_dir = tempfile.mkdtemp(prefix="sksparse_nn_path_")
     flag = os.path.join(flag_dir, "interrupt")
+    parent, fit_params = os.getpid(), full_kwargs.get("fit_params")
     tasks = [
         delayed(_fold_task)(
-            k, flag, os.getpid(), base, X, y, train, test, lams, scorer, threads, stores[k]
+            k,
+            flag,
+            parent,
+            base,
+            X,
+            y,
+            train,
+            test,
+            lams,
+            scorer,
+            threads,
+            (stores[k], fit_params, folds_at),
         )
         for k, (train, test) in enumerate(splits)
     ]

@@ -14,11 +14,13 @@ import numpy as np
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples
 
 from ..exceptions import TrainingDivergedError
 from ..utils.convergence import collecting_convergence
 from ..utils.interrupt import InterruptRequested, interrupt_requested
 from ..utils.threads import torch_threads
+from ..utils.validation import fit_params_rows
 
 __all__ = ["extended_grid", "fold_scores", "run_path"]
 
@@ -68,6 +70,7 @@ def run_path(
     threads=None,
     desc="path",
     checkpoint=None,
+    fit_params=None,
 ):
     """The warm-started path on one data set: a dict with the list of finished points.
 
@@ -102,7 +105,11 @@ def run_path(
     finished point (and the start model) is written there as it finishes, and the
     points found there are taken instead of fitted, the next point warm-starting from
     the last one's saved model.
+
+    ``fit_params``: keyword arguments of every fit (e.g. ``sample_weight``), checked by
+    the caller.
     """
+    fit_params = fit_params or {}
     est = clone(estimator)
     user_warm_start = est.get_params()["warm_start"]
     descending = _path_order(est) == "descending"
@@ -114,7 +121,7 @@ def run_path(
         with torch_threads(threads):
             start = None if descending else _path_start(est)
             if start is not None:
-                est, warm = _start_model(est, start, X, y, checkpoint)
+                est, warm = _start_model(est, start, X, y, checkpoint, fit_params)
             for i, lam in enumerate(grid):
                 if interrupt_requested():
                     raise InterruptRequested
@@ -132,7 +139,9 @@ def run_path(
                     point, est = saved[0], saved[1]
                 else:
                     try:
-                        point = fit_point(est, float(lam), X, y, warm, X_val, y_val, scorer)
+                        point = fit_point(
+                            est, float(lam), X, y, warm, X_val, y_val, scorer, fit_params
+                        )
                     except TrainingDivergedError as exc:
                         points.append(failed_point(float(lam), X_val is not None))
                         out["diverged"] = (float(lam), str(exc))
@@ -191,37 +200,37 @@ def _path_start(est):
     return float(start)
 
 
-def _start_model(est, lam, X, y, checkpoint):
+def _start_model(est, lam, X, y, checkpoint, fit_params=None):
     """(model, warm) of the path's start model at ``lam``: the checkpoint's, or fitted
     (and saved there)."""
     saved = None if checkpoint is None else checkpoint.load_start()
     if saved is not None:
         return saved
-    warm = _fit_start(est, lam, X, y)
+    warm = _fit_start(est, lam, X, y, fit_params)
     if checkpoint is not None:
         checkpoint.save_start(est, warm)
     return est, warm
 
 
-def _fit_start(est, lam, X, y):
+def _fit_start(est, lam, X, y, fit_params=None):
     """Fit the path's start model at ``lam`` (not a point: whether it converged is not
     reported); whether the first point can warm-start from it."""
     est.set_params(lam=lam, warm_start=False)
     try:
-        _fit(est, X, y)
+        _fit(est, X, y, fit_params)
     except TrainingDivergedError:
         return False
     return True
 
 
-def _fit(est, X, y):
-    """``est.fit(X, y)`` without re-validating parameters; the first message of the
+def _fit(est, X, y, fit_params=None):
+    """``est.fit(X, y, **fit_params)`` without re-validating parameters; the first message of the
     fit's :func:`~sksparse_nn.utils.convergence.warn_convergence` (it did not converge), or
     None. Other warnings pass on as they are."""
     # the path checked the estimator's parameters before any work (scikit-learn's
     # nested-validation skip; lam comes from a checked grid)
     with config_context(skip_parameter_validation=True), collecting_convergence() as said:
-        est.fit(X, y)
+        est.fit(X, y, **(fit_params or {}))
     return said[0] if said else None
 
 
@@ -233,16 +242,17 @@ def _carried(empty, lam):
     return point
 
 
-def fit_point(est, lam, X, y, warm, X_val, y_val, scorer):
+def fit_point(est, lam, X, y, warm, X_val, y_val, scorer, fit_params=None):
     """Fit ``est`` at ``lam`` (from its previous fit when ``warm``) and return the point's
     record, read from the path protocol's public attributes."""
     est.set_params(lam=lam, warm_start=warm)
-    not_converged = _fit(est, X, y)  # what the fit said, or None
+    not_converged = _fit(est, X, y, fit_params)  # what the fit said, or None
     point = {
         "lam": lam,
         "failed": False,
         "not_converged": not_converged,
         "selected": selection(est).copy(),
+        "n_terms": _n_terms(est),
         "norms": np.copy(est.group_norms_),
         "importances": np.copy(getattr(est, "feature_importances_", np.zeros(0))),
         "coefs": np.copy(getattr(est, "coef_", np.nan)),
@@ -271,6 +281,12 @@ def selection(est):
     return est.selected_features_ if components is None else components
 
 
+def _n_terms(est):
+    """How many additive terms the fit keeps (``selected_terms_``), or None."""
+    terms = getattr(est, "selected_terms_", None)
+    return None if terms is None else len(terms)
+
+
 def failed_point(lam, has_val):
     """A diverged point: NaN wherever a score or norm would be, nothing selected."""
     point = {
@@ -278,6 +294,7 @@ def failed_point(lam, has_val):
         "failed": True,
         "not_converged": None,
         "selected": np.zeros(0, dtype=int),
+        "n_terms": 0,
         "norms": None,  # NaN of the other points' width (see _assemble)
         "importances": None,
         "coefs": np.nan,
@@ -300,20 +317,30 @@ def _rows(y, index):
     return None if y is None else _safe_indexing(y, index)
 
 
-def fold_scores(estimator, X, y, train, test, lams, scorer, threads, checkpoint=None):
+def fold_scores(
+    estimator, X, y, train, test, lams, scorer, threads, checkpoint=None, fit_params=None,
+    fit_at=None, keep_models=False,
+):  # fmt: skip
     """Validation scores of the warm-started path fitted on one fold's training part
     (``y`` None for unsupervised estimators such as the autoencoder; ``checkpoint``: the
-    fold's store, see :func:`run_path`)."""
+    fold's store, see :func:`run_path`; ``fit_params``: per-row values indexed with the
+    fold's training rows), over the grid ``lams``.
+
+    ``fit_at``: the lams of ``lams`` this path fits (all when None; the others score
+    NaN). ``keep_models``: the record's ``models`` maps each fitted grid index to the
+    fold's model there (for :func:`~._refine.refine_fold`)."""
     rec = run_path(
         estimator,
         _safe_indexing(X, train),
         _rows(y, train),
-        lams,
+        lams if fit_at is None else fit_at,
         X_val=_safe_indexing(X, test),
         y_val=_rows(y, test),
         scorer=scorer,
+        keep_estimators=keep_models,
         threads=threads,
         checkpoint=checkpoint,
+        fit_params=fit_params_rows(fit_params or {}, train, _num_samples(X)),
     )
     points = rec["points"]
     # a diverged fold scores NaN from there on (in the order the path was fitted)
@@ -323,11 +350,16 @@ def fold_scores(estimator, X, y, train, test, lams, scorer, threads, checkpoint=
     scores[index] = [p["val"] for p in points]
     failed = np.zeros(len(lams), dtype=bool)
     failed[index] = [p["failed"] for p in points]
-    return {
+    out = {
         "scores": scores,
         "failed": failed,
         "completed": rec["completed"],
         "interrupted": rec["interrupted"],
         "diverged": rec["diverged"],
         "not_converged": [(p["lam"], p["not_converged"]) for p in points if p["not_converged"]],
+        "n_fits": len(points),
     }
+    if keep_models:
+        kept = zip(index, points, strict=True)
+        out["models"] = {int(i): p["estimator"] for i, p in kept if "estimator" in p}
+    return out

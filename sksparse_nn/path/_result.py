@@ -20,6 +20,9 @@ class RegularizationPath:
         variables, for :meth:`sksparse_nn.compose.VariableModel.regularization_path`).
     selected : list of ndarray
         ``selected_features_`` (or ``selected_components_``) at each lam.
+    n_terms : ndarray of int of shape (n_lams,) or None
+        Number of kept additive terms at each lam (``selected_terms_``: main effects
+        and interactions of the NAMs); ``None`` for estimators without terms.
     group_norms : ndarray of shape (n_lams, n_groups)
         ``group_norms_`` at each lam: the norm of every penalized group (input features
         for the networks, feature groups for linear models, trees for NODE).
@@ -40,14 +43,15 @@ class RegularizationPath:
         Validation score of every CV fold whose path finished (with ``cv``): all folds,
         unless the computation was interrupted (then ``completed`` is False and
         ``len(cv_scores)`` says how many folds finished). A fold whose training diverged
-        scores NaN from that lam on.
+        scores NaN from that lam on; every fold scores NaN at the lams the folds skipped
+        (``cv_stride`` > 1: the networks' default), which are never chosen.
     cv_failed : ndarray of bool of shape (n_folds_finished, n_lams) or None
         The fold points whose training diverged.
     cv_mean, cv_se : ndarray of shape (n_lams,) or None
         Mean over the finished folds and its standard error ``std / sqrt(n_folds)``.
     best_lam_ : float or None
         The lam with the best mean CV score, among lams whose full-data fit exists and
-        that no fold failed at; where that fit did not converge (see ``converged``),
+        that every fold scored; where that fit did not converge (see ``converged``),
         the best converged lam within one standard error of it instead, if any.
         ``None`` when the computation was interrupted or no lam qualifies.
     lam_1se_ : float or None
@@ -98,6 +102,7 @@ class RegularizationPath:
     converged: np.ndarray | None = None
     importances: np.ndarray | None = None
     selection_unit: str = "features"
+    n_terms: np.ndarray | None = None
 
     def __len__(self):
         return len(self.lams)
@@ -108,6 +113,8 @@ class RegularizationPath:
         parts = [f"{n} lams" + (f" from {self.lams[0]:.3g} to {self.lams[-1]:.3g}" if n else "")]
         if n:
             parts.append(f"{self.selection_unit} selected {[int(k) for k in self.n_selected]}")
+            if self.n_terms is not None:
+                parts.append(f"terms {[int(k) for k in self.n_terms]}")
         if self.D is not None:
             parts.append(f"D={self.D}")
         if self.cv_scores is not None:
@@ -145,6 +152,8 @@ class RegularizationPath:
                 "train_score": self.train_score,
             }
         )
+        if self.n_terms is not None:
+            frame.insert(2, "n_terms", self.n_terms)
         if self.val_score is not None:
             frame["val_score"] = self.val_score
         if self.cv_mean is not None:

@@ -57,7 +57,7 @@ def _warn_not_converged(full, folds, estimator):
     if not found:
         return
     lams = sorted({lam for lam, _ in found})
-    n_fits = len(full["points"]) + sum(len(f["scores"]) for f in folds)
+    n_fits = len(full["points"]) + sum(f.get("n_fits", len(f["scores"])) for f in folds)
     shown = ", ".join(f"{lam:.3g}" for lam in lams[:5]) + (", ..." if len(lams) > 5 else "")
     lam, first = found[0]
     warnings.warn(

@@ -43,6 +43,7 @@ def _unwrap(est, X):
             t: ", ".join(_feature_name(names, j) for j in cols)
             for t, cols in enumerate(_terms(est))
         }
+        titles.update(_pair_titles(est, titles))
         columns = [_feature_name(names, j) for j in range(est.n_features_in_)]
         return est, X, titles, columns
     check_is_fitted(inner, "module_")
@@ -50,9 +51,44 @@ def _unwrap(est, X):
     variables = np.asarray(est.variable_names_, dtype=object)
     sources = _sources_of(est)
     titles = {t: str(variables[sources[cols[0]]]) for t, cols in enumerate(_terms(inner))}
+    titles.update(_pair_titles(inner, titles))
     out_names = [str(n) for n in est.encoder_.get_feature_names_out()]
     columns = [_level_name(n, str(variables[sources[k]])) for k, n in enumerate(out_names)]
     return inner, encoded, titles, columns
+
+
+def _pair_titles(est, titles):
+    """``{term: "a x b"}`` for the interactions, from the titles of their main terms."""
+    pairs = getattr(est, "interaction_pairs_", np.zeros((0, 2), dtype=int))
+    n_main = len(_terms(est)) - len(pairs)
+    return {n_main + q: f"{titles[int(a)]} x {titles[int(b)]}" for q, (a, b) in enumerate(pairs)}
+
+
+def _draw_pair(ax, surface, sides, columns, data):
+    """A heat map of an interaction's surface ``(xa, xb, f)`` (first output); a side of
+    several columns (a categorical) shows one row or column per level."""
+    xa, xb, f = surface
+    f = f.reshape(len(xa), len(xb), -1)[:, :, 0]
+    coords, labels = [], []
+    for x, cols in zip((xa, xb), sides, strict=True):
+        if x.ndim == 1:
+            coords.append(x)
+            labels.append(None)
+        else:
+            coords.append(np.arange(len(x), dtype=float))
+            labels.append([_row_label(row, [columns[c] for c in cols]) for row in x])
+    vmax = float(np.abs(f).max()) or 1.0
+    mesh = ax.pcolormesh(
+        coords[0], coords[1], f.T, cmap="RdBu_r", vmin=-vmax, vmax=vmax, shading="nearest"
+    )
+    ax.figure.colorbar(mesh, ax=ax, shrink=0.85)
+    for axis, lab, cols in (("x", labels[0], sides[0]), ("y", labels[1], sides[1])):
+        if lab is not None:
+            getattr(ax, f"set_{axis}ticks")(np.arange(len(lab)), lab, fontsize="x-small")
+        else:
+            getattr(ax, f"set_{axis}label")(columns[cols[0]], fontsize="x-small")
+    if data is not None and labels[0] is None and labels[1] is None:
+        ax.plot(data[:, sides[0][0]], data[:, sides[1][0]], ".", color="k", alpha=0.15, ms=2)
 
 
 def _sources_of(model):
@@ -86,7 +122,10 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
     """One panel per selected term: its learned shape function and a rug of the data.
 
     A term of one feature is a curve; a term of several columns (a categorical's one-hot
-    columns, with ``groups``) is a bar chart of the contribution of each of its levels.
+    columns, with ``groups``) is a bar chart of the contribution of each of its levels;
+    an interaction (``interactions``) is a heat map of its surface over its two sides'
+    ranges (a categorical side: one band per level), the data as dots when ``X`` is
+    given (the first output's surface for a model with several).
 
     Parameters
     ----------
@@ -160,8 +199,15 @@ def plot_shape_functions(est, X=None, features=None, *, n_cols=4, grid=None, axe
 
     lo, hi = est.feature_ranges_[:, 0], est.feature_ranges_[:, 1]
     classes = getattr(est, "classes_", None)
+    pairs = getattr(est, "interaction_pairs_", np.zeros((0, 2), dtype=int))
+    n_main = len(terms) - len(pairs)
     for ax, t in zip(axes, shown, strict=True):
         cols = np.asarray(terms[t])
+        if t >= n_main:  # an interaction: its surface as a heat map
+            sides = [np.asarray(terms[m]) for m in pairs[t - n_main]]
+            _draw_pair(ax, curves[t], sides, columns, data)
+            ax.set_title(titles[int(t)], fontsize="small")
+            continue
         if t in curves:
             x, f = curves[t]
         else:  # a removed feature contributes exactly 0 everywhere

@@ -97,11 +97,14 @@ def plot_cv_path(path, ax=None):
         raise ValueError("This path has no CV scores: compute it with cv=...")
     ax = axes_or_new(ax)
     lams = np.asarray(path.lams)[: len(path.cv_mean)]
-    ax.plot(lams, path.cv_mean, color="C0", marker="o", ms=3, label="mean CV score")
+    # the curve joins the scored lams (the folds' coarse first pass skips some: NaN)
+    mean, se = np.asarray(path.cv_mean), np.asarray(path.cv_se)
+    scored = np.isfinite(mean)
+    ax.plot(lams[scored], mean[scored], color="C0", marker="o", ms=3, label="mean CV score")
     ax.fill_between(
-        lams,
-        path.cv_mean - path.cv_se,
-        path.cv_mean + path.cv_se,
+        lams[scored],
+        (mean - se)[scored],
+        (mean + se)[scored],
         color="C0",
         alpha=0.25,
         label="+- 1 standard error",

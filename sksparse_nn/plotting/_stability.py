@@ -15,8 +15,10 @@ def plot_stability_path(selection, ax=None, *, max_labels=10):
     Parameters
     ----------
     selection : fitted StabilitySelection
-        Read through its attributes ``lams_``, ``stability_scores_``, ``support_``,
-        ``threshold_``, ``lam_region_`` and ``expected_false_selections_``.
+        Read through its attributes ``lams_``, ``stability_scores_`` (one row per
+        unit), ``selected_units_``, ``groups_``, ``support_``, ``threshold_``,
+        ``lam_region_`` and ``expected_false_selections_``. A unit of several columns
+        is named by its first column and the number of the others.
     ax : matplotlib Axes, default=None
         Created when not given.
     max_labels : int, default=10
@@ -30,10 +32,18 @@ def plot_stability_path(selection, ax=None, *, max_labels=10):
     ax = axes_or_new(ax)
     lams = np.asarray(selection.lams_)
     scores = np.asarray(selection.stability_scores_)
-    support = np.asarray(selection.support_, dtype=bool)
-    names = getattr(selection, "feature_names_in_", None)
-    if names is None:
-        names = np.array([f"x{i}" for i in range(scores.shape[0])], dtype=object)
+    units = np.asarray(getattr(selection, "groups_", np.arange(scores.shape[0])))
+    support = np.isin(np.arange(scores.shape[0]), getattr(selection, "selected_units_", []))
+    if not hasattr(selection, "selected_units_"):
+        support = np.asarray(selection.support_, dtype=bool)
+    columns = getattr(selection, "feature_names_in_", None)
+    if columns is None:
+        columns = np.array([f"x{i}" for i in range(units.size)], dtype=object)
+    names = []
+    for u in range(scores.shape[0]):
+        members = np.flatnonzero(units == u)
+        extra = f" +{members.size - 1}" if members.size > 1 else ""
+        names.append(f"{columns[members[0]]}{extra}" if members.size else f"unit {u}")
     for j in np.flatnonzero(~support):  # the others in grey, below
         ax.plot(lams, scores[j], color="0.7", lw=0.8, zorder=1)
     order = np.flatnonzero(support)[np.argsort(-scores[support].max(axis=1), kind="stable")]

@@ -14,11 +14,13 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
-from ..path import regularization_path
+from ..path import regularization_path, weighted_lambda_max
+from ..utils.validation import check_fit_params
 
 __all__ = [
     "PathSelectorMixin",
     "check_family",
+    "check_family_fit_params",
     "check_units",
     "n_units_of",
     "lam_param",
@@ -58,6 +60,16 @@ def check_family(estimator, owner):
     )
 
 
+def check_family_fit_params(estimator, fit_params, X, owner):
+    """``fit_params`` checked against the family that is fitted (a VariableModel's
+    estimator: its own ``fit`` passes keywords on), before any work: a TypeError names a
+    keyword the family's ``fit`` does not take (e.g. ``sample_weight`` for a network)."""
+    family = estimator
+    if not takes_lam(estimator) and "estimator" in estimator.get_params(deep=False):
+        family = estimator.get_params(deep=False)["estimator"]
+    return check_fit_params(family, fit_params, X, owner)
+
+
 def check_units(path, owner):
     """A path that selects components (the autoencoder) has nothing to select from X."""
     if path.selection_unit == "components":
@@ -76,14 +88,15 @@ def run_family_path(estimator, X, y, **kwargs):
     return estimator.regularization_path(X, y, **kwargs)
 
 
-def top_lam(estimator, X, y):
-    """``lambda_max`` of ``estimator`` on (X, y): the top of a default grid."""
+def top_lam(estimator, X, y, sample_weight=None):
+    """``lambda_max`` of ``estimator`` on (X, y) (with ``sample_weight`` where its
+    ``lambda_max`` takes it): the top of a default grid."""
     if not hasattr(estimator, "lambda_max"):
         raise TypeError(
             f"{type(estimator).__name__} has no lambda_max(X, y) to place a default lam "
             "grid: pass lams."
         )
-    return float(estimator.lambda_max(X, y))
+    return float(weighted_lambda_max(estimator, X, y, sample_weight))
 
 
 def selection_matrix(path, n_units, lams=None):

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..compose import TableEncoder, VariableModel, variable_groups
 from ..path import regularization_path
+from ..utils.validation import check_fit_params
 from ._knockoff_sampling import (
     METHODS,
     GaussianKnockoffs,
@@ -363,7 +364,7 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             units = None
         return X_num, estimator, units, False
 
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Draw knockoffs, run the paths on ``[X, X~]`` and select at ``fdr``.
 
         Parameters
@@ -372,6 +373,11 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             Numeric (a DataFrame's columns are named in ``get_feature_names_out``); a
             table with categoricals goes through a VariableModel estimator.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        **fit_params : dict
+            Passed to every fit of the paths on ``[X, X~]``, e.g. ``sample_weight``
+            (the linear models take it; a family whose ``fit`` does not take a keyword
+            raises a TypeError naming it, before any work). The knockoffs are drawn
+            from the law of the rows of ``X`` unweighted.
 
         Returns
         -------
@@ -379,6 +385,7 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         Xn, estimator, units, by_variable = self._design(X, y)
+        fit_params = check_fit_params(estimator, fit_params, Xn, type(self).__name__)
         p = Xn.shape[1]
         user_units = units is not None
         if units is None:
@@ -399,7 +406,9 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         for d in range(self.n_draws):
             Z_tilde = (sampler.sample(Xn, rng) - sampler.mean_) / sampler.scale_
             X_aug = np.hstack([Z, Z_tilde])
-            path = regularization_path(estimator, X_aug, y, n_lams=self.n_lams)
+            path = regularization_path(
+                estimator, X_aug, y, n_lams=self.n_lams, fit_params=fit_params
+            )
             W[d] = path_statistics(path, column_units, n_units)
             e[d], T[d] = knockoff_e_values(W[d], level, self.offset)
         self.estimator_ = estimator

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval
 from ._base import (
     PathSelectorMixin,
     check_family,
+    check_family_fit_params,
     check_units,
     lam_param,
     n_units_of,
@@ -129,13 +130,18 @@ class SelectFromPath(PathSelectorMixin):
         self.lam_min_ratio = lam_min_ratio
         self.max_bisections = max_bisections
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Fit the path, bisect where needed, keep exactly ``n_features_to_select``.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        **fit_params : dict
+            Passed to every fit of the estimator (the path's, the bisection's and the
+            refit), e.g. ``sample_weight`` (the linear models take it; a family whose
+            ``fit`` does not take a keyword raises a TypeError naming it, before any
+            work).
 
         Returns
         -------
@@ -145,6 +151,7 @@ class SelectFromPath(PathSelectorMixin):
         owner = type(self).__name__
         check_family(self.estimator, owner)
         X, y = indexable(X, y)
+        fit_params = check_family_fit_params(self.estimator, fit_params, X, owner)
         self._record_input(X)
         n_units, k = n_units_of(X), self.n_features_to_select
         if k > n_units:
@@ -155,21 +162,23 @@ class SelectFromPath(PathSelectorMixin):
         warm = takes_lam(estimator)
         path = run_family_path(
             estimator, X, y, lams=self.lams, n_lams=self.n_lams,
-            lam_min_ratio=self.lam_min_ratio, keep_estimators=warm,
+            lam_min_ratio=self.lam_min_ratio, keep_estimators=warm, fit_params=fit_params,
         )  # fmt: skip
         check_units(path, owner)
         self.path_ = path
         self.bisections_ = []
-        chosen, self.lam_, self.tie_broken_ = self._choose(estimator, path, X, y, n_units, k)
+        chosen, self.lam_, self.tie_broken_ = self._choose(
+            estimator, path, X, y, n_units, k, fit_params
+        )
         self.support_ = np.zeros(n_units, dtype=bool)
         self.support_[chosen] = True
         self.selected_features_ = np.flatnonzero(self.support_)
         if self.refit:
-            self.estimator_ = _refit(estimator, X, y, self.selected_features_)
+            self.estimator_ = _refit(estimator, X, y, self.selected_features_, fit_params)
         return self
 
     # ------------------------------------------------------------------ the choice
-    def _choose(self, estimator, path, X, y, n_units, k):
+    def _choose(self, estimator, path, X, y, n_units, k, fit_params):
         """(selected units, lam, tie broken)."""
         counts = np.array([np.asarray(s).size for s in path.selected])
         exact = np.flatnonzero(counts == k)
@@ -193,7 +202,9 @@ class SelectFromPath(PathSelectorMixin):
             hi_lam = float(path.lams[lo + 1])
             for _ in range(self.max_bisections):
                 mid = float(np.sqrt(lo_lam * hi_lam))
-                sel, importance, model = _fit_at(estimator, lo_model, lo_lam, mid, X, y, n_units)
+                sel, importance, model = _fit_at(
+                    estimator, lo_model, lo_lam, mid, X, y, n_units, fit_params
+                )
                 self.bisections_.append((mid, int(sel.size)))
                 if sel.size == k:
                     return sel, mid, False
@@ -214,22 +225,22 @@ def _importances(path, i, n_units):
     return row if row.size == n_units else np.zeros(n_units)
 
 
-def _fit_at(estimator, lo_model, lo_lam, lam, X, y, n_units):
+def _fit_at(estimator, lo_model, lo_lam, lam, X, y, n_units, fit_params):
     """(selected units, importances, fitted model or None) at ``lam``: a warm start from
     the denser bracket's model, or (a composite such as VariableModel) a two-point path
     from the denser bracket's lam."""
     if lo_model is not None:
         model = copy.deepcopy(lo_model).set_params(lam=lam, warm_start=True)
         with config_context(skip_parameter_validation=True):
-            model.fit(X, y)
+            model.fit(X, y, **fit_params)
         importance = np.asarray(getattr(model, "feature_importances_", np.zeros(n_units)))
         return np.asarray(model.selected_features_, dtype=np.intp), importance, model
-    path = run_family_path(estimator, X, y, lams=[lo_lam, lam])
+    path = run_family_path(estimator, X, y, lams=[lo_lam, lam], fit_params=fit_params)
     selected = selection_matrix(path, n_units)[-1]
     return np.flatnonzero(selected), _importances(path, len(path.lams) - 1, n_units), None
 
 
-def _refit(estimator, X, y, columns):
+def _refit(estimator, X, y, columns, fit_params):
     """``estimator`` fitted at lam = 0 on the selected ``columns`` of X."""
     model = clone(estimator)
     name = lam_param(model)
@@ -244,4 +255,4 @@ def _refit(estimator, X, y, columns):
             f"refit=True cannot carry groups={groups} (consecutive blocks) over to the "
             f"{len(columns)} kept columns: pass groups as one label per column."
         )
-    return model.set_params(**params).fit(_safe_indexing(X, columns, axis=1), y)
+    return model.set_params(**params).fit(_safe_indexing(X, columns, axis=1), y, **fit_params)

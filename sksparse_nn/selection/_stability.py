@@ -9,12 +9,20 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state, indexable
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..path import lambda_grid
-from ._base import PathSelectorMixin, check_family, check_units, n_units_of, top_lam
+from ._base import (
+    PathSelectorMixin,
+    check_family,
+    check_family_fit_params,
+    check_units,
+    n_units_of,
+    top_lam,
+)
 from ._bound import choose_region, region_sizes
+from ._knockoff_sampling import correlation_clusters, estimate_correlation
 from ._subsamples import complementary_pairs, half_paths
 
 __all__ = ["StabilitySelection"]
@@ -39,7 +47,8 @@ class StabilitySelection(PathSelectorMixin):
 
     Units are what the estimator's path selects: input features for the families (for
     NODE, the features its surviving trees read), variables (the table's columns) for a
-    :class:`~sksparse_nn.compose.VariableModel`.
+    :class:`~sksparse_nn.compose.VariableModel`; with ``groups``, groups of them (a
+    group counts as selected on a half when any of its members is).
 
     **The bound.** Let ``q`` be the mean number of units a half-sample path selects at
     some lam of the region, ``p`` the number of units and ``pi`` the threshold. The
@@ -64,6 +73,20 @@ class StabilitySelection(PathSelectorMixin):
         models, the MLP, the NAM, NODE, the general network) or a
         :class:`~sksparse_nn.compose.VariableModel` of one. Cloned; its own settings
         (``D``, ``max_epochs``, ...) are those of every half-sample fit.
+    groups : array-like of shape (n_features,) or "clusters", default=None
+        One label per column of ``X`` (per variable for a VariableModel): the columns
+        of a label form one unit, selected on a half-sample when any of them is, and
+        the bound counts units. ``"clusters"``: clusters of correlated columns (numeric
+        ``X``; see ``cluster_threshold``), as the knockoff filter's units. Where
+        columns are nearly collinear (breast cancer's radius, perimeter and area), a
+        non-convex fit (``D > 2``) keeps one member per fit and the halves pick
+        different ones, so no member alone reaches the threshold while the block does.
+        ``None``: every column is a unit (the estimator's own selection).
+    cluster_threshold : float in (0, 1], default=0.7
+        With ``groups="clusters"``: columns whose average absolute correlation reaches
+        this value form one unit (average-linkage clustering on ``1 - |corr|`` of the
+        Ledoit-Wolf correlation, the knockoff filter's default: at 0.7 a column
+        explains about half the variance of its partners).
     n_pairs : int >= 1, default=20
         Pairs of complementary half-samples (``2 n_pairs`` paths). The selection
         probabilities are multiples of ``1 / (2 n_pairs)``. 20 keeps the default's cost
@@ -110,17 +133,25 @@ class StabilitySelection(PathSelectorMixin):
     Attributes
     ----------
     support_ : ndarray of bool of shape (n_features,)
-        The selected units.
+        The selected columns (all columns of the selected units).
     selected_features_ : ndarray of int
         Their indices.
-    stability_scores_ : ndarray of shape (n_features, n_lams)
-        Selection probability of every unit at every lam of ``lams_``.
+    groups_ : ndarray of int of shape (n_features,)
+        The unit of every column (``0 .. n_units_ - 1``; the column itself without
+        ``groups``).
+    n_units_ : int
+        Number of units.
+    selected_units_ : ndarray of int
+        The selected units.
+    stability_scores_ : ndarray of shape (n_units, n_lams)
+        Selection probability of every unit at every lam of ``lams_`` (``n_units``:
+        ``n_units_``).
     lams_ : ndarray of shape (n_lams,)
         The common grid (ascending).
     threshold_ : float
         The selection probability used.
     expected_false_selections_ : float
-        The bound ``q**2 / ((2 threshold_ - 1) n_features_in_)`` at the chosen region.
+        The bound ``q**2 / ((2 threshold_ - 1) n_units_)`` at the chosen region.
     max_false_selections_ : float
         The bound the region was chosen to keep (1 when ``threshold`` was given).
     lam_region_ : tuple of float or None
@@ -152,6 +183,8 @@ class StabilitySelection(PathSelectorMixin):
 
     _parameter_constraints: dict = {
         "estimator": [object],
+        "groups": ["array-like", StrOptions({"clusters"}), None],
+        "cluster_threshold": [Interval(Real, 0, 1, closed="right")],
         "n_pairs": [Interval(Integral, 1, None, closed="left")],
         "threshold": [Interval(Real, 0.5, 1, closed="right"), None],
         "max_false_selections": [Interval(Real, 0, None, closed="neither"), None],
@@ -167,6 +200,8 @@ class StabilitySelection(PathSelectorMixin):
         self,
         estimator,
         *,
+        groups=None,
+        cluster_threshold=0.7,
         n_pairs=20,
         threshold=None,
         max_false_selections=None,
@@ -178,6 +213,8 @@ class StabilitySelection(PathSelectorMixin):
         verbose=0,
     ):
         self.estimator = estimator
+        self.groups = groups
+        self.cluster_threshold = cluster_threshold
         self.n_pairs = n_pairs
         self.threshold = threshold
         self.max_false_selections = max_false_selections
@@ -198,25 +235,32 @@ class StabilitySelection(PathSelectorMixin):
             )
         check_family(self.estimator, type(self).__name__)
 
-    def _grid(self, estimator, X, y):
+    def _grid(self, estimator, X, y, sample_weight=None):
         if self.lams is not None:
             lams = np.sort(np.asarray(self.lams, dtype=float).ravel())
             if lams.size < 1 or not np.all(np.isfinite(lams)) or np.any(lams <= 0):
                 raise ValueError(f"lams must be finite and > 0, got {self.lams!r}.")
             return lams
-        lam_max = top_lam(estimator, X, y)
+        lam_max = top_lam(estimator, X, y, sample_weight)
         grid = lambda_grid(lam_max, self.n_lams, self.lam_min_ratio)
         ratio = grid[-1] / grid[-2]
         above = lam_max * ratio ** np.arange(1, 1 + np.ceil(np.log(GRID_HEADROOM) / np.log(ratio)))
         return np.concatenate([grid, above])
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Run the half-sample paths and select the stable units.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        **fit_params : dict
+            Passed to every fit of the estimator, e.g. ``sample_weight`` (the linear
+            models take it; a family whose ``fit`` does not take a keyword raises a
+            TypeError naming it, before any work). A per-row value (one entry per row
+            of ``X``) is taken on each half's rows; the halves themselves are drawn
+            from the rows, not from the weights, and the default grid's ``lam_max``
+            is that of the weighted problem.
 
         Returns
         -------
@@ -225,19 +269,26 @@ class StabilitySelection(PathSelectorMixin):
         self._check_params()
         estimator = clone(self.estimator)
         X, y = indexable(X, y)
+        fit_params = check_family_fit_params(estimator, fit_params, X, type(self).__name__)
         self._record_input(X)
         n_samples, n_units = len(X) if not hasattr(X, "shape") else X.shape[0], n_units_of(X)
         if n_samples < 4:
             raise ValueError(f"StabilitySelection needs at least 4 rows, got {n_samples}.")
-        lams = self._grid(estimator, X, y)
+        units = self._units(X, n_units)  # before any fit: a bad groups fails at once
+        lams = self._grid(estimator, X, y, fit_params.get("sample_weight"))
         rng = check_random_state(self.random_state)
         classes = None
         if is_classifier(estimator) and y is not None and np.ndim(y) == 1:
             classes = np.asarray(y)
         self.pairs_ = complementary_pairs(n_samples, self.n_pairs, rng, classes)
-        results = half_paths(estimator, X, y, self.pairs_, lams, n_units, self.n_jobs, self.verbose)
+        results = half_paths(
+            estimator, X, y, self.pairs_, lams, n_units, self.n_jobs, self.verbose, fit_params
+        )
         self._report(results)
-        halves = np.stack([r["selected"] for r in results])  # (2B, n_lams, n_units)
+        halves = np.stack([r["selected"] for r in results])  # (2B, n_lams, n_columns)
+        halves = _by_unit(halves, units)  # (2B, n_lams, n_units)
+        n_units = halves.shape[2]
+        self.groups_, self.n_units_ = units, n_units
         self.lams_ = lams
         self.stability_scores_ = halves.mean(axis=0).T
         q = region_sizes(halves)
@@ -256,14 +307,37 @@ class StabilitySelection(PathSelectorMixin):
             )
             self.lam_region_ = None
             self.n_selected_per_half_ = float(q[-1])
-            self.support_ = np.zeros(n_units, dtype=bool)
+            chosen = np.zeros(n_units, dtype=bool)
         else:
             self.lam_region_ = (float(lams[start]), float(lams[-1]))
             self.n_selected_per_half_ = float(q[start])
             best = self.stability_scores_[:, start:].max(axis=1)
-            self.support_ = best >= self.threshold_ - 1e-12
+            chosen = best >= self.threshold_ - 1e-12
+        self.selected_units_ = np.flatnonzero(chosen)
+        self.support_ = np.isin(units, self.selected_units_)
         self.selected_features_ = np.flatnonzero(self.support_)
         return self
+
+    def _units(self, X, n_columns):
+        """The unit of every column: dense labels of ``groups``, correlation clusters,
+        or the columns themselves."""
+        if self.groups is None:
+            return np.arange(n_columns)
+        if isinstance(self.groups, str):  # "clusters"
+            try:
+                Xn = np.asarray(X, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    'groups="clusters" needs numeric X (correlations of its columns); pass '
+                    "groups= one label per column (per variable for a VariableModel)."
+                ) from None
+            return correlation_clusters(estimate_correlation(Xn)[2], self.cluster_threshold)
+        groups = np.asarray(self.groups)
+        if groups.shape != (n_columns,):
+            raise ValueError(
+                f"groups must hold one label per unit of X ({n_columns}), got shape {groups.shape}."
+            )
+        return np.unique(groups, return_inverse=True)[1].astype(np.intp)
 
     def _report(self, results):
         """One warning for what the half-sample paths said (not one per path)."""
@@ -309,6 +383,17 @@ class StabilitySelection(PathSelectorMixin):
 
         check_is_fitted(self, "support_")
         return plot_stability_path(self, ax=ax)
+
+
+def _by_unit(halves, units):
+    """Selections per unit: a unit is selected where any of its columns is."""
+    n_units = int(units.max()) + 1 if units.size else 0
+    if n_units == units.size and np.array_equal(units, np.arange(units.size)):
+        return halves
+    out = np.zeros(halves.shape[:2] + (n_units,), dtype=bool)
+    for u in range(n_units):
+        out[..., u] = halves[..., units == u].any(axis=-1)
+    return out
 
 
 class _Unit:

@@ -23,6 +23,7 @@ from ..utils.convergence import warn_convergence
 from .callbacks import make_callbacks
 from .data import BatchIterator, RandomSplit
 from .guards import ConvergenceMonitor, DivergenceGuard
+from .pruning import DropInTransitAtEnd
 from .schedule import LRPlan, StopWhenSettled
 
 __all__ = ["GradientTrainer", "Trained", "epoch_budget", "step_size_groups"]
@@ -259,8 +260,10 @@ class GradientTrainer:
         return est._traits.net_class(module, **kwargs)
 
     def plan_stopping(self, est, net, n_samples, warm, weight_scale):
-        """When ``net`` stops: a learning-rate warm-up for warm starts, and with the
-        automatic budget (``max_epochs=None``) the rule that ends a settled fit early."""
+        """When ``net`` stops: a learning-rate warm-up for warm starts; with the
+        automatic budget (``max_epochs=None``) the rule that ends a settled fit early
+        (and drops groups in transit as it goes), with a fixed one the drop of the groups
+        the budget leaves in transit (:class:`~.pruning.DropInTransitAtEnd`)."""
         plan = dict(net.callbacks)["lr_schedule"]
         steps_per_epoch = -(-n_samples // net.batch_size)
         if warm and net.optimizer is not torch.optim.LBFGS:  # a line search needs none
@@ -269,6 +272,9 @@ class GradientTrainer:
             # next point of a path is a similar problem, which the full rate would break
             lr, scale = getattr(est, "_warm_rate_scale", (None, 1.0))
             plan.scale = scale if lr == est.lr else 1.0
+        if est.max_epochs is not None and plan.max_epochs > 0:
+            zero_tol = est.zero_tol * weight_scale()
+            net.callbacks.append(("drop_at_end", DropInTransitAtEnd(plan.max_epochs, zero_tol)))
         if est.max_epochs is None and plan.max_epochs > 0:
             window = _epochs_for(SETTLE_STEPS, steps_per_epoch, plan.max_epochs)
             if plan.schedule == "cosine" and (warm or est._traits.hold_cold_rate):

@@ -27,7 +27,7 @@ from ..sparsifiers import (
 )
 from ..utils.convergence import warn_convergence
 from ..utils.validation import abs_max
-from .signals import SHRINKING, in_transit, still_falling
+from .signals import SHRINKING, ending_width, in_transit, still_falling
 
 __all__ = [
     "ConvergenceMonitor",
@@ -128,7 +128,7 @@ class ConvergenceMonitor(Callback):
         messages = []
         losses = np.asarray(losses, dtype=np.float64)
         if losses.size >= 2:
-            width = max(1, losses.size // 10)
+            width = ending_width(losses.size)
             falling, before, recent = still_falling(losses, width)
             if falling:
                 messages.append(

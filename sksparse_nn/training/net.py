@@ -9,6 +9,7 @@ from skorch.dataset import unpack_data
 from skorch.utils import TeeGenerator
 
 from ..sparsifiers import (
+    cached,
     closed_form_penalties,
     penalty,
     penalty_function,
@@ -146,19 +147,22 @@ class PenalizedNet(NeuralNet):
         with torch.no_grad():
             return sum(float((c * param.pow(2)).sum()) for param, c in self.ridge_)
 
-    def training_objective(self, dataset):
+    def training_objective(self, dataset, batch_size=None):
         """The training objective (mean criterion plus ``lam`` times the penalty) of the
         module as it is, on ``dataset``, as an epoch's training loss sees it (training
         mode: dropout, batch statistics), without gradients; the module's buffers
-        (BatchNorm's running statistics) and mode are left as they were."""
+        (BatchNorm's running statistics) and mode are left as they were. ``batch_size``:
+        rows per forward pass (the net's when None; another size changes the value only
+        through batch statistics and dropout masks)."""
         module = self.module_
         was_training = module.training
         saved = [(buffer, buffer.clone()) for buffer in module.buffers()]
         module.train()
         total, count = 0.0, 0
         try:
-            with torch.no_grad():
-                for Xi, yi in self.get_iterator(dataset, training=False):
+            # the gated weights formed once for the pass (they do not change in it)
+            with torch.no_grad(), cached():
+                for Xi, yi in self._objective_batches(dataset, batch_size):
                     y_pred = self.infer(Xi)
                     loss = self.get_loss(y_pred, yi, X=Xi, training=False)
                     total += float(loss) * len(y_pred)
@@ -170,6 +174,12 @@ class PenalizedNet(NeuralNet):
                     buffer.copy_(copy_)
             module.train(was_training)
         return total / max(count, 1) + self.lam * value
+
+    def _objective_batches(self, dataset, batch_size):
+        if batch_size is None:
+            return self.get_iterator(dataset, training=False)
+        kwargs = {**self.get_params_for("iterator_valid"), "batch_size": batch_size}
+        return self.iterator_valid(dataset, **kwargs)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         if isinstance(y_true, (tuple, list)):  # (targets, sample weights)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-__all__ = ["in_transit", "on_plateau", "still_falling", "still_shrinking"]
+__all__ = ["ending_width", "in_transit", "on_plateau", "still_falling", "still_shrinking"]
 
 
 #: The objective is "still falling" when the last window lowered its mean by more than
@@ -85,6 +85,12 @@ def still_falling(losses, width):
     """
     before, recent = _window_means(losses, width)
     return before - recent > _tolerated_change(losses, recent), before, recent
+
+
+def ending_width(n_epochs):
+    """Epochs per window when a fit's end is judged (by the ConvergenceMonitor and the
+    drop at the end of a fixed budget): a tenth of them, at least one."""
+    return max(1, n_epochs // 10)
 
 
 def _noise(values, width):

@@ -1,7 +1,8 @@
 """Helpers every room uses: input checks, convergence reports, the interrupt flag.
 
-- :mod:`.validation`: value ranges the training arithmetic holds, sample weights,
-  warm-start compatibility of targets (numpy only);
+- :mod:`.validation`: value ranges the training arithmetic holds, sample weights, the
+  fit parameters a path passes on (and their rows of a subsample), warm-start
+  compatibility of targets (numpy only);
 - :mod:`.columns`: column statistics of dense or sparse ``X`` (sums of squares, means and
   variances; numpy/scipy only);
 - :mod:`.convergence`: :func:`~.convergence.warn_convergence`, how every fit of the

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import assert_all_finite
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils import _safe_indexing, assert_all_finite
+from sklearn.utils.validation import _check_sample_weight, _num_samples
 
 __all__ = [
     "abs_max",
+    "check_fit_params",
     "check_range",
     "check_sample_weight",
     "check_warm_start_targets",
+    "fit_params_rows",
     "value_limit",
 ]
 
@@ -114,3 +117,59 @@ def check_sample_weight(sample_weight, X):
     if not total > 0:
         raise ValueError("sample_weight must have a positive sum: every weight is zero.")
     return weight * (weight.shape[0] / total)
+
+
+def check_fit_params(estimator, fit_params, X, owner=None):
+    """``fit_params`` (None or a dict of keyword arguments of ``estimator.fit``, e.g.
+    ``sample_weight``) as a dict, or a TypeError naming a keyword the estimator's ``fit``
+    does not take, and a ValueError for a per-row argument of the wrong length.
+
+    A value is *per row* when it is array-like with as many entries as ``X`` has rows
+    (then :func:`fit_params_rows` takes the rows of a subsample or fold from it, as
+    scikit-learn's cross-validation does); ``sample_weight`` must be per row.
+    """
+    fit_params = {} if fit_params is None else dict(fit_params)
+    if not fit_params:
+        return fit_params
+    signature = inspect.signature(estimator.fit)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    name = type(estimator).__name__
+    for key in fit_params:
+        if not takes_any and key not in signature.parameters:
+            takes = [k for k in signature.parameters if k not in ("X", "y")]
+            raise TypeError(
+                f"{owner or 'fit'}: {name}.fit takes no {key!r} (its fit takes "
+                f"{', '.join(takes) or 'only X and y'}); "
+                + (
+                    "use a family that takes sample weights (the linear models) or "
+                    "resample the rows instead."
+                    if key == "sample_weight"
+                    else "pass only the keywords its fit takes."
+                )
+            )
+    n_samples = _num_samples(X)
+    weight = fit_params.get("sample_weight")
+    if weight is not None and (np.ndim(weight) != 1 or len(weight) != n_samples):
+        raise ValueError(
+            f"{owner or 'fit'}: sample_weight must hold one weight per row of X "
+            f"({n_samples}), got shape {np.shape(weight)}."
+        )
+    return fit_params
+
+
+def _per_row(value, n_samples):
+    if value is None or isinstance(value, (str, bytes, dict)) or np.isscalar(value):
+        return False
+    try:
+        return _num_samples(value) == n_samples
+    except TypeError:
+        return False
+
+
+def fit_params_rows(fit_params, rows, n_samples):
+    """``fit_params`` for the subsample ``rows`` of ``n_samples`` rows: per-row values
+    (array-like of length ``n_samples``) indexed, the others passed as they are."""
+    return {
+        key: _safe_indexing(value, rows) if _per_row(value, n_samples) else value
+        for key, value in fit_params.items()
+    }
