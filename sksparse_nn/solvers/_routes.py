@@ -7,17 +7,14 @@ directly); a pair no specialised solver takes goes to the generic
 :func:`solve` (the group lasso, ``D = 2``: ``GroupNorm``, or ``GatedGroupNorm`` at
 ``D = 2``):
 
-==========================  =======================================================
-``LeastSquares``, 1-d ``y``  :func:`~._least_squares.solve_group_lasso` (working
-                             sets: FISTA and Newton steps on Gram blocks, compiled
-                             coordinate descent on sets wider than a column's entries)
-``Logistic``, ``Multinomial`` :func:`~._logistic.solve_group_logistic` (binary: Newton
-                             working sets on dense ``X``, compiled coordinate descent
-                             on sparse ``X``; multinomial: FISTA)
-other pairs                  :func:`~._composed.proximal_gradient` (several least-
-                             squares outputs, positivity of the log-losses, a mask of
-                             constrained features, non-convex ``D``)
-==========================  =======================================================
+* ``LeastSquares`` with 1-d ``y``: :func:`~._least_squares.solve_group_lasso` (working
+  sets: FISTA and Newton steps on Gram blocks, compiled coordinate descent on sets wider
+  than a column's entries);
+* ``Logistic``, ``Multinomial``: :func:`~._logistic.solve_group_logistic` (binary: Newton
+  working sets on dense ``X``, compiled coordinate descent on sparse ``X``; multinomial:
+  FISTA);
+* any other pair: :func:`~._composed.proximal_gradient` (several least-squares outputs,
+  positivity of the log-losses, a mask of constrained features, non-convex ``D``).
 
 :func:`gated_fit` (``GatedGroupNorm``, any ``D``, from a start): ``LeastSquares`` to
 :func:`~._gated_fits.gated_least_squares_fit`, the log-losses to
