@@ -130,8 +130,9 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data (sparse input is never densified: the block steps work on its
-            columns, gradient steps on torch sparse batches). CSC is read in place; CSR
-            is copied to CSC once per data set (kept along a warm-started path).
+            columns, gradient steps on torch sparse batches). Beyond 100 features the
+            working sets read CSC in place and copy CSR to CSC once per data set
+            (kept along a warm-started path).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (class labels for the classifier).
         sample_weight : array-like of shape (n_samples,), default=None
