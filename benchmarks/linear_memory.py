@@ -16,9 +16,13 @@ the peak and is shown beside it: on sparse ``X`` it is larger than ``X`` itself.
 
 Usage::
 
-    python benchmarks/linear_memory.py [--skip-large] [--out FILE]
+    python benchmarks/linear_memory.py [--skip-large] [--skip-larger] [--only TEXT] [--out FILE]
 
-Prints a table and writes ``benchmarks/results/linear_memory.json``.
+Prints a table and writes ``benchmarks/results/linear_memory.json``. The sparse
+problems run with ``X`` as CSR (as ``linear_path.py`` gives it) and as CSC (which the
+working sets read in place), at two sizes; from the two sizes of each pair the fits'
+peak is split into ``a`` copies of ``X`` plus ``b`` vectors of length ``p`` (floats),
+the two unknowns of two equations (a model: vectors of length ``n`` count in either).
 """
 
 from __future__ import annotations
@@ -55,13 +59,26 @@ PROBLEMS = [
      {"kind": "logistic", "n": 500, "p": 5000, "group_size": 1, "n_informative": 10,
       "n_classes": 2}),
 ]  # fmt: skip
+_TEXT = {"group_size": 1, "n_informative": 50}
+_LASSO = {"kind": "reg", "n": 2000, "p": 10000, "density": 0.01, **_TEXT}
+_LOGISTIC = {"kind": "logistic", "n": 2000, "p": 10000, "density": 0.01, "n_classes": 2,
+             **_TEXT}  # fmt: skip
+_LARGER = {"n": 20000, "p": 20000, "density": 0.005}
+# the sparse problems as CSR (linear_path.py's) and as CSC (read in place), and the
+# same at 20000 x 20000, 0.5% (X ten times larger, p twice): what a path needs beyond
+# the data, a * X + b * p, solved from the two sizes
 LARGE = [
-    ("sparse Lasso 2000 x 10000, 1%",
-     {"kind": "reg", "n": 2000, "p": 10000, "group_size": 1, "n_informative": 50,
-      "density": 0.01}),
-    ("sparse logistic 2000 x 10000, 1%",
-     {"kind": "logistic", "n": 2000, "p": 10000, "group_size": 1, "n_informative": 50,
-      "density": 0.01, "n_classes": 2}),
+    ("sparse Lasso 2000 x 10000, 1%", _LASSO),
+    ("sparse Lasso 2000 x 10000, 1%, CSC", {**_LASSO, "format": "csc"}),
+    ("sparse logistic 2000 x 10000, 1%", _LOGISTIC),
+    ("sparse logistic 2000 x 10000, 1%, CSC", {**_LOGISTIC, "format": "csc"}),
+]
+LARGER = [
+    ("sparse Lasso 20000 x 20000, 0.5%", {**_LASSO, **_LARGER}),
+    ("sparse Lasso 20000 x 20000, 0.5%, CSC", {**_LASSO, **_LARGER, "format": "csc"}),
+    ("sparse logistic 20000 x 20000, 0.5%", {**_LOGISTIC, **_LARGER}),
+    ("sparse logistic 20000 x 20000, 0.5%, CSC",
+     {**_LOGISTIC, **_LARGER, "format": "csc"}),
 ]  # fmt: skip
 
 # The child: one problem's path, traced; prints one JSON line.
@@ -94,6 +111,8 @@ def traced(run):
     tracemalloc.stop()
     return out, peak, cpu
 d = make_problem(spec)
+if spec.get("format") == "csc":
+    d.X = d.X.tocsc()
 path(d)  # untraced: the compiled kernel loaded (or built), lazy imports done
 X = d.X
 x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes
@@ -121,12 +140,35 @@ def measure(spec):
     return out
 
 
+def _split(rows):
+    """Per sparse problem measured at both sizes (CSR and CSC apart): ``(a, b)`` with
+    the fits' peak ``= a * x_bytes + b * 8 p`` at both (two equations, two unknowns)."""
+    import numpy as np
+
+    out = {}
+    for name, row in rows.items():
+        big = name.replace("2000 x 10000, 1%", "20000 x 20000, 0.5%")
+        if big == name or big not in rows:
+            continue
+        pair = [row, rows[big]]
+        A = np.array([[r["x_bytes"], 8.0 * r["spec"]["p"]] for r in pair])
+        peaks = np.array([r["fits_peak_bytes"] for r in pair], dtype=float)
+        a, b = np.linalg.solve(A, peaks)
+        out[name.replace(" 2000 x 10000, 1%", "")] = (float(a), float(b))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--skip-large", action="store_true", help="no sparse 2000 x 10000")
+    parser.add_argument("--skip-large", action="store_true", help="no sparse problems")
+    parser.add_argument("--skip-larger", action="store_true", help="no sparse 20000 x 20000")
+    parser.add_argument("--only", default=None, help="problems whose name contains this")
     parser.add_argument("--out", default="linear_memory.json", help="results file")
     args = parser.parse_args()
     problems = PROBLEMS + ([] if args.skip_large else LARGE)
+    problems += [] if args.skip_large or args.skip_larger else LARGER
+    if args.only:
+        problems = [(name, spec) for name, spec in problems if args.only in name]
     load = [uptime()]
     rows = {}
     print(f"{'problem (D=2 path, 20 lams)':36s} {'X MB':>7s} {'peak MB':>8s} {'peak / X':>9s} "
@@ -138,7 +180,10 @@ def main():
               f"{r['peak_over_x']:9.2f} {r['result_bytes'] / 2**20:10.1f} "
               f"{r['fits_peak_over_x']:9.2f}", flush=True)  # fmt: skip
     load.append(uptime())
-    results = {"machine": machine(), "load": load, "problems": rows}
+    split = _split(rows)
+    for name, (a, b) in split.items():
+        print(f"{name}: fits' peak = {a:.2f} X + {b:.1f} p floats")
+    results = {"machine": machine(), "load": load, "problems": rows, "split": split}
     print(f"load: {load[0]} -> {load[1]}")
     print("written to", write_json(results, args.out))
 

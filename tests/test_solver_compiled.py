@@ -58,7 +58,7 @@ def test_the_aot_kernel_serves_int32_indices_and_the_jit_the_rest(calls):
     assert calls == ["jit"]
     # int64 indices (scipy's for very large matrices) do not fit the AOT signature
     assert _compiled._fits(args)
-    args[16], args[17] = args[16].astype(np.int64), args[17].astype(np.int64)
+    args[18] = args[18].astype(np.int64)
     assert not _compiled._fits(args)
 
 

@@ -63,8 +63,8 @@ def test_cd_sweep_is_the_proximal_block_step(sizes, centred, positive):
     r, S, t = np.zeros(n), 0.0, 0.0  # d = 0
     c = X.T @ h
     buf = np.empty(max(sizes))
-    S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices, X.data, h,
-                    r, w, buf, S, t, float(h.sum()))  # fmt: skip
+    S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr[:-1], X.indptr[1:],
+                    X.indices, X.data, h, r, w, buf, S, t, float(h.sum()))  # fmt: skip
 
     expected = _reference_sweep(X, h, m, gw, x, x, active, starts, L, thr, pos)
     scale = np.abs(expected).max() + np.abs(x).max()
@@ -108,8 +108,9 @@ def test_dense_sweep_is_the_sparse_sweep_on_every_entry(centred, positive):
         w, r, buf = x.copy(), np.zeros(n), np.empty(max(sizes))
         S, t = 0.0, 0.0
         for _ in range(3):  # a few sweeps: the state feeds the next one
-            S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr, X.indices,
-                            X.data, h, r, w, buf, S, t, float(h.sum()), dense)  # fmt: skip
+            S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos, X.indptr[:-1],
+                            X.indptr[1:], X.indices, X.data, h, r, w, buf, S, t,
+                            float(h.sum()), dense)  # fmt: skip
         out.append((w, r, S, t))
     (w0, r0, S0, t0), (w1, r1, S1, t1) = out
     assert np.any(w0 != x) and np.array_equal(w0, w1) and np.array_equal(r0, r1)
@@ -126,7 +127,7 @@ def test_add_columns_adds_the_weighted_columns(dense):
     cols, delta = np.array([4, 0, 7], dtype=np.intp), rng.normal(size=3)
     r0 = rng.normal(size=n)
     r = r0.copy()
-    add_columns(cols, delta, X.indptr, X.indices, X.data, h, r, dense)
+    add_columns(cols, delta, X.indptr[:-1], X.indptr[1:], X.indices, X.data, h, r, dense)
     expected = r0 + h * (X[:, cols].toarray() @ delta)
     np.testing.assert_allclose(r, expected, rtol=0, atol=64 * EPS * np.abs(expected).max())
 
@@ -241,7 +242,7 @@ def test_model_cd_reaches_the_models_kkt_point(intercept, positive, dense):
     w, r, t, sweeps = _kernels.model_cd(
         x, gw, h, ext, lam_rho, n_groups, np.arange(len(sizes)), starts, L,
         lam_rho[: len(sizes)], c, m, 1.0 if intercept else 0.0, hb, pos, positive,
-        X.indptr, X.indices, X.data, dense, tol, 10_000, 5,
+        X.indptr[:-1], X.indptr[1:], X.indices, X.data, dense, tol, 10_000, 5,
     )  # fmt: skip
     d = w - x
     G = _dense_model(X, m, s, h, gw, x, d)
@@ -276,4 +277,45 @@ def test_dense_products_are_scipys_csc_products_to_the_bit(n, k):
         z, g = np.zeros(n), np.zeros(k)
         matvec(data, w, z)
         rmatvec(data, r, g)
+        assert z.tobytes() == (A @ w).tobytes() and g.tobytes() == (A.T @ r).tobytes()
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_column_kernels_read_picked_columns_as_scipy_computes_them(dense):
+    # a set's columns read in place (pointers lo/hi into a CSC matrix, in any order):
+    # the products are scipy's on the sliced columns, the weighted sums bincount's
+    # over their entries (each summed from zero in entry order), to the bit
+    from sksparse_nn.solvers import _compiled
+
+    rng = np.random.default_rng(11 + dense)
+    n, p = 50, 40
+    X = sp.random(n, p, density=1.0 if dense else 0.2, format="csc", random_state=rng)
+    X.sort_indices()
+    picked = np.array([7, 3, 30, 0, 12, 39], dtype=np.intp)
+    ptr = X.indptr.astype(np.int64)
+    lo, hi = ptr[picked], ptr[picked + 1]
+    A = X[:, picked]
+    h = rng.uniform(0.1, 1.0, size=n)
+    entries = A.data if not dense else A.toarray().T.ravel()
+    if dense:  # every row stored, in order: the dense layout
+        lo = np.arange(0, n * picked.size, n, dtype=np.int64)
+        hi = lo + n
+    cols = np.repeat(np.arange(picked.size), np.diff(A.indptr)) if not dense else np.repeat(
+        np.arange(picked.size), n)  # fmt: skip
+    rows = A.indices if not dense else np.tile(np.arange(n), picked.size)
+    weighted = entries * h[rows]
+    c_ref = np.bincount(cols, weights=weighted, minlength=picked.size)
+    d_ref = np.bincount(cols, weights=entries * weighted, minlength=picked.size)
+    data, indices = (X.data, X.indices) if not dense else (entries, np.zeros(0, np.int32))
+    for module in (_kernels, _compiled):
+        c, diag = np.zeros(picked.size), np.zeros(picked.size)
+        module.weighted_sums(lo, hi, indices, data, h, dense, c, diag)
+        assert c.tobytes() == c_ref.tobytes() and diag.tobytes() == d_ref.tobytes()
+    if dense:
+        return
+    w, r = rng.normal(size=picked.size), rng.normal(size=n)
+    for module in (_kernels, _compiled):
+        z, g = np.zeros(n), np.zeros(picked.size)
+        module.columns_matvec(lo, hi, X.indices, X.data, w, z)
+        module.columns_rmatvec(lo, hi, X.indices, X.data, r, g)
         assert z.tobytes() == (A @ w).tobytes() and g.tobytes() == (A.T @ r).tobytes()

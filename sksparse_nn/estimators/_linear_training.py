@@ -80,7 +80,7 @@ class _BlockStepTrainer(GradientTrainer):
             )
         objective, certified = None, False
         est._fit_memo = None  # set by the block steps on working sets (_data_memo)
-        if est._runs_block_steps(dataset.X) and est._penalizes(module):
+        if est._runs_block_steps(dataset.given) and est._penalizes(module):
             objective, certified = est._run_block_steps(module, dataset)
         if certified:  # nothing left to train (nor gates, see _gate_module)
             return Trained(module, History(), {})
@@ -122,7 +122,7 @@ class _LinearTraining:
         groups. Classifiers regress the one-hot (binary: 0/1) targets. Very wide data
         keep the default init.
         """
-        X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
+        X = dataset.given if dataset.sparse else dataset.X.cpu().numpy()
         p = X.shape[1]
         if self._working_sets(X) and self.D == 2:
             # the convex problem's working sets grow from zero, as the reference solver's
@@ -239,7 +239,7 @@ class _LinearTraining:
         Groups at zero get zero factors (a stationary point L-BFGS need not move away
         from), except at D = 2 those whose KKT condition is violated, which can grow.
         """
-        X = dataset.X if dataset.sparse else dataset.X.cpu().numpy()
+        X = dataset.given if dataset.sparse else dataset.X.cpu().numpy()
         labels, rho = self._penalty_groups(X.shape[1])
         weight = as_numpy(module.weight).T
         bias = as_numpy(module.bias) if self.fit_intercept else None

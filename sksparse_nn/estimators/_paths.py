@@ -57,7 +57,8 @@ class PathProtocol:
         -------
         lam_max : float
         """
-        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        sparse = self._traits.X_validation.get("accept_sparse", "csr")  # as the fits take it
+        X = check_array(X, accept_sparse=sparse, dtype=np.float64)
         sample_weight = check_sample_weight(sample_weight, X)
         targets = torch.as_tensor(np.array(self._path_targets(np.asarray(y)), dtype=np.float64))
         scaling = Scaling.fit(

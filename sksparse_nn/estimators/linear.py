@@ -23,7 +23,14 @@ from sklearn.base import is_regressor
 from sklearn.utils._param_validation import StrOptions
 
 from ..groups import AxisGroups, norms_by_label, penalty_value
-from ..solvers import gated_least_squares_fit, gated_logistic_fit, uses_working_sets
+from ..solvers import (
+    GatedGroupNorm,
+    LeastSquares,
+    Logistic,
+    Multinomial,
+    gated_fit,
+    uses_working_sets,
+)
 from ..sparsifiers import ZERO_TOL, dgate
 from ..training import as_numpy
 from ..utils.columns import column_moments
@@ -49,8 +56,10 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
 
     # float64: small problems, compared against exact solvers; nn.Linear takes torch
     # sparse batches; the ridge start is split into balanced factors; cheap exact
-    # points: the usual lasso grid, down to the nearly unpenalized end
+    # points: the usual lasso grid, down to the nearly unpenalized end; sparse X is kept
+    # as CSC when given so (the block steps read it by columns: no copy)
     _traits = Traits(
+        X_validation={"accept_sparse": ("csr", "csc")},
         dtype=torch.float64,
         sparse_batches=True,
         fresh_init="balanced",
@@ -121,7 +130,9 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data (sparse input is never densified: the block steps work on its
-            columns, gradient steps on torch sparse batches).
+            columns, gradient steps on torch sparse batches). Beyond 100 features the
+            working sets read CSC in place and copy CSR to CSC once per data set
+            (kept along a warm-started path).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (class labels for the classifier).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -160,6 +171,13 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
         dgate(
             module, "weight", groups=AxisGroups(1, labels), D=self.D, init=init, group_weights=rho
         )
+
+    def _gated_norm(self, datafit, labels, rho):
+        """The block steps' penalty: the gated group norm of ``labels`` / ``rho`` at
+        this ``lam`` and ``D`` on ``datafit``'s rows (the features held ``>= 0`` with
+        ``positive``, an intercept row free)."""
+        positive = datafit.positive_rows(self.positive)
+        return GatedGroupNorm(datafit.row_labels(labels), rho, self.lam, self.D, positive)
 
     def _feature_importances(self, module):
         return column_norms(module.weight)
@@ -315,10 +333,12 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
     def _block_solve(self, X, targets, labels, rho, weight, bias, sample_weight=None):
         """Gated least squares: a :class:`~sksparse_nn.solvers.GatedFit`."""
         memo = self._data_memo(X, sample_weight) if uses_working_sets(X) else None
-        fit = gated_least_squares_fit(
-            X, targets.cpu().double().numpy(), labels, rho, self.lam, self.D, weight,
-            fit_intercept=self.fit_intercept, positive=self.positive,
-            max_steps=_BLOCK_STEPS_MAX, sample_weight=sample_weight, memo=memo,
+        datafit = LeastSquares(
+            X, targets.cpu().double().numpy(), self.fit_intercept, sample_weight
+        )
+        fit = gated_fit(
+            datafit, self._gated_norm(datafit, labels, rho), weight,
+            max_steps=_BLOCK_STEPS_MAX, memo=memo,
         )  # fmt: skip
         self._n_block_steps = fit.n_steps
         return fit
@@ -372,10 +392,14 @@ class SparseLinearClassifier(ClassifierTaskMixin, _SparseLinearModel):
         """Gated logistic: a :class:`~sksparse_nn.solvers.GatedFit`."""
         # zero_tol's column scale, X by columns, along a path
         memo = self._data_memo(X, sample_weight) if uses_working_sets(X) else None
-        fit = gated_logistic_fit(
-            X, targets.cpu().numpy(), weight.shape[1], labels, rho, self.lam, self.D,
-            weight, bias, fit_intercept=self.fit_intercept, positive=self.positive,
-            max_steps=_BLOCK_STEPS_MAX, sample_weight=sample_weight, memo=memo,
+        codes = targets.cpu().numpy()
+        if weight.shape[1] == 1:
+            datafit = Logistic(X, codes, self.fit_intercept, sample_weight)
+        else:
+            datafit = Multinomial(X, codes, weight.shape[1], self.fit_intercept, sample_weight)
+        fit = gated_fit(
+            datafit, self._gated_norm(datafit, labels, rho), weight, bias,
+            max_steps=_BLOCK_STEPS_MAX, memo=memo,
         )  # fmt: skip
         self._n_block_steps = fit.n_steps
         return fit

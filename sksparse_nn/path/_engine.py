@@ -7,10 +7,11 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils import indexable
+from sklearn.utils import check_consistent_length, indexable
 
 from ..utils.validation import check_fit_params
 from ._assemble import _assemble
@@ -150,7 +151,11 @@ def regularization_path(
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None) and y is not None:
         raise ValueError("Give both X_val and y_val, or neither.")
-    X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
+    if cv is None and sp.issparse(X):  # no folds: sparse X as given (CSC: no copy)
+        check_consistent_length(X, y)
+        y = indexable(y)[0]
+    else:
+        X, y = indexable(X, y)  # row-indexable for the folds (sparse -> CSR)
     fit_params = check_fit_params(base, fit_params, X, "regularization_path")
     extend = lams is None and cv is None
     if lams is None:

@@ -103,6 +103,8 @@ from ._datafits import Logistic as Logistic
 from ._datafits import Multinomial as Multinomial
 from ._penalties import GatedGroupNorm as GatedGroupNorm
 from ._penalties import GroupNorm as GroupNorm
+from ._routes import gated_fit as gated_fit
+from ._routes import solve as solve
 
 # isort: split
 # The package-internal API of the linear family (estimators/linear.py and

@@ -13,6 +13,9 @@ import costs under a millisecond and needs no numba; later processes load it.
   :mod:`._kernels` (compiled or loaded from numba's cache);
 * :func:`dense_matvec`, :func:`dense_rmatvec`: the products of a dense working set's
   columns (no row indices stored), from the same module;
+* :func:`weighted_sums`, :func:`columns_matvec`, :func:`columns_rmatvec`: a working
+  set's per-column sums and a sparse set's products, on its columns read in place from
+  a CSC matrix (pointers ``lo``/``hi`` per column), from the same module;
 * :func:`build_kernels`: compiles the AOT kernel (15-20 s, once: the first fit that needs the
   kernel runs it when none is built, in place of numba's JIT compilation, 13 s on the
   same machine); also ``python -c "from sksparse_nn.solvers import build_kernels;
@@ -46,21 +49,31 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["build_kernels", "dense_matvec", "dense_rmatvec", "model_cd"]
+__all__ = [
+    "build_kernels", "columns_matvec", "columns_rmatvec", "dense_matvec", "dense_rmatvec",
+    "model_cd", "weighted_sums",
+]  # fmt: skip
 
 _SOURCE = Path(__file__).with_name("_kernels.py")
 # numba.pycc's signature of _kernels.model_cd for scipy's int32 CSC indices (see there)
 _A, _I, _B = "f8[::1]", "i8[::1]", "b1[::1]"
 _SIGNATURE = (
     f"Tuple((f8[::1], f8[::1], f8, i8))({_A}, {_A}, {_A}, {_I}, {_A}, i8, {_I}, {_I}, {_A}, "
-    f"{_A}, {_A}, {_A}, f8, f8, {_B}, b1, i4[::1], i4[::1], {_A}, b1, f8, i8, i8)"
+    f"{_A}, {_A}, {_A}, f8, f8, {_B}, b1, {_I}, {_I}, i4[::1], {_A}, b1, f8, i8, i8)"
 )
 # the dense working sets' products (see _kernels.dense_matvec), built beside model_cd
 _DENSE_SIGNATURE = "void(f8[::1], f8[::1], f8[::1])"
 _DENSE = ("dense_matvec", "dense_rmatvec")
+# the sparse sets' column sums and products (see _kernels.weighted_sums), the same
+# column layout as model_cd's: (lo, hi, indices, data, ...)
+_COLUMNS = {
+    "weighted_sums": f"void({_I}, {_I}, i4[::1], {_A}, {_A}, b1, {_A}, {_A})",
+    "columns_matvec": f"void({_I}, {_I}, i4[::1], {_A}, {_A}, {_A})",
+    "columns_rmatvec": f"void({_I}, {_I}, i4[::1], {_A}, {_A}, {_A})",
+}
 # argument positions of the arrays whose dtypes the AOT kernel fixes
-_INT64 = (3, 6, 7)
-_INT32 = (16, 17)
+_INT64 = (3, 6, 7, 16, 17)
+_INT32 = (18,)
 _kernel = None  # the loaded AOT function, or False when there is none
 _dense = {}  # the loaded AOT dense products (empty without a module)
 # Age after which a build lock counts as left by a builder that died (a build takes
@@ -125,7 +138,7 @@ def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
-    _dense.update({name: getattr(module, name) for name in _DENSE})
+    _dense.update({name: getattr(module, name) for name in (*_DENSE, *_COLUMNS)})
     return module.model_cd
 
 
@@ -181,6 +194,8 @@ def build_kernels():
             cc.export("model_cd", _SIGNATURE)(_kernels.model_cd.py_func)
             for dense in _DENSE:
                 cc.export(dense, _DENSE_SIGNATURE)(getattr(_kernels, dense).py_func)
+            for column, signature in _COLUMNS.items():
+                cc.export(column, signature)(getattr(_kernels, column).py_func)
             cc.compile()
             built = next(Path(tmp).glob(name + "*"))
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -258,17 +273,17 @@ def model_cd(*args):
     return _kernels.model_cd(*args)
 
 
-def _dense_product(name, data, v, out):
-    """``_kernels.<name>(data, v, out)`` by the AOT module where it is loaded (float64
-    contiguous arrays), else numba's JIT."""
+def _dense_product(name, *args):
+    """``_kernels.<name>(*args)`` by the AOT module where it is loaded and the arguments
+    have its types, else numba's JIT."""
     if _aot_kernel() and name in _dense:
         try:
-            return _dense[name](data, v, out)
+            return _dense[name](*args)
         except TypeError:  # another dtype or layout: the JIT takes it
             pass
     from . import _kernels
 
-    return getattr(_kernels, name)(data, v, out)
+    return getattr(_kernels, name)(*args)
 
 
 def dense_matvec(data, w, z):
@@ -279,3 +294,19 @@ def dense_matvec(data, w, z):
 def dense_rmatvec(data, r, g):
     """:func:`._kernels.dense_rmatvec` (``g = A^T r``), by the AOT module where built."""
     _dense_product("dense_rmatvec", data, r, g)
+
+
+def weighted_sums(lo, hi, indices, data, h, dense, c, diag):
+    """:func:`._kernels.weighted_sums` (``c = A^T h``, ``diag = (A * A)^T h`` per
+    column), by the AOT module where built."""
+    _dense_product("weighted_sums", lo, hi, indices, data, h, dense, c, diag)
+
+
+def columns_matvec(lo, hi, indices, data, w, z):
+    """:func:`._kernels.columns_matvec` (``z += A w``), by the AOT module where built."""
+    _dense_product("columns_matvec", lo, hi, indices, data, w, z)
+
+
+def columns_rmatvec(lo, hi, indices, data, r, g):
+    """:func:`._kernels.columns_rmatvec` (``g = A^T r``), by the AOT module where built."""
+    _dense_product("columns_rmatvec", lo, hi, indices, data, r, g)

@@ -81,4 +81,4 @@ def proximal_gradient(datafit, penalty, W0=None, *, tol=1e-8, max_iter=20000):
 
 def _n_outputs(datafit):
     """The datafit's number of output columns."""
-    return datafit.Y.shape[1]
+    return datafit.n_outputs

@@ -22,9 +22,6 @@ from ._logistic_newton import _NEAR_VIOLATION, backtrack
 from ._penalties import ext_penalty, group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
 
-# Stored entries per chunk of the per-column sums of a quadratic model (0.5 MB of
-# floats; a chunk holds whole columns, so the sums are the same for any chunk).
-_CHUNK_ENTRIES = 1 << 16
 # Most coordinate-descent sweeps on one quadratic model.
 _MAX_SWEEPS = 500
 # Sweeps between two checks of the model's KKT conditions; their iterates are
@@ -45,10 +42,12 @@ class SparseColumns:
     The variables are reordered by group (``ext``, one label per variable, the constant
     column alone in its group) so that a group's columns and nonzeros are contiguous
     slices of one CSC matrix; :meth:`solve` works in that order and returns the
-    caller's. Holds one copy of the set's nonzeros (at most those of ``X``); dense
-    columns hold no row indices (``indices`` empty, ``A`` None): their products are
-    the compiled :func:`._compiled.dense_matvec` / ``dense_rmatvec``, scipy's CSC
-    arithmetic in its order.
+    caller's. Column ``j`` is the entries ``lo[j]:hi[j]`` of ``indices`` / ``data``: a
+    CSC ``X`` with sorted indices is read in place (its own arrays, no copy of the
+    set's entries); other sparse ``X`` give one sorted copy of the set's columns; dense
+    columns are copied (every entry, no row indices: ``indices`` empty). The products
+    are compiled (:func:`._compiled.columns_matvec` / ``columns_rmatvec``, and
+    ``dense_matvec`` / ``dense_rmatvec``), scipy's CSC arithmetic in its order.
     """
 
     def __init__(self, X, cols, ext, mean=None, const=None):
@@ -61,19 +60,28 @@ class SparseColumns:
         self.n = X.shape[0]
         self.dense = not sp.issparse(X)
         if not self.dense:
-            A = X[:, cols[order]]
-            A = A.tocsc() if A.format != "csc" else A
-            A.sort_indices()
-            self.indptr, self.indices, self.data = A.indptr, A.indices, A.data
+            picked = cols[order]
+            if X.format == "csc" and X.has_sorted_indices:
+                # the set's columns read in place: pointers into X's CSC arrays, no copy
+                # of its entries (the same entries in the same order as a sorted copy)
+                src = X
+            else:  # CSR, or unsorted CSC: one sorted copy of the set's columns
+                src = X[:, picked]
+                src = src.tocsc() if src.format != "csc" else src
+                src.sort_indices()
+                picked = np.arange(k)
+            ptr = src.indptr  # the set's pointers only, as int64 (not all of X's)
+            self.lo = ptr[picked].astype(np.int64, copy=False)
+            self.hi = ptr[picked + 1].astype(np.int64, copy=False)
+            self.indices, self.data = src.indices, src.data
         else:  # dense columns: every entry stored, built in the group order directly
             n = self.n
             # rows of X^T: one copy, already in column-major order (X[:, cols] then
             # ravel(order="F") made two)
-            A = None
             self.data = np.asarray(X, dtype=np.float64).T[cols[order]].ravel()
-            self.indptr = np.arange(0, n * k + 1, n, dtype=np.int64 if n * k >= 2**31 else np.int32)
+            ptr = np.arange(0, n * k + 1, n, dtype=np.int64)
+            self.lo, self.hi = ptr[:-1], ptr[1:]
             self.indices = np.zeros(0, dtype=np.int32)  # rows in order: none stored
-        self.A = A
         self.m = np.zeros(k) if mean is None else np.asarray(mean, dtype=np.float64)[cols[order]]
         self.centred = mean is not None and bool(np.any(self.m))
         # groups of the columns, in the new order: [start, stop) column ranges
@@ -101,23 +109,37 @@ class SparseColumns:
 
     def matvec(self, w):
         """``X_set w`` (the set's columns, no centring; internal order)."""
-        if not self.dense:
-            return self.A @ w
-        from ._compiled import dense_matvec
+        from ._compiled import columns_matvec, dense_matvec
 
         z = np.zeros(self.n)
-        dense_matvec(self.data, np.ascontiguousarray(w, dtype=np.float64), z)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if self.dense:
+            dense_matvec(self.data, w, z)
+        else:
+            columns_matvec(self.lo, self.hi, self.indices, self.data, w, z)
         return z
 
     def rmatvec(self, r):
         """``X_set^T r`` (internal order)."""
-        if not self.dense:
-            return self.A.T @ r
-        from ._compiled import dense_rmatvec
+        from ._compiled import columns_rmatvec, dense_rmatvec
 
         g = np.zeros(self.k)
-        dense_rmatvec(self.data, np.ascontiguousarray(r, dtype=np.float64), g)
+        r = np.ascontiguousarray(r, dtype=np.float64)
+        if self.dense:
+            dense_rmatvec(self.data, r, g)
+        else:
+            columns_rmatvec(self.lo, self.hi, self.indices, self.data, r, g)
         return g
+
+    def toarray(self, cols):
+        """The columns ``cols`` (internal order) as a dense ``(n, len(cols))`` array."""
+        if self.dense:
+            return np.ascontiguousarray(self.data.reshape(self.k, self.n)[cols].T)
+        B = np.zeros((self.n, len(cols)))
+        for i, j in enumerate(cols):
+            part = slice(self.lo[j], self.hi[j])
+            B[:, i] = np.bincount(self.indices[part], weights=self.data[part], minlength=self.n)
+        return B
 
     def dot(self, x):
         """``A x`` (internal order)."""
@@ -159,11 +181,7 @@ class SparseColumns:
                 for lo in range(0, groups.size, per_chunk):
                     part = groups[lo : lo + per_chunk]
                     cols = (st[part][:, None] + np.arange(size)).ravel()
-                    if self.dense:  # the same values, in the same (n, g, i) layout
-                        B = np.ascontiguousarray(self.data.reshape(self.k, self.n)[cols].T)
-                    else:
-                        B = self.A[:, cols].toarray()
-                    B = B.reshape(self.n, part.size, size)
+                    B = self.toarray(cols).reshape(self.n, part.size, size)
                     G = np.einsum("rgi,r,rgj->gij", B, weights, B)
                     if self.centred:
                         mg = self.m[cols].reshape(part.size, size)
@@ -175,33 +193,14 @@ class SparseColumns:
         return self._lam_w
 
 
-def _column_chunks(indptr, k):
-    """Ranges ``[a, b)`` of the ``k`` CSC columns holding about ``_CHUNK_ENTRIES`` stored
-    entries each (at least one column): per-column sums in chunks need no temporary the
-    size of the set's nonzeros."""
-    a = 0
-    while a < k:
-        b = int(np.searchsorted(indptr, indptr[a] + _CHUNK_ENTRIES, side="right")) - 1
-        b = min(max(b, a + 1), k)
-        yield a, b
-        a = b
-
-
-def _weighted_sums(indptr, indices, data, h, k, dense):
+def _weighted_sums(cols, h):
     """Per column of the set, ``X_j^T h`` and the weighted squared norm
-    ``sum_i h_i X_ij^2``, computed a chunk of columns at a time (temporaries of a chunk,
-    not of the set; the kernel weights each entry by ``h`` as it reads it, so no
-    weighted copy of the set is kept)."""
-    c, diag = np.zeros(k), np.zeros(k)
-    for a, b in _column_chunks(indptr, k):
-        part = slice(indptr[a], indptr[b])
-        values = data[part]
-        # a dense set's rows are 0..n-1 in every column (no indices stored)
-        rows = np.tile(np.arange(h.size), b - a) if dense else indices[part]
-        weighted = values * h[rows]
-        colid = np.repeat(np.arange(b - a), np.diff(indptr[a : b + 1]))
-        c[a:b] = np.bincount(colid, weights=weighted, minlength=b - a)
-        diag[a:b] = np.bincount(colid, weights=values * weighted, minlength=b - a)
+    ``sum_i h_i X_ij^2`` (compiled: each entry weighted as it is read, no temporary
+    beyond the two results)."""
+    from ._compiled import weighted_sums
+
+    c, diag = np.zeros(cols.k), np.zeros(cols.k)
+    weighted_sums(cols.lo, cols.hi, cols.indices, cols.data, h, cols.dense, c, diag)
     return c, diag
 
 
@@ -230,8 +229,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
 
     k = cols.k
     nv = k + (1 if cols.has_const else 0)
-    indptr, indices, data = cols.indptr, cols.indices, cols.data
-    c, diag = _weighted_sums(indptr, indices, data, h, k, cols.dense)
+    c, diag = _weighted_sums(cols, h)
     m = cols.m
     sh = float(h.sum())
     if cols.centred:
@@ -256,7 +254,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     pos = np.zeros(nv, dtype=bool) if positive is None else np.asarray(positive, dtype=bool)
     w, _, t, sweeps = model_cd(
         x, gw, h, ext, lam_rho, n_groups, cols.group_labels, st, L, thr_group, c, m, s, hb,
-        pos, bool(pos.any()), indptr, indices, data, cols.dense, tol_model,
+        pos, bool(pos.any()), cols.lo, cols.hi, cols.indices, cols.data, cols.dense, tol_model,
         max_sweeps, _SWEEPS_PER_CHECK,
     )  # fmt: skip
     # A d, the sparse part recomputed (exact, not accumulated)

@@ -154,8 +154,15 @@ class DesignCurvature:
         squares = column_squares(X) if squares is None else squares
         diag = squares / self.n - self.x_mean**2
         self.mean_diagonal = float(diag.sum()) / max(self.n_features, 1)
-        self._rows = np.flatnonzero(self.penalized)
+        self._rows_index = None
         self._X_rows_copy = None
+
+    @property
+    def _rows(self):
+        """The penalized features' indices (on first use: the working sets do not ask)."""
+        if self._rows_index is None:
+            self._rows_index = np.flatnonzero(self.penalized)
+        return self._rows_index
 
     @property
     def _X_rows(self):

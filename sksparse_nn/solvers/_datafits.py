@@ -31,6 +31,8 @@ The two log-losses carry the intercept as a last, unpenalized row of ``W``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.special import expit, logsumexp
 
@@ -44,18 +46,45 @@ __all__ = ["LeastSquares", "Logistic", "Multinomial"]
 class _Linear:
     """The design part every datafit shares: ``X`` (dense or sparse, never densified),
     the sample weights and the products with the (centred, or intercept-augmented)
-    design."""
+    design.
 
-    def __init__(self, X, sample_weight, center, augment):
-        self.X = as_float_matrix(X)
-        self.n, self.p = self.X.shape
-        self.s = check_sample_weight(sample_weight, self.n)
-        weights = np.ones(self.n) if self.s is None else self.s
-        self.weights = weights
-        # weighted column means, subtracted implicitly (sparse X stays sparse)
-        self.x_mean = np.asarray(self.X.T @ weights).ravel() / self.n if center else None
+    Built lazily: the constructor keeps what it is given (``given``: ``X``, the sample
+    weights as passed, ``fit_intercept``), so that a fast solver taking the pair reads
+    them as they are (the same bits as its own entry point); the float design, the
+    weights rescaled to mean 1 and the column means are made on first use by the
+    generic methods."""
+
+    def __init__(self, X, sample_weight, fit_intercept, center, augment):
+        if getattr(X, "ndim", 2) != 2:
+            X = as_float_matrix(X)  # its error: X must be 2-d
+        self.X_given, self.sample_weight = X, sample_weight
+        self.fit_intercept = bool(fit_intercept)
+        self.n, self.p = X.shape
+        self._center = center
         self.augment = augment
         self.n_coef = self.p + int(augment)
+
+    @functools.cached_property
+    def X(self):
+        """The design as a float64 ndarray or CSR / CSC matrix."""
+        return as_float_matrix(self.X_given)
+
+    @functools.cached_property
+    def s(self):
+        """The sample weights rescaled to mean 1 (None without)."""
+        return check_sample_weight(self.sample_weight, self.n)
+
+    @functools.cached_property
+    def weights(self):
+        return np.ones(self.n) if self.s is None else self.s
+
+    @functools.cached_property
+    def x_mean(self):
+        """Weighted column means, subtracted implicitly (sparse X stays sparse); None
+        without centring."""
+        if not self._center:
+            return None
+        return np.asarray(self.X.T @ self.weights).ravel() / self.n
 
     def dot(self, W):
         """``A W``: the centred design, or ``[X, 1]`` with the intercept row."""
@@ -83,7 +112,19 @@ class _Linear:
 
         return top_eigenvalue(matvec, self.n_coef)
 
+    def positive_rows(self, positive):
+        """A penalty's ``positive`` holding the features ``>= 0`` when ``positive``
+        (a bool) and an intercept row free: a mask with an intercept row, else the
+        bool."""
+        if not positive or not self.augment:
+            return bool(positive)
+        mask = np.ones(self.n_coef, dtype=bool)
+        mask[self.p] = False
+        return mask
+
     def row_labels(self, labels):
+        """The penalty groups of the rows: the features' ``labels``, then ``-1`` for an
+        intercept row."""
         labels = np.asarray(labels, dtype=np.intp)
         if labels.shape != (self.p,):
             raise ValueError(f"labels must have shape ({self.p},), got {labels.shape}.")
@@ -105,12 +146,31 @@ class LeastSquares(_Linear):
     """
 
     def __init__(self, X, y, fit_intercept=True, sample_weight=None):
-        super().__init__(X, sample_weight, center=fit_intercept, augment=False)
-        Y = np.asarray(y, dtype=np.float64)
-        Y = Y.reshape(self.n, -1)
-        self.y_mean = self.weights @ Y / self.n if fit_intercept else np.zeros(Y.shape[1])
-        self.Y = Y - self.y_mean
+        super().__init__(X, sample_weight, fit_intercept, center=fit_intercept, augment=False)
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape[:1] != (self.n,) or y.ndim > 2:
+            raise ValueError(f"y must have shape ({self.n},) or ({self.n}, k), got {y.shape}.")
+        self.y = y
         self._L = None
+
+    @functools.cached_property
+    def _moments(self):
+        Y = self.y.reshape(self.n, -1)
+        y_mean = self.weights @ Y / self.n if self.fit_intercept else np.zeros(Y.shape[1])
+        return Y - y_mean, y_mean
+
+    @property
+    def Y(self):
+        """The targets, ``(n_samples, n_outputs)``, centred when ``fit_intercept``."""
+        return self._moments[0]
+
+    @property
+    def y_mean(self):
+        return self._moments[1]
+
+    @property
+    def n_outputs(self):
+        return 1 if self.y.ndim == 1 else self.y.shape[1]
 
     def value(self, W):
         R = self.Y - self.dot(W)
@@ -130,12 +190,12 @@ class LeastSquares(_Linear):
 
 
 class _LogLoss(_Linear):
-    """The intercept as a last, unpenalized row (``fit_intercept``); ``Y`` one-hot (or
-    the 0/1 column of a binary problem)."""
+    """The intercept as a last, unpenalized row (``fit_intercept``); ``codes`` the class
+    codes as given, ``Y`` their one-hot rows (the 0/1 column of a binary problem)."""
 
-    def __init__(self, X, Y, fit_intercept, sample_weight, curvature):
-        super().__init__(X, sample_weight, center=False, augment=fit_intercept)
-        self.Y = Y
+    def __init__(self, X, codes, fit_intercept, sample_weight, curvature):
+        super().__init__(X, sample_weight, fit_intercept, center=False, augment=fit_intercept)
+        self.codes = codes
         self._curvature = curvature  # Böhning's bound: 1/4 binary, 1/2 multinomial
         self._L = None
 
@@ -172,11 +232,18 @@ class Logistic(_LogLoss):
         Non-negative weights, rescaled to mean 1.
     """
 
+    n_outputs = 1
+
     def __init__(self, X, y, fit_intercept=True, sample_weight=None):
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if not np.all((y == 0) | (y == 1)):
+        codes = np.asarray(y).reshape(-1)
+        if not np.all((codes == 0) | (codes == 1)):
             raise ValueError("Logistic needs labels in {0, 1}.")
-        super().__init__(X, y[:, None], fit_intercept, sample_weight, 0.25)
+        super().__init__(X, codes, fit_intercept, sample_weight, 0.25)
+
+    @functools.cached_property
+    def Y(self):
+        """The labels as one float column."""
+        return np.asarray(self.codes, dtype=np.float64)[:, None]
 
     def _per_sample(self, Z):
         return np.logaddexp(0.0, Z[:, 0]) - self.Y[:, 0] * Z[:, 0]
@@ -207,7 +274,13 @@ class Multinomial(_LogLoss):
         codes = np.asarray(y).reshape(-1)
         if n_classes < 2 or codes.min(initial=0) < 0 or codes.max(initial=0) >= n_classes:
             raise ValueError(f"Multinomial needs class codes in 0..{n_classes - 1}.")
-        super().__init__(X, np.eye(n_classes)[codes], fit_intercept, sample_weight, 0.5)
+        super().__init__(X, codes, fit_intercept, sample_weight, 0.5)
+        self.n_outputs = self.n_classes = int(n_classes)
+
+    @functools.cached_property
+    def Y(self):
+        """The one-hot rows of the codes."""
+        return np.eye(self.n_classes)[self.codes]
 
     def _per_sample(self, Z):
         return logsumexp(Z, axis=1) - (self.Y * Z).sum(axis=1)

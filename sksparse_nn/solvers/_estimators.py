@@ -16,8 +16,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..groups import check_groups, resolve_group_weights
 from ..utils.convergence import warn_convergence
 from ..utils.validation import check_range, check_warm_start_targets, value_limit
-from ._least_squares import solve_group_lasso
-from ._logistic import solve_group_logistic
+from ._datafits import LeastSquares, Logistic, Multinomial
+from ._penalties import GroupNorm
+from ._routes import solve
 
 # Docstring entries of both estimators, written once: a line ``<indent>$name`` of a
 # docstring stands for the entry ``name`` at that indentation (see _fill_doc).
@@ -77,22 +78,15 @@ def _validate_fit_data(estimator, X, y, **options):
     return warm, X, y
 
 
-def _solve(estimator, solver, X, y, labels, rho, w0, sample_weight, **options):
-    """The estimator's problem solved by ``solver``; a ConvergenceWarning if it did not
-    converge."""
-    result = solver(
-        X,
-        y,
-        float(estimator.lam),
-        labels,
-        rho,
-        w0=w0,
-        tol=estimator.tol,
-        max_iter=estimator.max_iter,
-        fit_intercept=estimator.fit_intercept,
-        sample_weight=sample_weight,
-        **options,
-    )
+def _solve(estimator, datafit, labels, rho, w0):
+    """The estimator's problem, ``datafit`` with the group norm of its parameters,
+    solved by the pair's fast solver (:func:`._routes.solve`); a ConvergenceWarning if
+    it did not converge."""
+    penalty = GroupNorm(
+        datafit.row_labels(labels), rho, float(estimator.lam),
+        datafit.positive_rows(getattr(estimator, "positive", False)),
+    )  # fmt: skip
+    result = solve(datafit, penalty, w0, tol=estimator.tol, max_iter=estimator.max_iter)
     if not result.converged:
         warn_convergence(
             f"{type(estimator).__name__} did not converge: relative KKT violation "
@@ -239,9 +233,8 @@ class GroupLassoRegressor(RegressorMixin, BaseEstimator):
         labels = check_groups(self.groups, n_features)
         rho = resolve_group_weights(self.group_weights, labels)
         w0 = self.coef_ if warm else None
-        result = _solve(
-            self, solve_group_lasso, X, y, labels, rho, w0, sample_weight, positive=self.positive
-        )
+        datafit = LeastSquares(X, y, self.fit_intercept, sample_weight)
+        result = _solve(self, datafit, labels, rho, w0)
         coef = result.coef
         self.coef_ = coef
         self.intercept_ = float(result.intercept)
@@ -401,13 +394,16 @@ class GroupLassoClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} needs at least two classes."
             )
         n_features, n_classes = X.shape[1], classes.size
-        Y = codes.astype(np.float64) if n_classes == 2 else np.eye(n_classes)[codes]
         labels = check_groups(self.groups, n_features)
         rho = resolve_group_weights(self.group_weights, labels)
         w0 = None
         if warm:
             w0 = self.coef_[0] if n_classes == 2 else self.coef_.T
-        result = _solve(self, solve_group_logistic, X, Y, labels, rho, w0, sample_weight)
+        if n_classes == 2:
+            datafit = Logistic(X, codes, self.fit_intercept, sample_weight)
+        else:
+            datafit = Multinomial(X, codes, n_classes, self.fit_intercept, sample_weight)
+        result = _solve(self, datafit, labels, rho, w0)
         coef = result.coef.reshape(n_features, -1).T  # (1, p) or (K, p)
         self.classes_ = classes
         self.coef_ = np.ascontiguousarray(coef)

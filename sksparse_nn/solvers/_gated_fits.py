@@ -72,6 +72,8 @@ def gated_least_squares_fit(
         gram, rhs, const, labels, rho, lam, D, nonneg,
         gradient=None if memo is None or not sets else memo.gradient,
     )  # fmt: skip
+    if sets:  # the problem holds it now (and drops it at its next gradient)
+        memo.gradient = None
     if sets:  # working sets, their Gram blocks kept along a warm-started path
         if memo.gram is None:
             memo.gram = gram_cache(gram)

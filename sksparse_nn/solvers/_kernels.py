@@ -25,13 +25,15 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, h, r, w,
+def cd_sweep(active, starts, L, thr, gw, c, m, pos, lo, hi, indices, data, h, r, w,
              buf, S, t, sh, dense=False):  # fmt: skip
     """One pass of block coordinate descent over the groups ``active`` of the quadratic
     model ``gw^T d + d^T A^T diag(h) A d / 2 + sum_g thr_g ||x_g + d_g||``.
 
-    Group ``g`` holds the CSC columns ``starts[g]:starts[g + 1]`` of ``A``'s sparse part
-    (``indptr, indices, data``; ``h`` the curvature of the rows, each entry weighted by
+    Group ``g`` holds the columns ``starts[g]:starts[g + 1]`` of ``A``'s sparse part,
+    column ``j`` the entries ``lo[j]:hi[j]`` of the CSC arrays ``indices, data`` (the
+    columns of a matrix's CSC arrays read in place: ``lo``/``hi`` its pointers at the
+    set's columns; ``h`` the curvature of the rows, each entry weighted by
     its row's as it is added: no weighted copy of the set's entries).
     ``w`` holds ``x + d`` and is updated in place, as is the state of ``A d``: ``r`` =
     ``h * (X d)`` (length ``n``), ``S`` = its sum and ``t`` = the constant part of
@@ -51,13 +53,13 @@ def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, h, r,
         cb = starts[g + 1]
         nrm2 = 0.0
         for j in range(ca, cb):
-            lo, hi = indptr[j], indptr[j + 1]
+            jlo, jhi = lo[j], hi[j]
             acc = 0.0
             if dense:
-                for q in range(hi - lo):
-                    acc += data[lo + q] * r[q]
+                for q in range(jhi - jlo):
+                    acc += data[jlo + q] * r[q]
             else:
-                for q in range(lo, hi):
+                for q in range(jlo, jhi):
                     acc += data[q] * r[indices[q]]
             grad = gw[j] + acc + t * c[j] - m[j] * (S + t * sh)
             v = w[j] - grad / Lg
@@ -70,12 +72,12 @@ def cd_sweep(active, starts, L, thr, gw, c, m, pos, indptr, indices, data, h, r,
             new = buf[j - ca] * shrink
             delta = new - w[j]
             if delta != 0.0:
-                lo, hi = indptr[j], indptr[j + 1]
+                jlo, jhi = lo[j], hi[j]
                 if dense:
-                    for q in range(hi - lo):
-                        r[q] += delta * (data[lo + q] * h[q])
+                    for q in range(jhi - jlo):
+                        r[q] += delta * (data[jlo + q] * h[q])
                 else:
-                    for q in range(lo, hi):
+                    for q in range(jlo, jhi):
                         r[indices[q]] += delta * (data[q] * h[indices[q]])
                 S += delta * c[j]
                 t -= delta * m[j]
@@ -93,19 +95,65 @@ def _shrink(nrm2, th):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_columns(cols, delta, indptr, indices, data, h, r, dense=False):
-    """``r += sum_i delta[i] * h * data[:, cols[i]]`` for CSC arrays (``indices`` unused
-    when ``dense``, as in :func:`cd_sweep`), in place."""
+def add_columns(cols, delta, lo, hi, indices, data, h, r, dense=False):
+    """``r += sum_i delta[i] * h * data[:, cols[i]]`` for the columns of
+    :func:`cd_sweep` (``indices`` unused when ``dense``), in place."""
     for i in range(cols.size):
         j = cols[i]
-        lo, hi = indptr[j], indptr[j + 1]
+        jlo, jhi = lo[j], hi[j]
         dj = delta[i]
         if dense:
-            for q in range(hi - lo):
-                r[q] += dj * (data[lo + q] * h[q])
+            for q in range(jhi - jlo):
+                r[q] += dj * (data[jlo + q] * h[q])
         else:
-            for q in range(lo, hi):
+            for q in range(jlo, jhi):
                 r[indices[q]] += dj * (data[q] * h[indices[q]])
+
+
+@numba.njit(cache=True, nogil=True)
+def weighted_sums(lo, hi, indices, data, h, dense, c, diag):
+    """Per column ``j`` of :func:`cd_sweep`'s layout: ``c[j] = sum_i h_i X_ij`` and
+    ``diag[j] = sum_i h_i X_ij^2``, each summed from zero in the column's entry order
+    (each entry weighted as it is read: no temporary)."""
+    for j in range(c.size):
+        jlo, jhi = lo[j], hi[j]
+        acc = 0.0
+        sq = 0.0
+        if dense:
+            for q in range(jhi - jlo):
+                v = data[jlo + q]
+                hv = v * h[q]
+                acc += hv
+                sq += v * hv
+        else:
+            for q in range(jlo, jhi):
+                v = data[q]
+                hv = v * h[indices[q]]
+                acc += hv
+                sq += v * hv
+        c[j] = acc
+        diag[j] = sq
+
+
+@numba.njit(cache=True, nogil=True)
+def columns_matvec(lo, hi, indices, data, w, z):
+    """``z += A w`` for the sparse columns of :func:`cd_sweep`'s layout, a column at a
+    time: scipy's CSC product in its order (the same bits)."""
+    for j in range(w.size):
+        wj = w[j]
+        for q in range(lo[j], hi[j]):
+            z[indices[q]] += data[q] * wj
+
+
+@numba.njit(cache=True, nogil=True)
+def columns_rmatvec(lo, hi, indices, data, r, g):
+    """``g = A^T r`` for the sparse columns of :func:`cd_sweep`'s layout, each entry
+    summed from zero in the column's order: scipy's CSR product of ``A^T``."""
+    for j in range(g.size):
+        acc = 0.0
+        for q in range(lo[j], hi[j]):
+            acc += data[q] * r[indices[q]]
+        g[j] = acc
 
 
 @numba.njit(cache=True, nogil=True)
@@ -237,7 +285,7 @@ def _model_value(w, x, gw, r, S, t, inv_h, sh, ext, lam_rho, n_groups):
 
 @numba.njit(cache=True, nogil=True)
 def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, m, s, hb,
-             pos, has_pos, indptr, indices, data, dense, tol_model, max_sweeps,
+             pos, has_pos, lo, hi, indices, data, dense, tol_model, max_sweeps,
              per_check):  # fmt: skip
     """Block coordinate descent on the quadratic model of
     :func:`._coordinate_descent._model_cd` (its arguments prepared there): checks of the
@@ -292,7 +340,7 @@ def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, 
         n_sw = min(per_check, max_sweeps - sweeps)
         W[0] = w
         for i in range(n_sw):
-            S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos_cols, indptr, indices,
+            S, t = cd_sweep(active, starts, L, thr, gw, c, m, pos_cols, lo, hi, indices,
                             data, h, r, w, buf, S, t, sh, dense)  # fmt: skip
             if has_const and hb > 0.0:  # the intercept: exact, unpenalized
                 delta = -(gw[k] + s * (S + t * sh)) / hb
@@ -337,7 +385,7 @@ def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, 
                                 t_acc -= dv * m[v]
                             else:
                                 t_acc += s * dv
-                    add_columns(moved[:n_moved], delta[:n_moved], indptr, indices, data, h,
+                    add_columns(moved[:n_moved], delta[:n_moved], lo, hi, indices, data, h,
                                 r_acc, dense)  # fmt: skip
                     if _model_value(w_acc, x, gw, r_acc, S_acc, t_acc, inv_h, sh, ext,
                                     lam_rho, n_groups) < _model_value(
@@ -355,13 +403,13 @@ def model_cd(x, gw, h, ext, lam_rho, n_groups, group_labels, starts, L, thr, c, 
             hu[q] = r[q] + t * h[q]
             total += hu[q]
         for j in range(k):
-            lo, hi = indptr[j], indptr[j + 1]
+            jlo, jhi = lo[j], hi[j]
             acc = 0.0
             if dense:
-                for q in range(hi - lo):
-                    acc += data[lo + q] * hu[q]
+                for q in range(jhi - jlo):
+                    acc += data[jlo + q] * hu[q]
             else:
-                for q in range(lo, hi):
+                for q in range(jlo, jhi):
                     acc += data[q] * hu[indices[q]]
             G[j] = gw[j] + acc - m[j] * total
         if has_const:

@@ -78,20 +78,42 @@ class BlockLipschitz:
     def __init__(self, n_features=None):
         self.n_features = n_features
         self._key, self._L, self._vec = None, None, None
+        self._set = None  # (idx, v): the last block's eigenvector on its features only
+
+    def _last(self, size):
+        """The last eigenvector as a vector of ``size`` entries, or None (the last
+        block's, on all ``n_features`` features: zero off its set)."""
+        if self._set is not None and size == self.n_features:
+            idx, v = self._set
+            out = np.zeros(size)
+            out[idx] = v
+            return out
+        return self._vec if self._vec is not None and self._vec.shape == (size,) else None
+
+    def _start(self, idx):
+        """The last eigenvector at the features ``idx`` (zero where the last block did
+        not have them), or None."""
+        if self._set is None:
+            last = self._last(self.n_features) if self.n_features is not None else None
+            return None if last is None else last[idx]
+        prev, v = self._set
+        if prev.size == 0:
+            return np.zeros(idx.size)
+        at = np.minimum(np.searchsorted(prev, idx), prev.size - 1)
+        return np.where(prev[at] == idx, v[at], 0.0)
 
     def __call__(self, G, idx=None, cap=np.inf):
         if idx is None:
-            v0 = self._vec if self._vec is not None and self._vec.shape == (G.shape[0],) else None
+            v0 = self._last(G.shape[0])
             self._L, self._vec = restricted_lipschitz(G, v0, cap)
-            self._key = None
+            self._key, self._set = None, None
             return self._L
         key = idx.tobytes()
         if key == self._key:
             return self._L
-        v0 = None if self._vec is None or self._vec.shape != (self.n_features,) else self._vec[idx]
-        L, v = restricted_lipschitz(G, v0, cap)
-        self._vec = np.zeros(self.n_features)
-        self._vec[idx] = v
+        L, v = restricted_lipschitz(G, self._start(idx), cap)
+        # the eigenvector kept on the set's features only (not a vector of all of them)
+        self._set, self._vec = (np.array(idx), v), None
         self._key, self._L = key, L
         return L
 

@@ -29,6 +29,8 @@ Group norms and the penalty's value are :mod:`sksparse_nn.groups`' arithmetic
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..groups import count_groups, norms_by_label, penalty_value
@@ -61,7 +63,8 @@ def ext_norms(a, ext, n_ext):
     """The norm of every stopping-rule group's rows of ``a`` (``ext``: one label per
     row, every row in a group: the unpenalized ones alone in groups of weight 0): the
     group norms every solver takes, of coefficients, gradients and steps."""
-    return np.sqrt(np.bincount(ext, weights=row_squares(a), minlength=n_ext))
+    out = np.bincount(ext, weights=row_squares(a), minlength=n_ext)
+    return np.sqrt(out, out=out)
 
 
 def ext_penalty(a, ext, lam_rho, n_ext):
@@ -83,19 +86,32 @@ def group_violations(w, g, ext, lam_rho, n_ext, positive=False):
     group (multi-output); ``positive`` is a bool, or a ``(p,)`` mask of the constrained
     features.
     """
+    # (temporaries dropped as soon as they are used: on singleton groups each is a
+    # vector of the features' length)
     nw = ext_norms(w, ext, n_ext)
     live = nw > 0
     coef = np.zeros(n_ext)
     np.divide(lam_rho, nw, out=coef, where=live)
-    per_row = coef[ext] if w.ndim == 1 else coef[ext][:, None]
-    d = g + per_row * w  # for live groups: g_j + lam rho_j w_j / ||w_j||; else g_j
+    del nw
+    if w.ndim == 1:  # for live groups: g_j + lam rho_j w_j / ||w_j||; else g_j
+        d = coef[ext]
+        d *= w
+    else:
+        d = coef[ext][:, None] * w
+    del coef
+    d += g
     if np.any(positive):
         held = ~(w > 0)
         if np.ndim(positive):  # a mask of the constrained features
             held &= positive if w.ndim == 1 else positive[:, None]
-        d = np.where(held, np.minimum(d, 0.0), d)
+        np.copyto(d, np.minimum(d, 0.0), where=held)
+        del held
     nd = ext_norms(d, ext, n_ext)
-    return np.where(live, nd, np.maximum(nd - lam_rho, 0.0)), live
+    del d
+    viol = nd - lam_rho
+    np.maximum(viol, 0.0, out=viol)
+    np.copyto(viol, nd, where=live)
+    return viol, live
 
 
 def kkt_violation(w, g, ext, lam_rho, n_ext, positive=False):
@@ -149,10 +165,31 @@ class GroupNorm:
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}.")
         self.lam = float(lam)
         self.positive = positive
-        self.group = np.where(self.labels >= 0, self.labels, -1)
-        self.ext, rho_ext = extended_groups(self.labels, self.rho)
-        self.lam_rho = self.lam * rho_ext
-        self.n_ext = rho_ext.size
+
+    # the stopping rule's arrays, made on first use (a fast solver given the penalty
+    # reads only labels, rho, lam, positive and D: no vectors made for nothing)
+    @functools.cached_property
+    def group(self):
+        return np.where(self.labels >= 0, self.labels, -1)
+
+    @functools.cached_property
+    def _extended(self):
+        ext, rho_ext = extended_groups(self.labels, self.rho)
+        return ext, self.lam * rho_ext
+
+    @property
+    def ext(self):
+        """Each row's stopping-rule group (unpenalized rows alone, weight 0)."""
+        return self._extended[0]
+
+    @property
+    def lam_rho(self):
+        """``lam rho_j`` of the stopping-rule groups."""
+        return self._extended[1]
+
+    @property
+    def n_ext(self):
+        return self.lam_rho.size
 
     def norms(self, W):
         return norms_by_label(W, self.group, self.rho.size)

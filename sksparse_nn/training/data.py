@@ -18,7 +18,7 @@ def weighted_mean(per_sample, sample_weight=None):
 
 
 class ArrayDataset(torch.utils.data.Dataset):
-    """Features (dense ndarray or CSR matrix) and a target tensor, sliced per batch.
+    """Features (dense ndarray or CSR / CSC matrix) and a target tensor, sliced per batch.
 
     Sparse features stay sparse; only the rows of a batch are densified. Dense features are
     converted to one tensor once, so a batch is a cheap index operation. With ``shift``
@@ -32,6 +32,11 @@ class ArrayDataset(torch.utils.data.Dataset):
     tensors instead of dense rows, for modules whose first operation is a linear map
     (``F.linear`` takes them): no batch is densified, which in full-batch training
     would be all of ``X``.
+
+    Sparse features are kept as given (:attr:`given`: CSR or CSC, what the linear
+    family's block steps read by columns); batches slice rows of :attr:`X`, their CSR
+    form, converted from CSC on first use only (a fit that trains no epoch holds no
+    second copy).
     """
 
     def __init__(
@@ -43,14 +48,34 @@ class ArrayDataset(torch.utils.data.Dataset):
         self.sparse_rows = self.sparse and sparse_rows and scale is None and shift is None
         self._all_rows = None  # the sparse tensor of every row (full-batch epochs)
         if self.sparse:
-            self.X = X.tocsr()
+            self._given = X
+            self._X = X if X.format == "csr" else None  # CSR on first use (see X)
+            if X.format not in ("csr", "csc"):
+                self._given = self._X = X.tocsr()
         else:
             X = self._standardize(np.asarray(X)) if scale is not None else X
             if not X.flags.writeable:
                 X = np.array(X)  # torch tensors cannot share read-only memory
-            self.X = torch.as_tensor(X, dtype=dtype, device=device)
+            self._given = self._X = torch.as_tensor(X, dtype=dtype, device=device)
         self.y = None if y is None else torch.as_tensor(y, device=device)
         self.weight = None if weight is None else torch.as_tensor(weight, device=device)
+
+    @property
+    def X(self):
+        """The features batches slice: a tensor, or a CSR matrix (sparse features given
+        as CSC are converted on first use)."""
+        if self._X is None:
+            self._X = self._given.tocsr()
+        return self._X
+
+    @X.setter
+    def X(self, value):
+        self._given = self._X = value
+
+    @property
+    def given(self):
+        """The features as given: the tensor, or the sparse matrix (CSR or CSC)."""
+        return self._given
 
     def _standardize(self, dense):
         return (dense - self.shift) / self.scale
