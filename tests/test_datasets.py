@@ -65,6 +65,7 @@ def test_public_names():
         "load_wine_quality",
         "make_additive_regression",
         "make_group_regression",
+        "make_interaction_regression",
         "make_latent_manifold",
         "make_sparse_classification",
     ]
