@@ -33,13 +33,15 @@ import math
 import torch
 from torch import nn
 
+from ._padded import PaddedColumns
+
 __all__ = ["PairTerms"]
 
 #: Weight of the current batch in the running means used outside training.
 _MOMENTUM = 0.1
 
 
-class PairTerms(nn.Module):
+class PairTerms(PaddedColumns, nn.Module):
     """Pairwise interactions as purified products of two factor networks each.
 
     Parameters
@@ -93,20 +95,6 @@ class PairTerms(nn.Module):
     def n_pairs(self):
         """Number of pairs ``P``."""
         return len(self.pairs)
-
-    @property
-    def width(self):
-        """Columns of the widest side (``m``)."""
-        return self.index.shape[1]
-
-    def weight_mask(self):
-        """Boolean ``(2P, m)``: which weight rows of ``first`` belong to a real column."""
-        return self.index < self.n_features
-
-    def gather(self, x):
-        """The columns of every side, shape ``(2P, n, m)`` (zeros in padding rows)."""
-        padded = torch.cat([x, x.new_zeros(x.shape[0], 1)], dim=1)
-        return padded[:, self.index].permute(1, 0, 2)
 
     @torch.no_grad()
     def reset_parameters(self):

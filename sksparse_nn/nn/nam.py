@@ -65,6 +65,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._nam_pairs import PairTerms
+from ._padded import PaddedColumns
 from ._tracing import tracing
 from .mlp import ACTIVATIONS
 
@@ -74,7 +75,7 @@ __all__ = ["NAM", "compact_nam"]
 _CHUNK_ELEMENTS = 2**18
 
 
-class NAM(nn.Module):
+class NAM(PaddedColumns, nn.Module):
     """A neural additive model whose per-feature subnetworks run as batched products.
 
     Parameters
@@ -185,21 +186,11 @@ class NAM(nn.Module):
         """Number of interaction terms (after the ``n_terms`` main terms)."""
         return 0 if self.interactions is None else self.interactions.n_pairs
 
-    @property
-    def width(self):
-        """Columns of the widest term (``m``): ``first[:, :m]`` are weights."""
-        return self.index.shape[1]
-
-    def weight_mask(self):
-        """Boolean ``(T, m)``: which weight rows of ``first`` belong to a real column."""
-        return self.index < self.n_features
-
     def gather(self, x):
         """The columns of every term, shape ``(T, n, m)`` (zeros in padding rows)."""
         if self._plain:
             return x.t().unsqueeze(2)
-        padded = torch.cat([x, x.new_zeros(x.shape[0], 1)], dim=1)
-        return padded[:, self.index].permute(1, 0, 2)
+        return super().gather(x)
 
     @torch.no_grad()
     def reset_parameters(self):
