@@ -37,8 +37,9 @@ _BOUND_CHUNK = 1 << 16
 
 class SparseColumns:
     """The columns ``cols`` of ``X`` (sparse, a :class:`~._column_store.CSRColumns`, or
-    dense: every entry stored, column after column) as a working set's design, centred at ``mean`` (or not, ``mean`` None), with
-    an optional constant column of value ``const`` as the last variable (the intercept).
+    dense: every entry stored, column after column) as a working set's design, centred
+    at ``mean`` (or not, ``mean`` None), with an optional constant column of value
+    ``const`` as the last variable (the intercept).
 
     The variables are reordered by group (``ext``, one label per variable, the constant
     column alone in its group) so that a group's columns and nonzeros are contiguous
