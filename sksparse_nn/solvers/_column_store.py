@@ -6,11 +6,11 @@ CSC copy of the whole design made that a slice, at the price of one more copy of
 kept along the path. Here the columns a working set asks for are copied out of the
 CSR rows by one compiled pass over ``X``'s entries (:func:`._compiled.csr_columns`),
 and kept: a later set within the kept columns (the same set's Gram blocks, the next
-set of a fit, which mostly repeats the last one) slices them. A request outside them
-copies the union of both, while it stays within ``_HELD_FRACTION`` of ``X``'s entries
-(a path's sets grow as the penalty falls: one pass each time new columns enter), else
-the request's columns alone; the old copy is dropped before the pass, so at most one
-copy of the held columns exists at a time.
+set of a fit, which mostly repeats the last one) reads them in place. A request
+outside them adds its new columns (a path's sets grow as the penalty falls: one pass
+each time new columns enter, which writes only them), while the held entries stay
+within ``_HELD_FRACTION`` of ``X``'s; beyond that the request's columns alone are
+held.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ class CSRColumns:
     entries ``lo[i]:hi[i]`` of ``indices`` (rows, ascending) / ``data``, the layout of
     :class:`~._coordinate_descent.SparseColumns`; ``self[:, cols]`` the same columns as
     a CSC matrix (what slicing a CSC copy of ``X`` gave, the same entries in the same
-    order).
+    order). The held columns lie in ``indices`` / ``data`` in the order they were
+    copied (new ones appended: a pass that copies only them costs the read of ``X``'s
+    column indices, not a write of every held entry).
     """
 
     def __init__(self, X):
@@ -42,11 +44,15 @@ class CSRColumns:
         # a copy before the pass that fills it
         self.counts = np.bincount(X.indices, minlength=X.shape[1]).astype(np.int32)
         self.budget = _HELD_FRACTION * X.nnz
-        self.held = np.zeros(0, dtype=np.intp)  # sorted column ids
-        self.indptr = np.zeros(1, dtype=np.int64)
-        self.indices = np.zeros(0, dtype=np.int32)
-        self.data = np.zeros(0)
         self.passes = 0  # passes over X's entries made (for tests and benchmarks)
+        self._clear()
+
+    def _clear(self):
+        """Hold no column."""
+        self.held = np.zeros(0, dtype=np.intp)  # sorted column ids
+        self.lo = self.hi = np.zeros(0, dtype=np.int64)  # their entries, per held column
+        self.indices = np.zeros(0, dtype=np.int32)
+        self.data = np.zeros(0, dtype=np.result_type(self.X.dtype, np.float64))
 
     def _positions(self, cols):
         """Where the columns ``cols`` are among the held ones, copying them first when
@@ -58,40 +64,59 @@ class CSRColumns:
             pos = np.minimum(np.searchsorted(held, cols), held.size - 1)
             if np.array_equal(held[pos], cols):
                 return pos
-        wanted = np.union1d(held, cols)
-        if self.counts[wanted].sum(dtype=np.int64) > self.budget:
-            wanted = np.unique(cols)
-        self._take(wanted)
+        wanted = np.zeros(self.shape[1], dtype=bool)
+        wanted[cols] = True
+        wanted[held] = False
+        new = np.flatnonzero(wanted)
+        if self.indices.size + self.counts[new].sum(dtype=np.int64) > self.budget:
+            self._clear()  # over the budget: the request's columns alone
+            new = np.unique(cols)
+        self._append(new)
         return np.searchsorted(self.held, cols)
 
-    def _take(self, cols):
-        """Hold the columns ``cols`` (sorted, unique): one pass over ``X``'s entries."""
+    def _append(self, new):
+        """Hold the columns ``new`` too (sorted, none held): one pass over ``X``'s
+        entries copies them after the held ones."""
         from ._compiled import csr_columns
 
-        self.held = self.indptr = self.indices = self.data = None  # the old copy first
         X = self.X
-        indptr = np.zeros(cols.size + 1, dtype=np.int64)
-        np.cumsum(self.counts[cols], out=indptr[1:])
+        start = self.indices.size
+        ptr = np.empty(new.size + 1, dtype=np.int64)
+        ptr[0] = start
+        np.cumsum(self.counts[new], out=ptr[1:])
+        ptr[1:] += start
+        indices = np.empty(int(ptr[-1]), dtype=np.int32)
+        data = np.empty(int(ptr[-1]), dtype=self.data.dtype)
+        indices[:start] = self.indices
+        data[:start] = self.data
+        self.indices = self.data = None  # the old arrays go before the pass
         where = np.full(self.shape[1], -1, dtype=np.int32)
-        where[cols] = np.arange(cols.size, dtype=np.int32)
-        indices = np.empty(int(indptr[-1]), dtype=np.int32)
-        data = np.empty(int(indptr[-1]), dtype=np.result_type(X.dtype, np.float64))
-        csr_columns(X.indptr, X.indices, X.data, where, indptr, indices, data)
-        self.held, self.indptr, self.indices, self.data = cols, indptr, indices, data
+        where[new] = np.arange(new.size, dtype=np.int32)
+        csr_columns(X.indptr, X.indices, X.data, where, ptr, indices, data)
+        ids = np.concatenate([self.held, new])
+        order = np.argsort(ids, kind="stable")
+        self.held = ids[order]
+        self.lo = np.concatenate([self.lo, ptr[:-1]])[order]
+        self.hi = np.concatenate([self.hi, ptr[1:]])[order]
+        self.indices, self.data = indices, data
         self.passes += 1
 
     def pointers(self, cols):
         """``(lo, hi, indices, data)`` of the columns ``cols`` (int64 pointers)."""
         pos = self._positions(np.asarray(cols, dtype=np.intp))
-        return self.indptr[pos], self.indptr[pos + 1], self.indices, self.data
+        return self.lo[pos], self.hi[pos], self.indices, self.data
 
     def __getitem__(self, key):
-        """``self[:, cols]``: the columns ``cols`` as a CSC matrix."""
+        """``self[:, cols]``: the columns ``cols`` as a CSC matrix (a copy of them)."""
         rows, cols = key
         if not (isinstance(rows, slice) and rows == slice(None)):
             raise IndexError("CSRColumns takes columns only: self[:, cols]")
-        pos = self._positions(np.asarray(cols, dtype=np.intp))
-        held = sp.csc_matrix(
-            (self.data, self.indices, self.indptr), shape=(self.shape[0], self.held.size)
+        lo, hi, indices, data = self.pointers(cols)
+        sizes = hi - lo
+        indptr = np.zeros(sizes.size + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        # the entries of the columns in turn: lo[i] + 0, 1, ..., sizes[i] - 1
+        take = np.arange(indptr[-1], dtype=np.int64) + np.repeat(lo - indptr[:-1], sizes)
+        return sp.csc_matrix(
+            (data[take], indices[take], indptr), shape=(self.shape[0], sizes.size)
         )
-        return held[:, pos]
