@@ -5,6 +5,7 @@ kept along a warm-started path, and the key that recognizes the data set
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,12 +34,14 @@ def _probe(n):
 
 
 def data_key(X, fit_intercept, sample_weight):
-    """The key of a data set: its shape, ``fit_intercept``, the sample weights and a
-    probe ``X^T v`` for a fixed random ``v`` (one product with ``X``, no copy of it)."""
+    """The key of a data set: its shape, ``fit_intercept``, the sample weights and the
+    digest of a probe ``X^T v`` for a fixed random ``v`` (one product with ``X``, no copy
+    of it; the digest, not the probe's ``p`` floats, is kept along a path)."""
+    probe = np.ascontiguousarray(np.asarray(X.T @ _probe(X.shape[0])).ravel())
     return (
         X.shape,
         fit_intercept,
-        np.asarray(X.T @ _probe(X.shape[0])).ravel(),
+        hashlib.sha256(probe.view(np.uint8)).digest(),
         None if sample_weight is None else np.asarray(sample_weight),
     )
 
