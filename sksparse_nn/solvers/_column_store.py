@@ -85,11 +85,9 @@ class CSRColumns:
         ptr[0] = start
         np.cumsum(self.counts[new], out=ptr[1:])
         ptr[1:] += start
-        indices = np.empty(int(ptr[-1]), dtype=np.int32)
-        data = np.empty(int(ptr[-1]), dtype=self.data.dtype)
-        indices[:start] = self.indices
-        data[:start] = self.data
-        self.indices = self.data = None  # the old arrays go before the pass
+        self._grow("indices", int(ptr[-1]))
+        self._grow("data", int(ptr[-1]))
+        indices, data = self.indices, self.data
         where = np.full(self.shape[1], -1, dtype=np.int32)
         where[new] = np.arange(new.size, dtype=np.int32)
         csr_columns(X.indptr, X.indices, X.data, where, ptr, indices, data)
@@ -98,8 +96,21 @@ class CSRColumns:
         self.held = ids[order]
         self.lo = np.concatenate([self.lo, ptr[:-1]])[order]
         self.hi = np.concatenate([self.hi, ptr[1:]])[order]
-        self.indices, self.data = indices, data
         self.passes += 1
+
+    def _grow(self, name, size):
+        """The array ``name`` with room for ``size`` entries, its own kept: grown in
+        place where nothing else holds it (a reallocation: no second copy of the held
+        entries at any time), else copied into a new one."""
+        a = getattr(self, name)
+        setattr(self, name, None)
+        try:
+            a.resize(size, refcheck=True)
+        except ValueError:  # referenced elsewhere (a set still reading it)
+            out = np.empty(size, dtype=a.dtype)
+            out[: a.size] = a
+            a = out
+        setattr(self, name, a)
 
     def pointers(self, cols):
         """``(lo, hi, indices, data)`` of the columns ``cols`` (int64 pointers)."""
