@@ -319,3 +319,30 @@ def test_column_kernels_read_picked_columns_as_scipy_computes_them(dense):
         module.columns_matvec(lo, hi, X.indices, X.data, w, z)
         module.columns_rmatvec(lo, hi, X.indices, X.data, r, g)
         assert z.tobytes() == (A @ w).tobytes() and g.tobytes() == (A.T @ r).tobytes()
+
+
+def test_csr_columns_copies_the_marked_columns_as_scipys_csc_conversion():
+    # the columns `where` marks, copied out of CSR rows into CSC arrays at the given
+    # pointers (here after an offset, as CSRColumns appends them): the entries and
+    # rows of scipy's CSR -> CSC conversion, column by column; the rest untouched
+    from sksparse_nn.solvers import _compiled
+
+    rng = np.random.default_rng(13)
+    X = sp.random(30, 25, density=0.3, format="csr", random_state=rng)
+    picked = np.array([4, 0, 17, 24], dtype=np.intp)
+    csc = X.tocsc()
+    csc.sort_indices()
+    counts = np.diff(csc.indptr)[picked]
+    offset = 3
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64) + offset
+    where = np.full(X.shape[1], -1, dtype=np.int32)
+    where[picked] = np.arange(picked.size, dtype=np.int32)
+    for module in (_kernels, _compiled):
+        indices = np.full(ptr[-1], -7, dtype=np.int32)
+        data = np.full(ptr[-1], np.nan)
+        module.csr_columns(X.indptr, X.indices, X.data, where, ptr, indices, data)
+        assert np.all(indices[:offset] == -7) and np.all(np.isnan(data[:offset]))
+        for i, j in enumerate(picked):
+            part = slice(csc.indptr[j], csc.indptr[j + 1])
+            np.testing.assert_array_equal(indices[ptr[i] : ptr[i + 1]], csc.indices[part])
+            np.testing.assert_array_equal(data[ptr[i] : ptr[i + 1]], csc.data[part])

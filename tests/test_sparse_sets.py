@@ -175,11 +175,12 @@ def test_linear_training_never_densifies_sparse_x(estimator, batch_size, monkeyp
 
 
 @pytest.mark.parametrize("estimator", ["regressor", "classifier"])
-def test_a_warm_path_slices_its_sets_from_one_column_copy_of_x(text_like, estimator):
-    # CSR columns cost a pass over all nonzeros per slice: the working sets read a CSC
-    # copy of X, made once for a warm-started path and held by its data memo
+def test_a_warm_path_reads_csr_columns_through_one_store_not_a_copy_of_x(text_like, estimator):
+    # CSR columns cost a pass over all nonzeros per slice: the working sets of a warm
+    # path read one CSRColumns held by the data memo, which copies only the columns
+    # the sets asked for (never a column-ordered copy of all of X), entry for entry
     from sksparse_nn import SparseLinearClassifier
-    from sksparse_nn.solvers import _curvature, _gated_logistic
+    from sksparse_nn.solvers import _column_store, _curvature, _gated_logistic
 
     X, y = text_like
     if estimator == "classifier":
@@ -201,12 +202,60 @@ def test_a_warm_path_slices_its_sets_from_one_column_copy_of_x(text_like, estima
             lam_max = lambda_max(X, y if estimator == "regressor" else y - y.mean(),
                                  np.arange(P), np.ones(P))  # fmt: skip
             est.set_params(lam=lam * lam_max).fit(X, y)
-    assert len(seen) >= 3 and all(c is seen[0] for c in seen)
-    assert seen[0].format == "csc" and (seen[0] != X).nnz == 0
-    assert est._fit_memo.csc is seen[0]
+    store = seen[0]
+    assert len(seen) >= 3 and all(c is store for c in seen)
+    assert isinstance(store, _column_store.CSRColumns) and est._fit_memo.columns is store
+    assert 0 < store.held.size < P and store.data.size < X.nnz
+    held = store[:, store.held]
+    expected = X.tocsc()[:, store.held]
+    expected.sort_indices()
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(held, name), getattr(expected, name))
     # the same solution as a cold fit (both certified; the support is unique here)
     cold = cls(D=2, lam=est.lam).fit(X, y)
     np.testing.assert_array_equal(cold.selected_features_, est.selected_features_)
+
+
+def test_csr_columns_are_the_csc_columns_and_kept_within_their_budget():
+    # a request's columns are X's CSC columns, entry for entry (rows ascending); a
+    # request within the held columns makes no pass over X; one outside them holds the
+    # union while it fits the budget, else the request alone; X is not modified
+    from sksparse_nn.solvers import _column_store
+    from sksparse_nn.solvers._column_store import CSRColumns
+
+    rng = np.random.default_rng(3)
+    X = sp.random(60, 40, density=0.2, format="csr", random_state=4)
+    before = X.copy()
+    csc = X.tocsc()
+    store = CSRColumns(X)
+    a = np.array([7, 3, 30, 12])
+    got, expected = store[:, a], csc[:, a]
+    expected.sort_indices()
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+    lo, hi, indices, data = store.pointers(a)
+    for j, c in enumerate(a):
+        col = csc[:, [c]]
+        col.sort_indices()
+        np.testing.assert_array_equal(indices[lo[j] : hi[j]], col.indices)
+        np.testing.assert_array_equal(data[lo[j] : hi[j]], col.data)
+    assert store.passes == 1
+    store.pointers(a[::-1][:2])  # within the held columns: no pass
+    assert store.passes == 1
+    b = np.array([1, 30, 5])  # new columns: the union held (under the budget)
+    np.testing.assert_array_equal(store[:, b].toarray(), csc[:, b].toarray())
+    assert store.passes == 2 and set(store.held) == set(a) | set(b)
+    with pytest.MonkeyPatch.context() as mp:  # a budget below the union: the request
+        mp.setattr(_column_store, "_HELD_FRACTION", 0.0)
+        small = CSRColumns(X)
+        small.pointers(a)
+        small.pointers(b)
+        np.testing.assert_array_equal(small.held, np.sort(b))
+    c = rng.permutation(40)  # every column, in any order
+    np.testing.assert_array_equal(store[:, c].toarray(), csc[:, c].toarray())
+    assert (X != before).nnz == 0 and X.has_canonical_format == before.has_canonical_format
+    with pytest.raises(IndexError, match="columns only"):
+        store[:3, a]
 
 
 @pytest.mark.parametrize("group_size", [1, 5])

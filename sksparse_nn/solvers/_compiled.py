@@ -16,6 +16,8 @@ import costs under a millisecond and needs no numba; later processes load it.
 * :func:`weighted_sums`, :func:`columns_matvec`, :func:`columns_rmatvec`: a working
   set's per-column sums and a sparse set's products, on its columns read in place from
   a CSC matrix (pointers ``lo``/``hi`` per column), from the same module;
+* :func:`csr_columns`: a working set's columns of a CSR matrix as CSC arrays (one pass
+  over its entries: no column-ordered copy of all of it), from the same module;
 * :func:`build_kernels`: compiles the AOT kernel (15-20 s, once: the first fit that needs the
   kernel runs it when none is built, in place of numba's JIT compilation, 13 s on the
   same machine); also ``python -c "from sksparse_nn.solvers import build_kernels;
@@ -50,8 +52,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "build_kernels", "columns_matvec", "columns_rmatvec", "dense_matvec", "dense_rmatvec",
-    "model_cd", "weighted_sums",
+    "build_kernels", "columns_matvec", "columns_rmatvec", "csr_columns", "dense_matvec",
+    "dense_rmatvec", "model_cd", "weighted_sums",
 ]  # fmt: skip
 
 _SOURCE = Path(__file__).with_name("_kernels.py")
@@ -70,6 +72,8 @@ _COLUMNS = {
     "weighted_sums": f"void({_I}, {_I}, i4[::1], {_A}, {_A}, b1, {_A}, {_A})",
     "columns_matvec": f"void({_I}, {_I}, i4[::1], {_A}, {_A}, {_A})",
     "columns_rmatvec": f"void({_I}, {_I}, i4[::1], {_A}, {_A}, {_A})",
+    # a CSR matrix's columns as CSC arrays (see _kernels.csr_columns)
+    "csr_columns": f"void(i4[::1], i4[::1], {_A}, i4[::1], {_I}, i4[::1], {_A})",
 }
 # argument positions of the arrays whose dtypes the AOT kernel fixes
 _INT64 = (3, 6, 7, 16, 17)
@@ -310,3 +314,9 @@ def columns_matvec(lo, hi, indices, data, w, z):
 def columns_rmatvec(lo, hi, indices, data, r, g):
     """:func:`._kernels.columns_rmatvec` (``g = A^T r``), by the AOT module where built."""
     _dense_product("columns_rmatvec", lo, hi, indices, data, r, g)
+
+
+def csr_columns(indptr, indices, data, where, out_ptr, out_indices, out_data):
+    """:func:`._kernels.csr_columns` (the columns ``where`` marks, as CSC arrays), by the
+    AOT module where built."""
+    _dense_product("csr_columns", indptr, indices, data, where, out_ptr, out_indices, out_data)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.special
 
+from ._column_store import CSRColumns
 from ._logistic_newton import _NEAR_VIOLATION, backtrack
 from ._penalties import ext_penalty, group_violations, kkt_setup
 from ._working_set import gradient_ranked_working_set, inner_tolerance
@@ -35,16 +36,19 @@ _BOUND_CHUNK = 1 << 16
 
 
 class SparseColumns:
-    """The columns ``cols`` of ``X`` (sparse, or dense: every entry stored, column after
-    column) as a working set's design, centred at ``mean`` (or not, ``mean`` None), with
-    an optional constant column of value ``const`` as the last variable (the intercept).
+    """The columns ``cols`` of ``X`` (sparse, a :class:`~._column_store.CSRColumns`, or
+    dense: every entry stored, column after column) as a working set's design, centred
+    at ``mean`` (or not, ``mean`` None), with an optional constant column of value
+    ``const`` as the last variable (the intercept).
 
     The variables are reordered by group (``ext``, one label per variable, the constant
     column alone in its group) so that a group's columns and nonzeros are contiguous
     slices of one CSC matrix; :meth:`solve` works in that order and returns the
     caller's. Column ``j`` is the entries ``lo[j]:hi[j]`` of ``indices`` / ``data``: a
     CSC ``X`` with sorted indices is read in place (its own arrays, no copy of the
-    set's entries); other sparse ``X`` give one sorted copy of the set's columns; dense
+    set's entries), a ``CSRColumns`` gives the columns it holds (copied out of the
+    rows, kept along a path); other sparse ``X`` give one sorted copy of the set's
+    columns; dense
     columns are copied (every entry, no row indices: ``indices`` empty). The products
     are compiled (:func:`._compiled.columns_matvec` / ``columns_rmatvec``, and
     ``dense_matvec`` / ``dense_rmatvec``), scipy's CSC arithmetic in its order.
@@ -58,8 +62,10 @@ class SparseColumns:
         order = np.argsort(ext_cols, kind="stable")
         self.order = order
         self.n = X.shape[0]
-        self.dense = not sp.issparse(X)
-        if not self.dense:
+        self.dense = not (sp.issparse(X) or isinstance(X, CSRColumns))
+        if isinstance(X, CSRColumns):  # CSR X: the set's columns as it holds them
+            self.lo, self.hi, self.indices, self.data = X.pointers(cols[order])
+        elif not self.dense:
             picked = cols[order]
             if X.format == "csc" and X.has_sorted_indices:
                 # the set's columns read in place: pointers into X's CSC arrays, no copy

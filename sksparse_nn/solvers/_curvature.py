@@ -137,8 +137,8 @@ class DesignCurvature:
     ``s`` enter as ``X = diag(sqrt(s)) X_user``, ``u = sqrt(s)`` and ``m`` the weighted
     means (``u^T u = n``), so ``G`` is the weighted centred Gram matrix. ``squares``:
     the squared column norms of ``X`` when already known (a path's fits share them);
-    ``by_columns``: the same design in CSC when ``X`` is sparse CSR (the working sets'
-    columns are sliced from it).
+    ``by_columns``: the same design as the working sets read its columns when ``X`` is
+    sparse CSR (a :class:`~._column_store.CSRColumns`: slices of the columns it holds).
     """
 
     def __init__(self, X, x_mean, group, row_scale=None, squares=None, by_columns=None):
@@ -244,7 +244,7 @@ class DesignCurvature:
         X = self.X_cols
         mean = self.x_mean[idx]
         centre = bool(np.any(mean))
-        dense = not sp.issparse(X)
+        dense = not sp.issparse(self.X)
         if dense and idx.size == X.shape[1] and np.array_equal(idx, np.arange(idx.size)):
             Xs = X
         else:
@@ -252,7 +252,7 @@ class DesignCurvature:
             Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs)
         if not centre:
             return Xs
-        if np.may_share_memory(Xs, X):
+        if dense and np.may_share_memory(Xs, X):
             Xs = Xs.copy()
         if self.u is None:
             Xs -= mean
@@ -275,7 +275,7 @@ class DesignCurvature:
             return self.products(b, a).T
         same = a is b or np.array_equal(a, b)
         X = self.X_cols
-        if sp.issparse(X) and not (np.any(self.x_mean[a]) or np.any(self.x_mean[b])):
+        if sp.issparse(self.X) and not (np.any(self.x_mean[a]) or np.any(self.x_mean[b])):
             # nothing to centre: the sparse product (no dense slice of the design)
             Xa = X[:, a].tocsc()
             Xb = Xa if same else X[:, b].tocsc()

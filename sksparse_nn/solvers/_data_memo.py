@@ -5,10 +5,12 @@ kept along a warm-started path, and the key that recognizes the data set
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._column_store import CSRColumns
 from ._gated_setup import centered_moments
 
 __all__ = ["DataMemo", "data_key", "same_key"]
@@ -32,12 +34,14 @@ def _probe(n):
 
 
 def data_key(X, fit_intercept, sample_weight):
-    """The key of a data set: its shape, ``fit_intercept``, the sample weights and a
-    probe ``X^T v`` for a fixed random ``v`` (one product with ``X``, no copy of it)."""
+    """The key of a data set: its shape, ``fit_intercept``, the sample weights and the
+    digest of a probe ``X^T v`` for a fixed random ``v`` (one product with ``X``, no copy
+    of it; the digest, not the probe's ``p`` floats, is kept along a path)."""
+    probe = np.ascontiguousarray(np.asarray(X.T @ _probe(X.shape[0])).ravel())
     return (
         X.shape,
         fit_intercept,
-        np.asarray(X.T @ _probe(X.shape[0])).ravel(),
+        hashlib.sha256(probe.view(np.uint8)).digest(),
         None if sample_weight is None else np.asarray(sample_weight),
     )
 
@@ -46,13 +50,13 @@ class DataMemo:
     """Statistics of one data set that every fit on it needs, kept along a warm-started
     path: the Gram-block cache of the working sets, the squared column norms of the
     (row-scaled) design, the median column standard deviation of ``zero_tol``'s scale
-    and sparse ``X`` by columns. Filled on first use."""
+    and sparse CSR ``X``'s columns that the working sets read. Filled on first use."""
 
     def __init__(self):
         self.gram = None
         self.squares = None
         self.x_std = None
-        self.csc = None
+        self.columns = None  # sparse X by columns (CSRColumns)
         self.moments = None  # (Y, centered_moments without the Gram matrix)
         self.gradient = None  # (W, gradient) at the last solution, for those targets
 
@@ -67,11 +71,12 @@ class DataMemo:
         return self.moments[1]
 
     def by_columns(self, X):
-        """``X`` as the working sets read it: sparse ``X`` in CSC (one copy per data set,
-        so that a working set's columns are slices, not a pass over all of ``X``'s
-        nonzeros as in CSR), dense ``X`` itself."""
+        """``X`` as the working sets read it: dense or CSC ``X`` itself (a set's columns
+        are slices), other sparse ``X`` through a :class:`~._column_store.CSRColumns`
+        (the sets' columns copied out of its rows and kept along the path, never a
+        column-ordered copy of all of ``X``)."""
         if not sp.issparse(X) or X.format == "csc":
             return X
-        if self.csc is None:
-            self.csc = X.tocsc()
-        return self.csc
+        if self.columns is None:
+            self.columns = CSRColumns(X if X.format == "csr" else X.tocsr())
+        return self.columns

@@ -71,6 +71,7 @@ def gated_least_squares_fit(
     problem = GatedLeastSquares(
         gram, rhs, const, labels, rho, lam, D, nonneg,
         gradient=None if memo is None or not sets else memo.gradient,
+        group=group if sets else None,  # the design's array, not a second one
     )  # fmt: skip
     if sets:  # the problem holds it now (and drops it at its next gradient)
         memo.gradient = None

@@ -42,13 +42,16 @@ class GatedLeastSquares(WorkingSetSteps):
     """
 
     def __init__(
-        self, gram, rhs, const, labels, rho, lam, D, nonnegative=None, scale=None, gradient=None
-    ):
+        self, gram, rhs, const, labels, rho, lam, D, nonnegative=None, scale=None, gradient=None,
+        group=None,
+    ):  # fmt: skip
         self.rhs, self.const = rhs, const
         self.rho, self.lam, self.D = rho, lam, D
         # features whose coefficients are constrained to be >= 0 (bool (p,)), or None
         self.nonneg = None if nonnegative is None or not np.any(nonnegative) else nonnegative
-        in_group = self.penalized_groups(labels, rho, lam)
+        # ``group``: penalized_groups(labels, rho, lam) when the caller has it (shared,
+        # read only: the design's curvature holds the same array)
+        in_group = self.penalized_groups(labels, rho, lam) if group is None else group
         self.group = in_group
         self.penalized = in_group >= 0
         self.index = in_group[self.penalized]

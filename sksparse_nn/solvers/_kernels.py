@@ -157,6 +157,24 @@ def columns_rmatvec(lo, hi, indices, data, r, g):
 
 
 @numba.njit(cache=True, nogil=True)
+def csr_columns(indptr, indices, data, where, out_ptr, out_indices, out_data):
+    """The columns of a CSR matrix that ``where`` marks (column -> its place in the
+    output, -1: not taken) as CSC arrays, in one pass over the rows: ``out_ptr`` the
+    output's column pointers (from the columns' entry counts), ``out_indices`` /
+    ``out_data`` filled (rows ascending in every column, as scipy's CSR -> CSC
+    conversion orders them)."""
+    fill = out_ptr[:-1].copy()
+    for i in range(indptr.size - 1):
+        for t in range(indptr[i], indptr[i + 1]):
+            j = where[indices[t]]
+            if j >= 0:
+                q = fill[j]
+                out_indices[q] = i
+                out_data[q] = data[t]
+                fill[j] = q + 1
+
+
+@numba.njit(cache=True, nogil=True)
 def dense_matvec(data, w, z):
     """``z += A w`` for dense columns stored one after another in ``data`` (column ``j``:
     entries ``j n`` to ``(j + 1) n``, ``n = z.size``), a column at a time: the arithmetic
