@@ -16,6 +16,7 @@ from ..sparsifiers import (
     sparsified_tensors,
 )
 from ..utils.interrupt import InterruptRequested, interrupt_requested
+from .optimizers import plain_sgd_step, zero_grads
 from .runtime import flush_denormals
 
 #: Optimizers whose ``step(closure)`` calls the closure once, before their update.
@@ -199,11 +200,12 @@ class PenalizedNet(NeuralNet):
         """skorch's step; for the optimizers that evaluate a closure once before their
         update (SGD, Adam, AdamW), the same calls without the closure and, when no
         callback listens, without the ``on_grad_computed`` notification (a walk over
-        every parameter per step)."""
+        every parameter per step). A plain SGD steps without torch's wrapper
+        (:func:`~.optimizers.plain_sgd_step`: the same numbers)."""
         optimizers = [getattr(self, name + "_") for name in self._optimizers]
         if len(optimizers) != 1 or type(optimizers[0]) not in _ONE_CLOSURE_CALL:
             return super().train_step(batch, **fit_params)
-        self._zero_grad_optimizer()
+        zero_grads(optimizers[0])
         step = self.train_step_single(batch, **fit_params)
         if getattr(self, "_grad_listeners", True):
             self.notify(
@@ -212,7 +214,8 @@ class PenalizedNet(NeuralNet):
                 batch=batch,
                 training=True,
             )
-        optimizers[0].step()
+        if not plain_sgd_step(optimizers[0]):
+            optimizers[0].step()
         return step
 
     def train_step_single(self, batch, **fit_params):
