@@ -277,8 +277,7 @@ class NAM(PaddedColumns, nn.Module):
         if self._compiled_path(x, first):
             # the activations never stored: compiled loops (see _nam_kernels)
             terms = None if self._plain else (self.index, self._term_widths)
-            out = _OneLayerReLU.apply(x, first, self.out, terms)
-            return out + (self.intercept - self.centers.sum(dim=0))
+            return _OneLayerReLU.apply(x, first, self.out, self.intercept, self.centers, terms)
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into one matrix product on the
             # (n, p * h) activations per chunk of features. Chunks keep the activations
@@ -356,15 +355,20 @@ class NAM(PaddedColumns, nn.Module):
 
 
 class _OneLayerReLU(torch.autograd.Function):
-    """``sum_t relu(x_{G_t} u_t + b_t) @ v_t`` of a one-hidden-layer ReLU NAM (``first``
-    holds ``u`` and ``b``, ``out`` is ``v``) by the compiled loops of
-    :mod:`._nam_kernels`: forward and backward each one pass over the activations per
-    output, kept in registers. ``terms``: None for one column per term, else the
-    terms' padded columns ``(T, m)`` and widths ``(T,)``. Gradients flow to ``first``
-    and ``out`` (not to ``x``)."""
+    """``sum_t relu(x_{G_t} u_t + b_t) @ v_t + (intercept - sum_t c_t)``, the output of a
+    one-hidden-layer ReLU NAM (``first`` holds ``u`` and ``b``, ``out`` is ``v``, ``c``
+    the centres), by the compiled loops of :mod:`._nam_kernels`: forward and backward
+    each one pass over the activations per output, kept in registers. ``terms``: None
+    for one column per term, else the terms' padded columns ``(T, m)`` and widths
+    ``(T,)``. Gradients flow to ``first``, ``out`` and ``intercept`` (not to ``x``).
+
+    The intercept's shift is the same two tensor operations as outside a Function, and
+    its gradient the same sum over the rows as autograd's: one node of the backward
+    graph instead of three (an addition's and a subtraction's nodes cost about as much
+    as the kernels' Python glue on a small batch)."""
 
     @staticmethod
-    def forward(ctx, x, first, out, terms=None):
+    def forward(ctx, x, first, out, intercept, centers, terms=None):
         from . import _nam_kernels as kernels  # numba, imported on first use
 
         u, b, v = _factors(first, out)
@@ -376,7 +380,7 @@ class _OneLayerReLU(torch.autograd.Function):
             kernels.forward_terms(x_, terms[0].numpy(), terms[1].numpy(), u, b, v, y.numpy())
         ctx.save_for_backward(x, first, out)  # (autograd's check of in-place changes)
         ctx.factors, ctx.terms = (u, b, v), terms  # contiguous copies, for the backward
-        return y.t()
+        return y.t() + (intercept - centers.sum(dim=0))
 
     @staticmethod
     def backward(ctx, grad):
@@ -395,7 +399,8 @@ class _OneLayerReLU(torch.autograd.Function):
         else:
             cols, widths = (t.numpy() for t in ctx.terms)
             kernels.backward_terms(xT, cols, widths, u, b, v, g, gu, gb, grad_v.numpy())
-        return None, grad_first, grad_v.permute(1, 2, 0), None
+        grad_intercept = grad.sum(dim=0) if ctx.needs_input_grad[3] else None
+        return None, grad_first, grad_v.permute(1, 2, 0), grad_intercept, None, None
 
 
 def _factors(first, out):
