@@ -69,9 +69,8 @@ def plain_sgd_step(optimizer):
     The same tensor operations in the same order as torch's per-tensor loop (weight
     decay, momentum buffer, Nesterov, the step), so the same numbers; the momentum
     buffers live in the optimizer's state as torch keeps them. Skipped: the wrapper's
-    profiler record, hook dispatch and grad-mode switch, and its import of
-    ``torch._dynamo`` on the first step (seconds once per process); on a small
-    model's step they cost about as much as the update.
+    profiler record, hook dispatch and grad-mode switch, which on a small model's step
+    cost about as much as the update.
     """
     if not _plain_sgd(optimizer):
         return False
