@@ -99,3 +99,5 @@ def test_plain_sgd_step_leaves_other_routes_to_torch():
     handle.remove()
     assert plain_sgd_step(opt)
     assert not plain_sgd_step(torch.optim.Adam([params[0]]))
+    torch.optim.lr_scheduler.StepLR(opt, step_size=1)  # wraps opt.step on the instance
+    assert not plain_sgd_step(opt)  # the scheduler must see its step called

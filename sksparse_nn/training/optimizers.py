@@ -47,8 +47,11 @@ _PLAIN_OPTIONS = (
 def _plain_sgd(optimizer):
     """Whether ``optimizer`` is a torch SGD whose step :func:`plain_sgd_step` repeats: the
     per-tensor loop (no foreach / fused / differentiable group, numbers as learning
-    rates) and no step hooks (which only torch's wrapper calls)."""
+    rates), no step hooks (which only torch's wrapper calls) and no step wrapped on the
+    instance (as torch's learning-rate schedulers do to see that it was called)."""
     if type(optimizer) is not torch.optim.SGD:
+        return False
+    if "step" in vars(optimizer):  # a step wrapped on the instance (an LR scheduler's)
         return False
     if optimizer._optimizer_step_pre_hooks or optimizer._optimizer_step_post_hooks:
         return False
