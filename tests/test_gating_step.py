@@ -190,3 +190,61 @@ def test_estimator_net_step_folds_and_matches_the_unfolded_step():
     assert plain[0] == folded[0]
     for a, b in zip(plain[1], folded[1], strict=True):
         assert torch.equal(a, b)
+
+
+def test_net_epoch_loop_writes_skorchs_history_and_events():
+    """PenalizedNet's own epoch loop: the same parameters, history rows (loss and size of
+    every batch, batch counts, train and valid) and per-batch events as skorch's loop,
+    which a net overriding ``on_batch_begin`` still gets."""
+    from skorch.callbacks import Callback
+    from skorch.dataset import ValidSplit
+
+    from sksparse_nn.training import PenalizedNet
+
+    class Count(Callback):
+        def initialize(self):
+            self.seen = []
+            return self
+
+        def on_batch_begin(self, net, batch=None, training=False, **kwargs):
+            self.seen.append(("begin", training, len(batch[0])))
+
+        def on_batch_end(self, net, batch=None, training=False, loss=None, **kwargs):
+            self.seen.append(("end", training, float(loss.detach())))
+
+    class SkorchLoop(PenalizedNet):
+        def on_batch_begin(self, net, **kwargs):  # skorch's own loop runs
+            super().on_batch_begin(net, **kwargs)
+
+    def train(net_class):
+        torch.manual_seed(0)
+        module = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 1))
+        dgate(module[0], "weight", groups="in", D=2)
+        net = net_class(
+            module,
+            criterion=nn.MSELoss,
+            lam=0.1,
+            optimizer=torch.optim.SGD,
+            lr=0.05,
+            batch_size=7,  # a short last batch
+            train_split=ValidSplit(4, stratified=False),
+            max_epochs=2,
+            callbacks=[("count", Count())],
+        )
+        generator = torch.Generator().manual_seed(1)
+        X, y = torch.randn(40, 5, generator=generator), torch.randn(40, 1, generator=generator)
+        net.fit(X, y)
+        return net
+
+    ours, theirs = train(PenalizedNet), train(SkorchLoop)
+    for a, b in zip(ours.module_.parameters(), theirs.module_.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert len(ours.history) == len(theirs.history) == 2
+    for a, b in zip(ours.history, theirs.history, strict=True):
+        assert a["batches"] == b["batches"]
+        assert a["train_batch_count"] == b["train_batch_count"] == 5
+        assert a["valid_batch_count"] == b["valid_batch_count"] == 2
+        assert a["train_loss"] == b["train_loss"] and a["valid_loss"] == b["valid_loss"]
+    seen = dict(ours.callbacks_)["count"].seen
+    assert seen == dict(theirs.callbacks_)["count"].seen
+    assert len(seen) == 2 * 2 * (5 + 2)  # begin and end, every batch, both epochs

@@ -26,40 +26,41 @@ _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def forward(x, u, b, v, out):
-    """``out[c, i] = sum_j sum_k relu(x[i, j] u[j, k] + b[j, k]) v[c, j, k]`` in place.
+def forward(x, w, v, out):
+    """``out[c, i] = sum_j sum_k relu(x[i, j] u[j, k] + b[j, k]) v[c, j, k]`` in place,
+    ``u = w[:, 0]`` and ``b = w[:, 1]``.
 
-    ``x`` (n, p), ``u`` and ``b`` (p, h), ``v`` (n_out, p, h), ``out`` (n_out, n). One
-    pass per output, the activations recomputed in each, so that the inner loop
-    accumulates in a local."""
+    ``x`` (n, p), ``w`` (p, 2, h) (the NAM's ``first``, read in place), ``v``
+    (n_out, p, h), ``out`` (n_out, n). One pass per output, the activations recomputed
+    in each, so that the inner loop accumulates in a local."""
     n, p = x.shape
-    h = u.shape[1]
+    h = w.shape[2]
     for c in range(v.shape[0]):
         for i in range(n):
             acc = 0.0
             for j in range(p):
                 xij = x[i, j]
                 for k in range(h):
-                    a = xij * u[j, k] + b[j, k]
+                    a = xij * w[j, 0, k] + w[j, 1, k]
                     acc += (0.0 if a <= 0.0 else a) * v[c, j, k]  # relu, NaN kept
             out[c, i] = acc
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def backward(xT, u, b, v, g, gu, gb, gv):
+def backward(xT, w, v, g, gw, gv):
     """The gradients of ``sum(g * out)`` (``out`` of :func:`forward` on ``x = xT.T``,
-    ``g`` (n_out, n)) with respect to ``u``, ``b`` (p, h) and ``v`` (n_out, p, h),
-    written into ``gu``, ``gb`` and ``gv``.
+    ``g`` (n_out, n)) with respect to ``w`` (p, 2, h: ``u`` and ``b``) and ``v``
+    (n_out, p, h), written into ``gw`` and ``gv``.
 
     Per hidden unit and output ``c``, with ``m_i`` the ReLU's mask and ``a_i`` its
     value: ``gv_c = sum_i g_ci m_i a_i``; ``gu = sum_c v_c sum_i g_ci m_i x_i`` and
     ``gb = sum_c v_c sum_i g_ci m_i``."""
     p, n = xT.shape
-    h = u.shape[1]
+    h = w.shape[2]
     for j in range(p):
         for k in range(h):
-            ujk = u[j, k]
-            bjk = b[j, k]
+            ujk = w[j, 0, k]
+            bjk = w[j, 1, k]
             su = 0.0
             sb = 0.0
             for c in range(v.shape[0]):
@@ -76,8 +77,8 @@ def backward(xT, u, b, v, g, gu, gb, gv):
                 su += v[c, j, k] * s1
                 sb += v[c, j, k] * s0
                 gv[c, j, k] = sa
-            gu[j, k] = su
-            gb[j, k] = sb
+            gw[j, 0, k] = su
+            gw[j, 1, k] = sb
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)

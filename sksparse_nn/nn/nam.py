@@ -277,8 +277,7 @@ class NAM(PaddedColumns, nn.Module):
         if self._compiled_path(x, first):
             # the activations never stored: compiled loops (see _nam_kernels)
             terms = None if self._plain else (self.index, self._term_widths)
-            out = _OneLayerReLU.apply(x, first, self.out, terms)
-            return out + (self.intercept - self.centers.sum(dim=0))
+            return _OneLayerReLU.apply(x, first, self.out, self.intercept, self.centers, terms)
         if self._plain and not self.hidden and not (self.training and self.feature_dropout > 0):
             # One hidden layer: the sum over features fuses into one matrix product on the
             # (n, p * h) activations per chunk of features. Chunks keep the activations
@@ -356,58 +355,68 @@ class NAM(PaddedColumns, nn.Module):
 
 
 class _OneLayerReLU(torch.autograd.Function):
-    """``sum_t relu(x_{G_t} u_t + b_t) @ v_t`` of a one-hidden-layer ReLU NAM (``first``
-    holds ``u`` and ``b``, ``out`` is ``v``) by the compiled loops of
-    :mod:`._nam_kernels`: forward and backward each one pass over the activations per
-    output, kept in registers. ``terms``: None for one column per term, else the
-    terms' padded columns ``(T, m)`` and widths ``(T,)``. Gradients flow to ``first``
-    and ``out`` (not to ``x``)."""
+    """``sum_t relu(x_{G_t} u_t + b_t) @ v_t + (intercept - sum_t c_t)``, the output of a
+    one-hidden-layer ReLU NAM (``first`` holds ``u`` and ``b``, ``out`` is ``v``, ``c``
+    the centres), by the compiled loops of :mod:`._nam_kernels`: forward and backward
+    each one pass over the activations per output, kept in registers. ``terms``: None
+    for one column per term, else the terms' padded columns ``(T, m)`` and widths
+    ``(T,)``. Gradients flow to ``first``, ``out`` and ``intercept`` (not to ``x``).
+
+    The intercept's shift is the same two tensor operations as outside a Function, and
+    its gradient the same sum over the rows as autograd's: one node of the backward
+    graph instead of three (an addition's and a subtraction's nodes cost about as much
+    as the kernels' Python glue on a small batch)."""
 
     @staticmethod
-    def forward(ctx, x, first, out, terms=None):
+    def forward(ctx, x, first, out, intercept, centers, terms=None):
         from . import _nam_kernels as kernels  # numba, imported on first use
 
-        u, b, v = _factors(first, out)
+        # one column per term: ``first`` (T, 2, h) read in place; terms: u and b copied
+        factors = _factors(first, out, split=terms is not None)
+        v = factors[-1]
         y = torch.empty(v.shape[0], x.shape[0], dtype=x.dtype)  # (outputs, rows)
         x_ = x.detach().contiguous().numpy()
         if terms is None:
-            kernels.forward(x_, u[:, 0], b, v, y.numpy())
+            kernels.forward(x_, *factors, y.numpy())
         else:
-            kernels.forward_terms(x_, terms[0].numpy(), terms[1].numpy(), u, b, v, y.numpy())
+            cols, widths = terms[0].numpy(), terms[1].numpy()
+            kernels.forward_terms(x_, cols, widths, *factors, y.numpy())
         ctx.save_for_backward(x, first, out)  # (autograd's check of in-place changes)
-        ctx.factors, ctx.terms = (u, b, v), terms  # contiguous copies, for the backward
-        return y.t()
+        ctx.factors, ctx.terms = factors, terms  # contiguous arrays, for the backward
+        return y.t() + (intercept - centers.sum(dim=0))
 
     @staticmethod
     def backward(ctx, grad):
         from . import _nam_kernels as kernels
 
         x, first, out = ctx.saved_tensors
-        u, b, v = ctx.factors
+        v = ctx.factors[-1]
         m = first.shape[1] - 1
-        grad_first = torch.empty_like(first)
+        grad_first = torch.empty(first.shape, dtype=first.dtype)  # contiguous, written
         grad_v = torch.empty(v.shape, dtype=out.dtype)  # (outputs, T, h)
-        gu, gb = grad_first[:, :m].numpy(), grad_first[:, m].numpy()  # views, written
         xT = x.detach().t().contiguous().numpy()
         g = grad.detach().to(x.dtype).t().contiguous().numpy()
         if ctx.terms is None:
-            kernels.backward(xT, u[:, 0], b, v, g, gu[:, 0], gb, grad_v.numpy())
+            kernels.backward(xT, *ctx.factors, g, grad_first.numpy(), grad_v.numpy())
         else:
+            u, b, v = ctx.factors
+            gu, gb = grad_first[:, :m].numpy(), grad_first[:, m].numpy()  # views, written
             cols, widths = (t.numpy() for t in ctx.terms)
             kernels.backward_terms(xT, cols, widths, u, b, v, g, gu, gb, grad_v.numpy())
-        return None, grad_first, grad_v.permute(1, 2, 0), None
+        grad_intercept = grad.sum(dim=0) if ctx.needs_input_grad[3] else None
+        return None, grad_first, grad_v.permute(1, 2, 0), grad_intercept, None, None
 
 
-def _factors(first, out):
+def _factors(first, out, split=True):
     """``u`` (first layer's weights, (T, m, h)), ``b`` (its biases, (T, h)) and ``v``
-    (output weights, (outputs, T, h)) as contiguous arrays."""
+    (output weights, (outputs, T, h)) as contiguous arrays; without ``split``, ``first``
+    (T, m + 1, h) whole in place of ``u`` and ``b``."""
     first = first.detach()
+    v = out.detach().permute(2, 0, 1).contiguous().numpy()
+    if not split:
+        return first.contiguous().numpy(), v
     m = first.shape[1] - 1
-    return (
-        first[:, :m].contiguous().numpy(),
-        first[:, m].contiguous().numpy(),
-        out.detach().permute(2, 0, 1).contiguous().numpy(),
-    )
+    return first[:, :m].contiguous().numpy(), first[:, m].contiguous().numpy(), v
 
 
 def _check_terms(terms, n_features):

@@ -12,7 +12,8 @@ table); this package does the rest and knows no family:
   settled fit;
 - :mod:`.early_stopping`: stopping on held-out rows (best epoch, averaged, clean gap);
 - :mod:`.guards`, :mod:`.clipping`: divergence and non-convergence reports, the clip;
-- :mod:`.optimizers`: the optimizer table and :class:`FactorSGD`;
+- :mod:`.optimizers`: the optimizer table, :class:`FactorSGD`, torch's SGD step and
+  ``zero_grad`` without their wrappers;
 - :mod:`.scaling`: standardization folded into the fitted module;
 - :mod:`.runtime`: device, threads, random stream, subnormal floats.
 """
@@ -35,7 +36,7 @@ from .guards import (
     warn_not_converged,
 )
 from .net import PenalizedNet, StopTraining
-from .optimizers import FactorSGD, resolve_optimizer
+from .optimizers import FactorSGD, plain_sgd_step, resolve_optimizer, zero_grads
 from .runtime import check_device, flush_denormals, seeded, thread_policy
 from .scaling import MAX_STANDARDIZED, Scaling, bounded_scale
 from .schedule import LRPlan, StopWhenSettled
@@ -70,10 +71,12 @@ __all__ = [
     "epoch_budget",
     "flush_denormals",
     "make_callbacks",
+    "plain_sgd_step",
     "resolve_optimizer",
     "seeded",
     "step_size_groups",
     "thread_policy",
     "warn_first_epoch_restored",
     "warn_not_converged",
+    "zero_grads",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch.optim import optimizer as _torch_optimizer
 
 
 def resolve_optimizer(name):
@@ -32,7 +33,87 @@ def resolve_optimizer(name):
     return table[name]
 
 
-__all__ = ["FactorSGD"]
+__all__ = ["FactorSGD", "plain_sgd_step", "zero_grads"]
+
+#: Options of torch's SGD under which its step is the plain per-tensor loop that
+#: :func:`plain_sgd_step` repeats (any other value: torch's own step).
+_PLAIN_OPTIONS = (
+    ("foreach", (None, False)),
+    ("fused", (None, False)),
+    ("differentiable", (False,)),
+)
+
+
+def _plain_sgd(optimizer):
+    """Whether ``optimizer`` is a torch SGD whose step :func:`plain_sgd_step` repeats: the
+    per-tensor loop (no foreach / fused / differentiable group, numbers as learning
+    rates), no step hooks (which only torch's wrapper calls) and no step wrapped on the
+    instance (as torch's learning-rate schedulers do to see that it was called)."""
+    if type(optimizer) is not torch.optim.SGD:
+        return False
+    if "step" in vars(optimizer):  # a step wrapped on the instance (an LR scheduler's)
+        return False
+    if optimizer._optimizer_step_pre_hooks or optimizer._optimizer_step_post_hooks:
+        return False
+    registry = _torch_optimizer  # the hooks every optimizer's step calls
+    if registry._global_optimizer_pre_hooks or registry._global_optimizer_post_hooks:
+        return False
+    return all(
+        group.get(name, None) in allowed and not torch.is_tensor(group["lr"])
+        for group in optimizer.param_groups
+        for name, allowed in _PLAIN_OPTIONS
+    )
+
+
+def plain_sgd_step(optimizer):
+    """The update of ``torch.optim.SGD.step()`` (no closure), without its wrapper; False
+    (and nothing done) where that wrapper or another route would do more.
+
+    The same tensor operations in the same order as torch's per-tensor loop (weight
+    decay, momentum buffer, Nesterov, the step), so the same numbers; the momentum
+    buffers live in the optimizer's state as torch keeps them. Skipped: the wrapper's
+    profiler record, hook dispatch and grad-mode switch, which on a small model's step
+    cost about as much as the update.
+    """
+    if not _plain_sgd(optimizer):
+        return False
+    work = []
+    for group in optimizer.param_groups:
+        params = [p for p in group["params"] if p.grad is not None]
+        if any(p.grad.is_sparse for p in params):
+            return False
+        # foreach=None: torch picks its foreach route for accelerator tensors
+        if group.get("foreach") is None and any(p.device.type != "cpu" for p in params):
+            return False
+        work.append((group, params))
+    state = optimizer.state
+    with torch.no_grad():
+        for group, params in work:
+            lr, decay, momentum = group["lr"], group["weight_decay"], group["momentum"]
+            dampening, nesterov, maximize = group["dampening"], group["nesterov"], group["maximize"]
+            for p in params:
+                grad = -p.grad if maximize else p.grad
+                if decay != 0:
+                    grad = grad.add(p, alpha=decay)
+                if momentum != 0:
+                    entry = state[p]
+                    buf = entry.get("momentum_buffer")
+                    if buf is None:
+                        buf = grad.detach().clone()
+                        entry["momentum_buffer"] = buf
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                    grad = grad.add(buf, alpha=momentum) if nesterov else buf
+                p.add_(grad, alpha=-lr)
+    return True
+
+
+def zero_grads(optimizer):
+    """``optimizer.zero_grad()`` (``set_to_none=True``, torch's default) without its
+    profiler record: every gradient of its parameters set to None."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            p.grad = None
 
 
 class FactorSGD(torch.optim.Optimizer):
