@@ -197,6 +197,36 @@ def test_path_counts_terms_and_warm_starts_keep_pairs(data):
     assert plain.n_terms[0] == len(plain.selected[0])
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_compiled_factors_match_the_tensor_products(training):
+    """The pairs' compiled factor loops (inputs without gradient) against the batched
+    tensor products (taken when the input needs a gradient): outputs and every
+    parameter's gradient, sides of one and of two columns, a removed pair exactly 0.
+    float64, so agreement to 1e-10 relative leaves room only for reassociated sums."""
+    from sksparse_nn.nn._nam_pairs import PairTerms
+
+    torch.manual_seed(0)
+    pairs = [[[0], [1]], [[2, 3], [4]], [[1], [2, 3]]]
+    module = PairTerms(5, pairs, hidden=16, rank=4, n_outputs=2).double().train(training)
+    with torch.no_grad():
+        module.means.uniform_(-0.1, 0.1)
+        module.first[4:6].zero_()  # pair 2 removed: zero factors, means 0 (center_)
+        module.means[4:6].zero_()
+    x = torch.randn(40, 5, dtype=torch.float64)
+    results = []
+    for grad_x in (False, True):
+        module.zero_grad()
+        out = module.pair_outputs(x.clone().requires_grad_(grad_x))
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).double()).sum().backward()
+        grads = [p.grad.clone() for p in (module.first, module.out, module.weight)]
+        results.append((out.detach(), grads))
+    (compiled, g_compiled), (tensor, g_tensor) = results
+    assert torch.equal(compiled[2], torch.zeros_like(compiled[2]))
+    torch.testing.assert_close(compiled, tensor, rtol=1e-10, atol=1e-12)
+    for a, b in zip(g_compiled, g_tensor, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
 def test_module_pairs_without_terms_read_their_columns():
     """A compact module whose pair reads a column that no main term reads."""
     nam = NAM(3, (4,), terms=[[0]], pairs=[[[1], [2]]])
