@@ -198,11 +198,12 @@ def test_path_counts_terms_and_warm_starts_keep_pairs(data):
 
 
 @pytest.mark.parametrize("training", [True, False])
-def test_compiled_factors_match_the_tensor_products(training):
-    """The pairs' compiled factor loops (inputs without gradient) against the batched
-    tensor products (taken when the input needs a gradient): outputs and every
-    parameter's gradient, sides of one and of two columns, a removed pair exactly 0.
-    float64, so agreement to 1e-10 relative leaves room only for reassociated sums."""
+def test_compiled_pairs_match_the_tensor_products(training):
+    """The pairs' compiled paths (inputs without gradient: the factors alone, and the
+    fused sum of all pairs) against the batched tensor products (taken when the input
+    needs a gradient): outputs, every parameter's gradient and the running means;
+    sides of one and of two columns, a removed pair exactly 0. float64, so agreement
+    to 1e-10 relative leaves room only for reassociated sums."""
     from sksparse_nn.nn._nam_pairs import PairTerms
 
     torch.manual_seed(0)
@@ -212,19 +213,27 @@ def test_compiled_factors_match_the_tensor_products(training):
         module.means.uniform_(-0.1, 0.1)
         module.first[4:6].zero_()  # pair 2 removed: zero factors, means 0 (center_)
         module.means[4:6].zero_()
+    start = module.means.clone()
     x = torch.randn(40, 5, dtype=torch.float64)
-    results = []
-    for grad_x in (False, True):
+    weights = torch.linspace(-1, 1, 80, dtype=torch.float64).reshape(40, 2)
+
+    def run(compute, grad_x):
         module.zero_grad()
-        out = module.pair_outputs(x.clone().requires_grad_(grad_x))
-        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).double()).sum().backward()
+        module.means.copy_(start)
+        out = compute(x.clone().requires_grad_(grad_x))  # per pair (3-d) or summed
+        total = out.sum(dim=0) if out.dim() == 3 else out
+        (total * weights).sum().backward()
         grads = [p.grad.clone() for p in (module.first, module.out, module.weight)]
-        results.append((out.detach(), grads))
-    (compiled, g_compiled), (tensor, g_tensor) = results
-    assert torch.equal(compiled[2], torch.zeros_like(compiled[2]))
-    torch.testing.assert_close(compiled, tensor, rtol=1e-10, atol=1e-12)
-    for a, b in zip(g_compiled, g_tensor, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+        return out.detach(), grads, module.means.clone()
+
+    tensor = run(module.pair_outputs, True)
+    assert torch.equal(tensor[0][2], torch.zeros_like(tensor[0][2]))
+    for compiled in (run(module.pair_outputs, False), run(module, False)):
+        expected = tensor[0] if compiled[0].dim() == 3 else tensor[0].sum(dim=0)
+        torch.testing.assert_close(compiled[0], expected, rtol=1e-10, atol=1e-12)
+        for a, b in zip([*compiled[1], compiled[2]], [*tensor[1], tensor[2]], strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    assert torch.equal(run(module.pair_outputs, False)[0][2], torch.zeros_like(tensor[0][2]))
 
 
 def test_module_pairs_without_terms_read_their_columns():

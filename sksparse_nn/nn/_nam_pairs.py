@@ -156,6 +156,13 @@ class PairTerms(PaddedColumns, nn.Module):
         """The sum of the pairs' contributions, shape ``(n, n_outputs)``."""
         if not self.pairs:
             return x.new_zeros(x.shape[0], self.n_outputs)
+        first = self.first  # recomputed once here when D-gated
+        if self._compiled_path(x, first) and self.weight.dtype == x.dtype:
+            from ._nam_pair_kernels import PairSum  # numba, imported on first use
+
+            widths = self.weight_mask().sum(dim=1)
+            args = (self.index, widths, self.means, _MOMENTUM, self.training)
+            return PairSum.apply(x, first, self.out, self.weight, *args)
         return self.pair_outputs(x).sum(dim=0)
 
     @torch.no_grad()
