@@ -24,6 +24,11 @@ have no bias and :math:`\sigma(0) = 0`, so a pair whose group is zero has
 In training the factors are centred by their means over the batch (the gradient sees
 the centring, so no step can move a main effect into a pair); the running means follow
 them, and the estimator sets ``means`` to the exact training means after the fit.
+
+On CPU, with a ReLU and inputs that need no gradient, the factor networks run as
+compiled loops (:mod:`._nam_pair_kernels`), the module's forward as one autograd node;
+otherwise (a gradient for the input, a tracer, another device) as batched tensor
+products. Both compute the same sums, up to their order.
 """
 
 from __future__ import annotations
