@@ -25,7 +25,9 @@ Each cell (table x model x split) is cached as JSON under
 
 The report gives per table the mean test score (AUC for classification, RMSE of the
 target for regression) with its spread, the variables kept (mean, min-max over the
-splits), CPU seconds, failures, and the mean rank of every model across tables.
+splits), the terms kept (our NAMs' mains and pairs at the chosen lam; EBM's mains and
+pairs, none of them zero), CPU seconds, failures, and the mean rank of every model
+across tables.
 """
 
 from __future__ import annotations
@@ -144,7 +146,17 @@ def run_ours(family, X_train, X_test, y_train, y_test, task):
         "lam_1se": path.lam_1se_,
         "test_scores": scores,
         "n_variables": len(path.feature_names),
+        "terms": [_kept_terms(est) for est in path.estimators],
     }
+
+
+def _kept_terms(est):
+    """The names of a path point's kept terms (mains and pairs), or None."""
+    est = getattr(est, "estimator_", est)  # a VariableModel's inner estimator
+    names = getattr(est, "term_names_", None)
+    if names is None or getattr(est, "selected_terms_", None) is None:
+        return None
+    return [str(n) for n in np.asarray(names)[est.selected_terms_]]
 
 
 def choose(cell, rule):
@@ -199,6 +211,14 @@ def run_peer(peer, X_train, X_test, y_train, y_test, task):
 
         model = (EBC if clf else EBR)(n_jobs=1, random_state=0).fit(X_train, y_train)
         variables = list(X_train.columns)
+        names = list(model.term_names_)
+        return {
+            "test_score": test_score(task, y_test, _output(model, X_test, task)),
+            "variables": variables,
+            "n_terms": len(names),
+            "terms": names,  # mains, then pairs "a & b"
+            "term_importances": np.asarray(model.term_importances()).tolist(),
+        }
     elif peer == "lassonet":
         from lassonet import LassoNetClassifierCV, LassoNetRegressorCV
 
@@ -271,11 +291,13 @@ def outcome(cell, rule="1se"):
     if cell["error"]:
         return None
     if cell["model"] in PEERS:
-        return cell["test_score"], len(cell["variables"])
+        return cell["test_score"], len(cell["variables"]), cell.get("n_terms")
     index = choose(cell, rule)
     if index is None or cell["test_scores"][index] is None:
         return None
-    return cell["test_scores"][index], cell["n_selected"][index]
+    terms = cell.get("n_terms")
+    terms = None if terms is None else terms[index]
+    return cell["test_scores"][index], cell["n_selected"][index], terms
 
 
 def summary(cells, rule):
@@ -305,6 +327,7 @@ def summary(cells, rule):
         ok = [r for r in results if r is not None]
         scores = np.array([r[0] for r in ok]) if ok else np.array([np.nan])
         kept = np.array([r[1] for r in ok]) if ok else np.array([np.nan])
+        terms = [r[2] for r in ok if r[2] is not None]
         rows.append(
             dict(
                 table=table,
@@ -317,6 +340,7 @@ def summary(cells, rule):
                 variables=float(kept.mean()),
                 kept_min=float(kept.min()),
                 kept_max=float(kept.max()),
+                terms=float(np.mean(terms)) if terms else None,
                 cpu=float(np.mean([c["cpu"] for c in group])),
                 retried=int(sum(c.get("retried", 0) for c in group)),
             )
@@ -345,13 +369,14 @@ def report(args):
         print(f"\nrule {rule!r} for our models (peers as they are)")
         print(
             f"{'table':10s} {'model':8s} {'splits':>6s} {'fail':>4s} {'score':>15s} "
-            f"{'variables':>14s} {'CPU s':>7s}"
+            f"{'variables':>14s} {'terms':>6s} {'CPU s':>7s}"
         )
         for r in rows:
+            terms = "" if r["terms"] is None else f"{r['terms']:.1f}"
             print(
                 f"{r['table']:10s} {r['model']:8s} {r['splits']:6d} {r['failures']:4d} "
                 f"{r['score']:8.4f}+-{r['sd']:.4f} {r['variables']:5.1f} "
-                f"({r['kept_min']:.0f}-{r['kept_max']:.0f}) {r['cpu']:7.1f}"
+                f"({r['kept_min']:.0f}-{r['kept_max']:.0f}) {terms:>6s} {r['cpu']:7.1f}"
             )
         ranks = results["rules"][rule]["mean_ranks"]
         print("mean rank:", ", ".join(f"{m} {v:.2f}" for m, v in ranks.items()))

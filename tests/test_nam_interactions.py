@@ -197,6 +197,58 @@ def test_path_counts_terms_and_warm_starts_keep_pairs(data):
     assert plain.n_terms[0] == len(plain.selected[0])
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_compiled_pairs_match_the_tensor_products(training):
+    """The pairs' compiled paths (inputs without gradient: the factors alone, and the
+    fused sum of all pairs) against the batched tensor products (taken when the input
+    needs a gradient): outputs, every parameter's gradient and the running means;
+    sides of one and of two columns, a removed pair exactly 0. float64, so agreement
+    to 1e-10 relative leaves room only for reassociated sums."""
+    from sksparse_nn.nn._nam_pairs import PairTerms
+
+    torch.manual_seed(0)
+    pairs = [[[0], [1]], [[2, 3], [4]], [[1], [2, 3]]]
+    module = PairTerms(5, pairs, hidden=16, rank=4, n_outputs=2).double().train(training)
+    with torch.no_grad():
+        module.means.uniform_(-0.1, 0.1)
+        module.first[4:6].zero_()  # pair 2 removed: zero factors, means 0 (center_)
+        module.means[4:6].zero_()
+    start = module.means.clone()
+    x = torch.randn(40, 5, dtype=torch.float64)
+    weights = torch.linspace(-1, 1, 80, dtype=torch.float64).reshape(40, 2)
+
+    def run(compute, grad_x):
+        module.zero_grad()
+        module.means.copy_(start)
+        out = compute(x.clone().requires_grad_(grad_x))  # per pair (3-d) or summed
+        total = out.sum(dim=0) if out.dim() == 3 else out
+        (total * weights).sum().backward()
+        grads = [p.grad.clone() for p in (module.first, module.out, module.weight)]
+        return out.detach(), grads, module.means.clone()
+
+    tensor = run(module.pair_outputs, True)
+    assert torch.equal(tensor[0][2], torch.zeros_like(tensor[0][2]))
+    for compiled in (run(module.pair_outputs, False), run(module, False)):
+        expected = tensor[0] if compiled[0].dim() == 3 else tensor[0].sum(dim=0)
+        torch.testing.assert_close(compiled[0], expected, rtol=1e-10, atol=1e-12)
+        for a, b in zip([*compiled[1], compiled[2]], [*tensor[1], tensor[2]], strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    assert torch.equal(run(module.pair_outputs, False)[0][2], torch.zeros_like(tensor[0][2]))
+
+
+def test_pairs_deepen_the_default_grid_at_the_same_spacing():
+    """With pairs, paths go deeper than the plain NAM's grid at the same ratio between
+    neighbouring lams (within 3%: whole numbers of lams); without, the grid is the plain
+    NAM's."""
+    plain = DGatedNAMRegressor().default_grid()
+    assert DGatedNAMRegressor(interactions=[]).default_grid() == plain
+    deep = DGatedNAMRegressor(interactions="auto").default_grid()
+    assert deep["lam_min_ratio"] < plain["lam_min_ratio"]
+    step = [g["lam_min_ratio"] ** (-1 / (g["n_lams"] - 1)) for g in (plain, deep)]
+    assert step[1] == pytest.approx(step[0], rel=0.03)
+    assert deep["cv_stride"] == plain["cv_stride"]
+
+
 def test_module_pairs_without_terms_read_their_columns():
     """A compact module whose pair reads a column that no main term reads."""
     nam = NAM(3, (4,), terms=[[0]], pairs=[[[1], [2]]])

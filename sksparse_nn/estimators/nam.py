@@ -384,10 +384,10 @@ _NAM_DOC = fill(
         training epoch; sample weights are not read); ``"auto"``: as many candidates as
         there are main terms. Every pair is pure: it averages to zero along each of its
         axes over the training data, so it never holds a main effect and its
-        contribution means one thing. A pair is a sum of 4 products of two factor
-        networks (one per side, one hidden layer of the first width of
-        ``hidden_layer_sizes``; ``dropout`` and ``feature_dropout`` act on the main
-        terms only).
+        contribution means one thing. A pair: 4 products of two factor networks (one
+        hidden layer of the first width of ``hidden_layer_sizes``; ``dropout`` and
+        ``feature_dropout`` act on mains only). With pairs, paths' default grid runs 5
+        lams deeper (21 lams down to ``0.005 lam_max``; see ``default_grid``).
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).

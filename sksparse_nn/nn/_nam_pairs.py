@@ -24,6 +24,11 @@ have no bias and :math:`\sigma(0) = 0`, so a pair whose group is zero has
 In training the factors are centred by their means over the batch (the gradient sees
 the centring, so no step can move a main effect into a pair); the running means follow
 them, and the estimator sets ``means`` to the exact training means after the fit.
+
+On CPU, with a ReLU and inputs that need no gradient, the factor networks run as
+compiled loops (:mod:`._nam_pair_kernels`), the module's forward as one autograd node;
+otherwise (a gradient for the input, a tracer, another device) as batched tensor
+products. Both compute the same sums, up to their order.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import torch
 from torch import nn
 
 from ._padded import PaddedColumns
+from ._tracing import tracing
 
 __all__ = ["PairTerms"]
 
@@ -111,11 +117,33 @@ class PairTerms(PaddedColumns, nn.Module):
         self.means.zero_()
 
     def factors(self, x, first=None):
-        """The factor networks' outputs ``G`` and ``H``, shape ``(2P, n, rank)``."""
+        """The factor networks' outputs ``G`` and ``H``, shape ``(2P, n, rank)``: by the
+        compiled loops of :mod:`._nam_pair_kernels` where they apply
+        (:meth:`_compiled_path`), else as batched tensor products."""
         first = self.first if first is None else first
+        if self._compiled_path(x, first):
+            from ._nam_pair_kernels import PairFactors  # numba, imported on first use
+
+            widths = self.weight_mask().sum(dim=1)
+            return PairFactors.apply(x, first, self.out, self.index, widths)
         m = first.shape[1] - 1
         h = self.activation(torch.baddbmm(first[:, m:], self.gather(x), first[:, :m]))
         return torch.bmm(h, self.out)
+
+    def _compiled_path(self, x, first):
+        """Whether the compiled loops compute the factors: a ReLU, CPU tensors of one
+        float dtype, inputs that need no gradient (the loops give none), not traced."""
+        return (
+            isinstance(self.activation, nn.ReLU)
+            and x.device.type == "cpu"
+            and first.device.type == "cpu"
+            and x.dtype == first.dtype == self.out.dtype
+            and x.dtype in (torch.float32, torch.float64)
+            and not x.requires_grad
+            and x.shape[0] > 0
+            and first.shape[0] > 0
+            and not tracing()  # numba's loops are invisible to a graph being traced
+        )
 
     def pair_outputs(self, x):
         """Every pair's contribution, shape ``(P, n, n_outputs)``."""
@@ -133,6 +161,13 @@ class PairTerms(PaddedColumns, nn.Module):
         """The sum of the pairs' contributions, shape ``(n, n_outputs)``."""
         if not self.pairs:
             return x.new_zeros(x.shape[0], self.n_outputs)
+        first = self.first  # recomputed once here when D-gated
+        if self._compiled_path(x, first) and self.weight.dtype == x.dtype:
+            from ._nam_pair_kernels import PairSum  # numba, imported on first use
+
+            widths = self.weight_mask().sum(dim=1)
+            args = (self.index, widths, self.means, _MOMENTUM, self.training)
+            return PairSum.apply(x, first, self.out, self.weight, *args)
         return self.pair_outputs(x).sum(dim=0)
 
     @torch.no_grad()
