@@ -29,9 +29,10 @@ Panels (``--panels``):
   categorical, plus three noise categoricals and three noise numbers, as in
   ``categorical.py``) through ``VariableModel`` (units: variables). Real and noise units
   kept by the linear family's filter (also at fdr 0.2) and stability selection (and the
-  MLP's on breast cancer, with three answers to its block of nearly collinear features:
-  the convex ``D=2`` model, penalty groups over the clusters of correlated columns, and
-  ``StabilitySelection(groups="clusters")``, whose units are those clusters),
+  MLP's on breast cancer; stability selection's default units are the clusters of
+  correlated columns, and beside them every column its own unit (``groups=None``), the
+  convex ``D=2`` model and penalty groups over the clusters, three other answers to the
+  block of nearly collinear features),
   knockpy (numeric tables with a binary or numeric target) and LassoNet.
 * ``cost``: breast cancer + 30 noise columns, 500 rows: CPU time of one default
   ``SparsePathCV`` (5 folds: six paths) against the default ``StabilitySelection`` and
@@ -188,10 +189,11 @@ def lowest_fdr(W):
     return float(min(levels, default=np.inf))
 
 
-def run_stability(est, X, y, seed, groups=None):
+def run_stability(est, X, y, seed, groups="default"):
     from sksparse_nn.selection import StabilitySelection
 
-    sel = StabilitySelection(est, groups=groups, random_state=seed)
+    kwargs = {} if groups == "default" else {"groups": groups}  # the default: clusters
+    sel = StabilitySelection(est, random_state=seed, **kwargs)
     sel, cpu = _quiet(lambda: sel.fit(X, y))
     return {
         "selected": sel.selected_features_.tolist(), "cpu_s": cpu, "bound":
@@ -238,8 +240,9 @@ def _units_selected(out):
 
 def _run(method, X, y, task, seed, wrap=None):
     """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[singles][FDR]-FAMILY`` or
-    ``stability[clusters]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
-    every column its own unit, ``cluster_threshold=1``; clusters: ``groups="clusters"``)."""
+    ``stability[columns]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
+    every column its own unit, ``cluster_threshold=1``; columns: ``groups=None``, every
+    column its own unit, where the default units are clusters of correlated columns)."""
     kind, _, name = method.partition("-")
     digits = kind.removeprefix("knockpy").removeprefix("knockoff").removeprefix("singles")
     fdr = float(digits) if digits[:1].isdigit() else SIM["fdr"]
@@ -251,8 +254,7 @@ def _run(method, X, y, task, seed, wrap=None):
     est = est if wrap is None else wrap(est)
     if kind.startswith("knockoff"):
         return run_knockoff(est, X, y, seed, fdr, 1.0 if "singles" in kind else 0.7)
-    # "stabilityclusters": units are clusters of correlated columns
-    return run_stability(est, X, y, seed, "clusters" if kind.endswith("clusters") else None)
+    return run_stability(est, X, y, seed, None if kind.endswith("columns") else "default")
 
 
 def cell_sim(truth, rep, method):
@@ -328,11 +330,12 @@ def cells(args):
                         methods += ["knockoff0.2-linear", "knockoffsingles0.2-linear",
                                     "knockoff0.2-linear_d2", "stability-linear_d2",
                                     "stability-linear_clusters",
-                                    "stabilityclusters-linear"]  # fmt: skip
+                                    "stabilitycolumns-linear"]  # fmt: skip
                     if table != "breast_cancer":
                         methods = [m for m in methods if m.endswith("linear")]
                     if table == "college":  # a table: its units are already variables
-                        methods = [m for m in methods if "clusters" not in m]
+                        methods = [m for m in methods if "clusters" not in m
+                                   and "columns" not in m]  # fmt: skip
                     if "baselines" in args.families and table != "college":
                         methods += ["knockpy", "knockpy0.2"] if table != "wine" else []
                         methods += ["lassonet"] if seed < args.lassonet_reps else []
