@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 import warnings
 
@@ -68,6 +69,8 @@ SIM = {"n": 500, "p": 50, "k": 10, "amplitude": 0.35, "rho": 0.5, "fdr": 0.1}
 N_NOISE = 30
 TABLES = ("breast_cancer", "diabetes", "wine", "college")
 FAMILIES = ("linear", "mlp", "nam")
+#: Our methods at their defaults.
+KINDS = ["knockoff", "stability"]
 
 
 # --------------------------------------------------------------------------- data
@@ -171,13 +174,16 @@ def _quiet(fit):
     return out, time.process_time() - t0
 
 
-def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7):
+def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7, statistic=None):
     from sksparse_nn.selection import KnockoffFilter
 
-    kf = KnockoffFilter(est, fdr=fdr, cluster_threshold=cluster_threshold, random_state=seed)
+    kwargs = {} if statistic is None else {"statistic": statistic}  # None: the default
+    kf = KnockoffFilter(est, fdr=fdr, cluster_threshold=cluster_threshold, random_state=seed,
+                        **kwargs)  # fmt: skip
     kf, cpu = _quiet(lambda: kf.fit(X, y))
     return {"selected": kf.selected_units_.tolist(), "cpu_s": cpu, "units": int(kf.n_units_),
             "unit_of": kf.groups_.tolist(), "statistics": kf.statistics_.tolist(),
+            "statistic": kf.statistic,
             "lowest_fdr": [lowest_fdr(W) for W in kf.statistics_]}  # fmt: skip
 
 
@@ -238,23 +244,28 @@ def _units_selected(out):
     return np.asarray(out["selected"], dtype=int)
 
 
+KIND = re.compile(r"(knockpy|lassonet|knockoff|stability)(singles|columns)?(lam|imp)?([0-9.]*)$")
+
+
 def _run(method, X, y, task, seed, wrap=None):
-    """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[singles][FDR]-FAMILY`` or
-    ``stability[columns]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
-    every column its own unit, ``cluster_threshold=1``; columns: ``groups=None``, every
+    """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[singles][lam|imp][FDR]-FAMILY``
+    or ``stability[columns]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
+    every column its own unit, ``cluster_threshold=1``; lam / imp: the statistic
+    ``"lam"`` / ``"importance"``, else the default; columns: ``groups=None``, every
     column its own unit, where the default units are clusters of correlated columns)."""
     kind, _, name = method.partition("-")
-    digits = kind.removeprefix("knockpy").removeprefix("knockoff").removeprefix("singles")
-    fdr = float(digits) if digits[:1].isdigit() else SIM["fdr"]
-    if kind.startswith("knockpy"):
+    what, alone, statistic, digits = KIND.match(kind).groups()
+    fdr = float(digits) if digits else SIM["fdr"]
+    if what == "knockpy":
         return run_knockpy(X, y, seed, fdr)
-    if kind == "lassonet":
+    if what == "lassonet":
         return run_lassonet(X, y, task, seed)
     est = clustered(X, task) if name == "linear_clusters" else family(name, task, seed)
     est = est if wrap is None else wrap(est)
-    if kind.startswith("knockoff"):
-        return run_knockoff(est, X, y, seed, fdr, 1.0 if "singles" in kind else 0.7)
-    return run_stability(est, X, y, seed, None if kind.endswith("columns") else "default")
+    if what == "knockoff":
+        statistic = {"lam": "lam", "imp": "importance"}.get(statistic)
+        return run_knockoff(est, X, y, seed, fdr, 1.0 if alone else 0.7, statistic)
+    return run_stability(est, X, y, seed, None if alone else "default")
 
 
 def cell_sim(truth, rep, method):
@@ -317,7 +328,7 @@ def cells(args):
                 for name, truth, reps in plan:
                     if name not in args.families or rep >= reps:
                         continue
-                    for kind in ("knockoff", "stability"):
+                    for kind in args.kinds:
                         method = f"{kind}-{name}"
                         yield f"sim-{truth}-{method}-{rep}", cell_sim, (truth, rep, method)
         elif panel == "real":
@@ -325,8 +336,11 @@ def cells(args):
                 for table in TABLES:
                     # the linear family also at fdr 0.2, and its convex D = 2 model
                     methods = [f"{k}-{f}" for f in args.families if f in FAMILIES
-                               for k in ("knockoff", "stability")]  # fmt: skip
-                    if "linear" in args.families:
+                               for k in args.kinds]  # fmt: skip
+                    methods += [f"{k}0.2-linear" for k in args.kinds
+                                if k.startswith("knockoff") and k != "knockoff"
+                                and "linear" in args.families]  # fmt: skip
+                    if "linear" in args.families and args.kinds == KINDS:
                         methods += ["knockoff0.2-linear", "knockoffsingles0.2-linear",
                                     "knockoff0.2-linear_d2", "stability-linear_d2",
                                     "stability-linear_clusters",
@@ -466,6 +480,8 @@ def main():
     parser.add_argument("--net-reps", type=int, default=10, help="MLP and NAM")
     parser.add_argument("--lassonet-reps", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=3, help="draws of each real table")
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS),
+                        help="our methods: knockoff[singles][lam|imp], stability[columns]")
     parser.add_argument("--only", nargs="+", help="cells whose names start so")
     parser.add_argument("--force", action="store_true", help="recompute cached cells")
     parser.add_argument("--report", action="store_true", help="only the tables of the cache")
