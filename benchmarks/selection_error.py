@@ -174,10 +174,12 @@ def _quiet(fit):
     return out, time.process_time() - t0
 
 
-def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7, statistic=None):
+def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7, statistic=None,
+                 n_draws=None):  # fmt: skip
     from sksparse_nn.selection import KnockoffFilter
 
     kwargs = {} if statistic is None else {"statistic": statistic}  # None: the default
+    kwargs.update({} if n_draws is None else {"n_draws": n_draws})
     kf = KnockoffFilter(est, fdr=fdr, cluster_threshold=cluster_threshold, random_state=seed,
                         **kwargs)  # fmt: skip
     kf, cpu = _quiet(lambda: kf.fit(X, y))
@@ -244,17 +246,21 @@ def _units_selected(out):
     return np.asarray(out["selected"], dtype=int)
 
 
-KIND = re.compile(r"(knockpy|lassonet|knockoff|stability)(singles|columns)?(lam|imp)?([0-9.]*)$")
+KIND = re.compile(
+    r"(knockpy|lassonet|knockoff|stability)(singles|columns)?(lam|imp)?(d3)?([0-9.]*)$"
+)
 
 
 def _run(method, X, y, task, seed, wrap=None):
-    """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[singles][lam|imp][FDR]-FAMILY``
-    or ``stability[columns]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
-    every column its own unit, ``cluster_threshold=1``; lam / imp: the statistic
-    ``"lam"`` / ``"importance"``, else the default; columns: ``groups=None``, every
-    column its own unit, where the default units are clusters of correlated columns)."""
+    """One method: ``knockpy[FDR]``, ``lassonet``,
+    ``knockoff[singles][lam|imp][d3][FDR]-FAMILY`` or ``stability[columns]-FAMILY`` (FDR:
+    the target, when not ``SIM["fdr"]``; singles: every column its own unit,
+    ``cluster_threshold=1``; lam / imp: the statistic ``"lam"`` / ``"importance"``, else
+    the default; d3: three draws averaged as e-values, else the default one; columns:
+    ``groups=None``, every column its own unit, where the default units are clusters of
+    correlated columns)."""
     kind, _, name = method.partition("-")
-    what, alone, statistic, digits = KIND.match(kind).groups()
+    what, alone, statistic, three, digits = KIND.match(kind).groups()
     fdr = float(digits) if digits else SIM["fdr"]
     if what == "knockpy":
         return run_knockpy(X, y, seed, fdr)
@@ -264,7 +270,8 @@ def _run(method, X, y, task, seed, wrap=None):
     est = est if wrap is None else wrap(est)
     if what == "knockoff":
         statistic = {"lam": "lam", "imp": "importance"}.get(statistic)
-        return run_knockoff(est, X, y, seed, fdr, 1.0 if alone else 0.7, statistic)
+        draws = 3 if three else None
+        return run_knockoff(est, X, y, seed, fdr, 1.0 if alone else 0.7, statistic, draws)
     return run_stability(est, X, y, seed, None if alone else "default")
 
 
@@ -395,6 +402,40 @@ def run(args):
         print(name, shown, flush=True)
 
 
+def derive_single_draws():
+    """The default filter (one draw) from every three-draw cell ``*knockoff*d3*``: its
+    first draw is the one-draw filter's (same seed, same knockoffs, same path), whose
+    selection is knockoff+ on that draw's statistics. CPU time: a third of the cell's
+    (``cpu_s_estimated``)."""
+    from sksparse_nn.selection import knockoff_threshold
+
+    for path in sorted(CELLS.glob("*knockoff*d3*.json")):
+        target = CELLS / path.name.replace("d3", "")
+        if target.exists():
+            continue
+        out = json.loads(path.read_text())
+        fdr = float(re.search(r"knockoff\D*d3([0-9.]*)-", path.name).group(1) or SIM["fdr"])
+        W = np.asarray(out["statistics"][0])
+        selected = np.flatnonzero(W >= knockoff_threshold(W, fdr))
+        chosen = np.flatnonzero(np.isin(out["unit_of"], selected))
+        derived = dict(out, selected=selected.tolist(), statistics=[W.tolist()],
+                       lowest_fdr=out["lowest_fdr"][:1], cpu_s=out["cpu_s"] / 3,
+                       cpu_s_estimated=True, derived_from=path.name)  # fmt: skip
+        if "n_real" in out:
+            n_real = out["n_real"]
+            derived.update(real_kept=int(np.sum(chosen < n_real)),
+                           noise_kept=int(np.sum(chosen >= n_real)))  # fmt: skip
+        elif path.name.startswith("sim-"):
+            _, truth, *_, rep = path.stem.split("-")
+            active = simulate(truth, int(rep))[2]
+            false = int(np.setdiff1d(chosen, active).size)
+            derived.update(false=false, fdp=false / max(chosen.size, 1),
+                           power=np.intersect1d(chosen, active).size / SIM["k"])  # fmt: skip
+        else:  # a cost cell
+            derived.update(real_kept=int(np.sum(chosen < 30)), noise_kept=int(np.sum(chosen >= 30)))
+        write_json(derived, target)
+
+
 # ------------------------------------------------------------------------- report
 def _mean_se(values):
     a = np.asarray(values, dtype=float)
@@ -481,12 +522,16 @@ def main():
     parser.add_argument("--lassonet-reps", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=3, help="draws of each real table")
     parser.add_argument("--kinds", nargs="+", default=list(KINDS),
-                        help="our methods: knockoff[singles][lam|imp], stability[columns]")
+                        help="knockoff[singles][lam|imp][d3], stability[columns]")  # fmt: skip
     parser.add_argument("--only", nargs="+", help="cells whose names start so")
     parser.add_argument("--force", action="store_true", help="recompute cached cells")
     parser.add_argument("--report", action="store_true", help="only the tables of the cache")
+    parser.add_argument("--derive", action="store_true",
+                        help="one-draw cells from the cached three-draw (d3) cells")  # fmt: skip
     args = parser.parse_args()
-    if not args.report:
+    if args.derive:
+        derive_single_draws()
+    elif not args.report:
         run(args)
     report()
 

@@ -133,9 +133,16 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         feature explains half the variance of its partners (0.7^2 ~ 0.5): above that, a
         knockoff of one feature given the others is close to a copy and the pair loses
         the power a unit of both keeps. 1 keeps every column alone.
-    n_draws : int >= 1, default=3
-        Knockoff draws averaged as e-values: more draws make the selection depend less
-        on one draw's noise; each costs one (cross-validated) path on ``2 p`` columns.
+    n_draws : int >= 1, default=1
+        Knockoff draws, averaged as e-values (each costs one (cross-validated) path on
+        ``2 p`` columns). One draw is knockoff+ itself. More draws make the selection
+        depend less on one draw's noise, but e-BH keeps ``k`` units only if their mean
+        e-value reaches ``n_units / (fdr k)`` while a draw's is at most ``n_units``: at
+        ``k`` near ``1 / fdr`` every draw must select the same units with no negative
+        statistic above its threshold, and one draw that selects nothing empties the
+        selection. On the benchmark's linear truth (ten true features at fdr 0.1)
+        single draws found all ten in 23 of 24 draws, three draws averaged in 7 of 8
+        repetitions; hence one by default.
     draw_fdr : float in (0, 1), default=None
         The knockoff+ level of each draw (``alpha_kn`` of the e-values). ``None``:
         ``fdr``, so that one draw selects what knockoff+ selects; a lower level (e.g.
@@ -225,7 +232,7 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         method="maxent",
         groups=None,
         cluster_threshold=0.7,
-        n_draws=3,
+        n_draws=1,
         draw_fdr=None,
         offset=1,
         statistic="importance",
