@@ -14,7 +14,7 @@ The left panel shows every unit's statistic in each draw, real units and noise c
 apart; the right one which columns the filter keeps. The knockoff+ threshold needs at least
 ``1 / fdr`` selected units, so where few units carry signal a low ``fdr`` selects nothing:
 the price of the guarantee. Here ``fdr=0.3`` and the convex (``D=2``, lasso) model: the
-filter keeps eight units, six clusters of measurements (20 columns) and two noise
+filter keeps seven units, five clusters of measurements (20 columns) and two noise
 columns, a share of noise within what ``fdr=0.3`` allows. On 400 rows of breast cancer
 only a handful of the 12-13 clusters of measurements carry a signal given the others
 (see the knockoff filter's user guide), so at ``fdr=0.1``, which needs ten selected
