@@ -414,10 +414,12 @@ def derive_single_draws():
         if target.exists():
             continue
         out = json.loads(path.read_text())
-        fdr = float(re.search(r"knockoff\D*d3([0-9.]*)-", path.name).group(1) or SIM["fdr"])
+        digits = re.search(r"knockoff\D*d3([0-9.]*)(?:-|\.json)", path.name).group(1)
+        fdr = float(digits or SIM["fdr"])
         W = np.asarray(out["statistics"][0])
         selected = np.flatnonzero(W >= knockoff_threshold(W, fdr))
-        chosen = np.flatnonzero(np.isin(out["unit_of"], selected))
+        unit_of = out.get("unit_of")  # absent: the units are a VariableModel's variables
+        chosen = selected if unit_of is None else np.flatnonzero(np.isin(unit_of, selected))
         derived = dict(out, selected=selected.tolist(), statistics=[W.tolist()],
                        lowest_fdr=out["lowest_fdr"][:1], cpu_s=out["cpu_s"] / 3,
                        cpu_s_estimated=True, derived_from=path.name)  # fmt: skip
