@@ -240,6 +240,19 @@ def test_filter_selects_strong_true_features(strong_linear):
     assert np.all(lam.statistics_[:, :6] > 0)
 
 
+def test_units_clusters_by_default_columns_with_none():
+    # the same spelling as StabilitySelection: "clusters" (default), None, labels
+    rng = np.random.RandomState(1)
+    X = rng.randn(60, 5)
+    X[:, 1] = X[:, 0] + 0.05 * rng.randn(60)  # correlation ~0.999 with column 0
+    y = X[:, 0] + X[:, 3]
+    kwargs = {"statistic": "lam", "n_lams": 4, "random_state": 0}
+    default = KnockoffFilter(SparseLinearRegressor(), **kwargs).fit(X, y)
+    assert default.groups_[0] == default.groups_[1] and default.n_units_ == 4
+    alone = KnockoffFilter(SparseLinearRegressor(), groups=None, **kwargs).fit(X, y)
+    np.testing.assert_array_equal(alone.groups_, np.arange(5))
+
+
 def test_selector_plumbing(strong_linear):
     X, y, kf = strong_linear
     assert kf.transform(X).shape == (150, kf.n_selected_)

@@ -120,19 +120,21 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         choice makes them copies, and solves group blocks in closed form, hence the
         default; ``"mvr"`` (minimum variance-based reconstructability) is as good on
         singletons and takes no groups; ``"equicorrelated"`` is the fast fallback.
-    groups : array-like of shape (n_features,), default=None
+    groups : array-like of shape (n_features,), "clusters" or None, default="clusters"
         One label per column: the columns of a label are one unit (group knockoffs, one
         statistic, kept or dropped together), e.g. a categorical's one-hot columns. An
         estimator with a ``groups`` parameter left at None is given these groups (and
-        their knockoffs' copies) as penalty groups. ``None``: clusters of correlated
-        columns (see ``cluster_threshold``). Ignored with a VariableModel, whose
+        their knockoffs' copies) as penalty groups. ``"clusters"`` (the default, also
+        :class:`StabilitySelection`'s): clusters of correlated columns (see
+        ``cluster_threshold``); columns correlated with no other stay units of their
+        own. ``None``: every column is a unit. Ignored with a VariableModel, whose
         variables are the units.
     cluster_threshold : float in (0, 1], default=0.7
-        With ``groups=None``: columns whose average absolute correlation reaches this
-        value form one unit (average-linkage clustering on ``1 - |corr|``). At 0.7 a
-        feature explains half the variance of its partners (0.7^2 ~ 0.5): above that, a
-        knockoff of one feature given the others is close to a copy and the pair loses
-        the power a unit of both keeps. 1 keeps every column alone.
+        With ``groups="clusters"``: columns whose average absolute correlation reaches
+        this value form one unit (average-linkage clustering on ``1 - |corr|``). At 0.7
+        a feature explains half the variance of its partners (0.7^2 ~ 0.5): above that,
+        a knockoff of one feature given the others is close to a copy and the pair
+        loses the power a unit of both keeps. 1 keeps every column alone.
     n_draws : int >= 1, default=1
         Knockoff draws, averaged as e-values (each costs one (cross-validated) path on
         ``2 p`` columns). One draw is knockoff+ itself. More draws make the selection
@@ -214,7 +216,7 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         "estimator": [object],
         "fdr": [Interval(Real, 0, 1, closed="neither")],
         "method": [StrOptions(set(METHODS))],
-        "groups": ["array-like", None],
+        "groups": ["array-like", StrOptions({"clusters"}), None],
         "cluster_threshold": [Interval(Real, 0, 1, closed="right")],
         "n_draws": [Interval(Integral, 1, None, closed="left")],
         "draw_fdr": [Interval(Real, 0, 1, closed="neither"), None],
@@ -231,7 +233,7 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         *,
         fdr=0.1,
         method="maxent",
-        groups=None,
+        groups="clusters",
         cluster_threshold=0.7,
         n_draws=1,
         draw_fdr=None,
@@ -275,10 +277,10 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = X_num.shape[1]
         estimator = clone(self.estimator)
-        if self.groups is not None:
-            units = _labels(self.groups, X_num.shape[1], "groups")
-        else:
+        if self.groups is None or isinstance(self.groups, str):  # None, "clusters"
             units = None
+        else:
+            units = _labels(self.groups, X_num.shape[1], "groups")
         return X_num, estimator, units, False
 
     def fit(self, X, y, **fit_params):
@@ -305,7 +307,9 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         fit_params = check_fit_params(estimator, fit_params, Xn, type(self).__name__)
         p = Xn.shape[1]
         user_units = units is not None
-        if units is None:
+        if units is None and self.groups is None:
+            units = np.arange(p)
+        elif units is None:  # "clusters"
             units = correlation_clusters(estimate_correlation(Xn)[2], self.cluster_threshold)
         n_units = int(units.max()) + 1
         groups = None if n_units == p else units
