@@ -29,9 +29,10 @@ Panels (``--panels``):
   categorical, plus three noise categoricals and three noise numbers, as in
   ``categorical.py``) through ``VariableModel`` (units: variables). Real and noise units
   kept by the linear family's filter (also at fdr 0.2) and stability selection (and the
-  MLP's on breast cancer, with three answers to its block of nearly collinear features:
-  the convex ``D=2`` model, penalty groups over the clusters of correlated columns, and
-  ``StabilitySelection(groups="clusters")``, whose units are those clusters),
+  MLP's on breast cancer; stability selection's default units are the clusters of
+  correlated columns, and beside them every column its own unit (``groups=None``), the
+  convex ``D=2`` model and penalty groups over the clusters, three other answers to the
+  block of nearly collinear features),
   knockpy (numeric tables with a binary or numeric target) and LassoNet.
 * ``cost``: breast cancer + 30 noise columns, 500 rows: CPU time of one default
   ``SparsePathCV`` (5 folds: six paths) against the default ``StabilitySelection`` and
@@ -50,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 import warnings
 
@@ -67,6 +69,8 @@ SIM = {"n": 500, "p": 50, "k": 10, "amplitude": 0.35, "rho": 0.5, "fdr": 0.1}
 N_NOISE = 30
 TABLES = ("breast_cancer", "diabetes", "wine", "college")
 FAMILIES = ("linear", "mlp", "nam")
+#: Our methods at their defaults.
+KINDS = ["knockoff", "stability"]
 
 
 # --------------------------------------------------------------------------- data
@@ -170,13 +174,18 @@ def _quiet(fit):
     return out, time.process_time() - t0
 
 
-def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7):
+def run_knockoff(est, X, y, seed, fdr=SIM["fdr"], cluster_threshold=0.7, statistic=None,
+                 n_draws=None):  # fmt: skip
     from sksparse_nn.selection import KnockoffFilter
 
-    kf = KnockoffFilter(est, fdr=fdr, cluster_threshold=cluster_threshold, random_state=seed)
+    kwargs = {} if statistic is None else {"statistic": statistic}  # None: the default
+    kwargs.update({} if n_draws is None else {"n_draws": n_draws})
+    kf = KnockoffFilter(est, fdr=fdr, cluster_threshold=cluster_threshold, random_state=seed,
+                        **kwargs)  # fmt: skip
     kf, cpu = _quiet(lambda: kf.fit(X, y))
     return {"selected": kf.selected_units_.tolist(), "cpu_s": cpu, "units": int(kf.n_units_),
             "unit_of": kf.groups_.tolist(), "statistics": kf.statistics_.tolist(),
+            "statistic": kf.statistic,
             "lowest_fdr": [lowest_fdr(W) for W in kf.statistics_]}  # fmt: skip
 
 
@@ -188,10 +197,11 @@ def lowest_fdr(W):
     return float(min(levels, default=np.inf))
 
 
-def run_stability(est, X, y, seed, groups=None):
+def run_stability(est, X, y, seed, groups="default"):
     from sksparse_nn.selection import StabilitySelection
 
-    sel = StabilitySelection(est, groups=groups, random_state=seed)
+    kwargs = {} if groups == "default" else {"groups": groups}  # the default: clusters
+    sel = StabilitySelection(est, random_state=seed, **kwargs)
     sel, cpu = _quiet(lambda: sel.fit(X, y))
     return {
         "selected": sel.selected_features_.tolist(), "cpu_s": cpu, "bound":
@@ -236,23 +246,33 @@ def _units_selected(out):
     return np.asarray(out["selected"], dtype=int)
 
 
+KIND = re.compile(
+    r"(knockpy|lassonet|knockoff|stability)(singles|columns)?(lam|imp)?(d3)?([0-9.]*)$"
+)
+
+
 def _run(method, X, y, task, seed, wrap=None):
-    """One method: ``knockpy[FDR]``, ``lassonet``, ``knockoff[singles][FDR]-FAMILY`` or
-    ``stability[clusters]-FAMILY`` (FDR: the target, when not ``SIM["fdr"]``; singles:
-    every column its own unit, ``cluster_threshold=1``; clusters: ``groups="clusters"``)."""
+    """One method: ``knockpy[FDR]``, ``lassonet``,
+    ``knockoff[singles][lam|imp][d3][FDR]-FAMILY`` or ``stability[columns]-FAMILY`` (FDR:
+    the target, when not ``SIM["fdr"]``; singles: every column its own unit,
+    ``cluster_threshold=1``; lam / imp: the statistic ``"lam"`` / ``"importance"``, else
+    the default; d3: three draws averaged as e-values, else the default one; columns:
+    ``groups=None``, every column its own unit, where the default units are clusters of
+    correlated columns)."""
     kind, _, name = method.partition("-")
-    digits = kind.removeprefix("knockpy").removeprefix("knockoff").removeprefix("singles")
-    fdr = float(digits) if digits[:1].isdigit() else SIM["fdr"]
-    if kind.startswith("knockpy"):
+    what, alone, statistic, three, digits = KIND.match(kind).groups()
+    fdr = float(digits) if digits else SIM["fdr"]
+    if what == "knockpy":
         return run_knockpy(X, y, seed, fdr)
-    if kind == "lassonet":
+    if what == "lassonet":
         return run_lassonet(X, y, task, seed)
     est = clustered(X, task) if name == "linear_clusters" else family(name, task, seed)
     est = est if wrap is None else wrap(est)
-    if kind.startswith("knockoff"):
-        return run_knockoff(est, X, y, seed, fdr, 1.0 if "singles" in kind else 0.7)
-    # "stabilityclusters": units are clusters of correlated columns
-    return run_stability(est, X, y, seed, "clusters" if kind.endswith("clusters") else None)
+    if what == "knockoff":
+        statistic = {"lam": "lam", "imp": "importance"}.get(statistic)
+        draws = 3 if three else None
+        return run_knockoff(est, X, y, seed, fdr, 1.0 if alone else 0.7, statistic, draws)
+    return run_stability(est, X, y, seed, None if alone else "default")
 
 
 def cell_sim(truth, rep, method):
@@ -315,7 +335,7 @@ def cells(args):
                 for name, truth, reps in plan:
                     if name not in args.families or rep >= reps:
                         continue
-                    for kind in ("knockoff", "stability"):
+                    for kind in args.kinds:
                         method = f"{kind}-{name}"
                         yield f"sim-{truth}-{method}-{rep}", cell_sim, (truth, rep, method)
         elif panel == "real":
@@ -323,16 +343,20 @@ def cells(args):
                 for table in TABLES:
                     # the linear family also at fdr 0.2, and its convex D = 2 model
                     methods = [f"{k}-{f}" for f in args.families if f in FAMILIES
-                               for k in ("knockoff", "stability")]  # fmt: skip
-                    if "linear" in args.families:
+                               for k in args.kinds]  # fmt: skip
+                    methods += [f"{k}0.2-linear" for k in args.kinds
+                                if k.startswith("knockoff") and k != "knockoff"
+                                and "linear" in args.families]  # fmt: skip
+                    if "linear" in args.families and args.kinds == KINDS:
                         methods += ["knockoff0.2-linear", "knockoffsingles0.2-linear",
                                     "knockoff0.2-linear_d2", "stability-linear_d2",
                                     "stability-linear_clusters",
-                                    "stabilityclusters-linear"]  # fmt: skip
+                                    "stabilitycolumns-linear"]  # fmt: skip
                     if table != "breast_cancer":
                         methods = [m for m in methods if m.endswith("linear")]
                     if table == "college":  # a table: its units are already variables
-                        methods = [m for m in methods if "clusters" not in m]
+                        methods = [m for m in methods if "clusters" not in m
+                                   and "columns" not in m]  # fmt: skip
                     if "baselines" in args.families and table != "college":
                         methods += ["knockpy", "knockpy0.2"] if table != "wine" else []
                         methods += ["lassonet"] if seed < args.lassonet_reps else []
@@ -376,6 +400,42 @@ def run(args):
         shown = {k: out[k] for k in ("cpu_s", "false", "fdp", "power", "bound", "real_kept",
                                      "noise_kept") if k in out}  # fmt: skip
         print(name, shown, flush=True)
+
+
+def derive_single_draws():
+    """The default filter (one draw) from every three-draw cell ``*knockoff*d3*``: its
+    first draw is the one-draw filter's (same seed, same knockoffs, same path), whose
+    selection is knockoff+ on that draw's statistics. CPU time: a third of the cell's
+    (``cpu_s_estimated``)."""
+    from sksparse_nn.selection import knockoff_threshold
+
+    for path in sorted(CELLS.glob("*knockoff*d3*.json")):
+        target = CELLS / path.name.replace("d3", "")
+        if target.exists():
+            continue
+        out = json.loads(path.read_text())
+        digits = re.search(r"knockoff\D*d3([0-9.]*)(?:-|\.json)", path.name).group(1)
+        fdr = float(digits or SIM["fdr"])
+        W = np.asarray(out["statistics"][0])
+        selected = np.flatnonzero(W >= knockoff_threshold(W, fdr))
+        unit_of = out.get("unit_of")  # absent: the units are a VariableModel's variables
+        chosen = selected if unit_of is None else np.flatnonzero(np.isin(unit_of, selected))
+        derived = dict(out, selected=selected.tolist(), statistics=[W.tolist()],
+                       lowest_fdr=out["lowest_fdr"][:1], cpu_s=out["cpu_s"] / 3,
+                       cpu_s_estimated=True, derived_from=path.name)  # fmt: skip
+        if "n_real" in out:
+            n_real = out["n_real"]
+            derived.update(real_kept=int(np.sum(chosen < n_real)),
+                           noise_kept=int(np.sum(chosen >= n_real)))  # fmt: skip
+        elif path.name.startswith("sim-"):
+            _, truth, *_, rep = path.stem.split("-")
+            active = simulate(truth, int(rep))[2]
+            false = int(np.setdiff1d(chosen, active).size)
+            derived.update(false=false, fdp=false / max(chosen.size, 1),
+                           power=np.intersect1d(chosen, active).size / SIM["k"])  # fmt: skip
+        else:  # a cost cell
+            derived.update(real_kept=int(np.sum(chosen < 30)), noise_kept=int(np.sum(chosen >= 30)))
+        write_json(derived, target)
 
 
 # ------------------------------------------------------------------------- report
@@ -463,11 +523,17 @@ def main():
     parser.add_argument("--net-reps", type=int, default=10, help="MLP and NAM")
     parser.add_argument("--lassonet-reps", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=3, help="draws of each real table")
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS),
+                        help="knockoff[singles][lam|imp][d3], stability[columns]")  # fmt: skip
     parser.add_argument("--only", nargs="+", help="cells whose names start so")
     parser.add_argument("--force", action="store_true", help="recompute cached cells")
     parser.add_argument("--report", action="store_true", help="only the tables of the cache")
+    parser.add_argument("--derive", action="store_true",
+                        help="one-draw cells from the cached three-draw (d3) cells")  # fmt: skip
     args = parser.parse_args()
-    if not args.report:
+    if args.derive:
+        derive_single_draws()
+    elif not args.report:
         run(args)
     report()
 

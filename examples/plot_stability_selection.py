@@ -7,10 +7,13 @@ path of a sparse model keeps some noise columns at many lams; stability selectio
 the model's path on many pairs of complementary half-samples and keeps the features
 selected on most of them, with a bound on the expected number of false selections.
 
-The stability path shows the selection probability of every column against lam: the
-selected features in colour, the others in grey, the threshold as a dashed line and the
-region of lams the bound allows shaded. A linear model keeps this example fast; any
-family (the MLP, the NAM, NODE, a ``VariableModel``) works the same way.
+The units are clusters of correlated columns (the default, as the knockoff filter's:
+radius, perimeter and area are one unit, selected on a half when any of them is) and
+single columns elsewhere. The stability path shows the selection probability of every
+unit against lam, named by its first column: the selected units in colour, the others in
+grey, the threshold as a dashed line and the region of lams the bound allows shaded. A
+linear model keeps this example fast; any family (the MLP, the NAM, NODE, a
+``VariableModel``) works the same way.
 
 Writes docs/images/stability_selection.png.
 """

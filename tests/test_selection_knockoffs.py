@@ -18,6 +18,7 @@ from sksparse_nn.selection import (
     correlation_clusters,
     e_bh,
     estimate_correlation,
+    importance_statistics,
     knockoff_e_values,
     knockoff_s_matrix,
     knockoff_threshold,
@@ -104,6 +105,22 @@ def test_path_statistics_signs_ties_and_swaps():
     swapped = units.copy()
     swapped[[1, 4]] = swapped[[4, 1]]  # relabel: column 1 is now unit 1's knockoff
     np.testing.assert_allclose(path_statistics(path, swapped, 3), [0.3, 0.2, 0.0])
+
+
+def test_importance_statistics_at_the_chosen_lam_and_swaps():
+    # 2 units: unit 0 = columns 0, 1 (knockoffs 3, 4), unit 1 = column 2 (knockoff 5)
+    path = SimpleNamespace(
+        lams=np.array([0.1, 0.2, 0.4]),
+        best_lam_=0.2,
+        importances=np.array([[9, 9, 9, 9, 9, 9], [3, 4, 1, 0, 2, 2], [0, 0, 0, 0, 0, 0.0]]),
+    )
+    units = np.array([0, 0, 1, 2, 2, 3])
+    # at lam 0.2: ||(3, 4)|| - ||(0, 2)|| = 3 and 1 - 2 = -1
+    np.testing.assert_allclose(importance_statistics(path, units, 2), [3.0, -1.0])
+    swapped = np.array([0, 0, 3, 2, 2, 1])  # unit 1 and its knockoff trade columns
+    np.testing.assert_allclose(importance_statistics(path, swapped, 2), [3.0, 1.0])
+    with pytest.raises(ValueError, match="cross-validated path"):
+        importance_statistics(SimpleNamespace(best_lam_=None, importances=None), units, 2)
 
 
 # ------------------------------------------------------------------ S and the knockoff law
@@ -201,7 +218,8 @@ def strong_linear():
     rng = np.random.RandomState(0)
     X = rng.randn(150, 16)
     y = X[:, :6] @ np.full(6, 2.0) + 0.5 * rng.randn(150)
-    kf = KnockoffFilter(SparseLinearRegressor(), fdr=0.2, n_draws=2, n_lams=12, random_state=0)
+    # 3 folds, 8 lams: the CV paths of the default statistic, kept small
+    kf = KnockoffFilter(SparseLinearRegressor(), fdr=0.2, n_draws=2, cv=3, n_lams=8, random_state=0)
     return X, y, kf.fit(X, y)
 
 
@@ -213,6 +231,26 @@ def test_filter_selects_strong_true_features(strong_linear):
     assert np.all(kf.statistics_[:, :6] > 0)
     assert kf.draw_fdr_ == 0.2 and np.isfinite(kf.threshold_)
     np.testing.assert_array_equal(kf.get_support(indices=True), kf.selected_features_)
+    # the default statistic: importances at the CV-chosen lam, |coef| differences here
+    assert kf.statistic == "importance"
+    lam = KnockoffFilter(
+        SparseLinearRegressor(), fdr=0.2, statistic="lam", n_draws=2, n_lams=12, random_state=0
+    ).fit(X, y)
+    assert set(range(6)) <= set(lam.selected_features_)
+    assert np.all(lam.statistics_[:, :6] > 0)
+
+
+def test_units_clusters_by_default_columns_with_none():
+    # the same spelling as StabilitySelection: "clusters" (default), None, labels
+    rng = np.random.RandomState(1)
+    X = rng.randn(60, 5)
+    X[:, 1] = X[:, 0] + 0.05 * rng.randn(60)  # correlation ~0.999 with column 0
+    y = X[:, 0] + X[:, 3]
+    kwargs = {"statistic": "lam", "n_lams": 4, "random_state": 0}
+    default = KnockoffFilter(SparseLinearRegressor(), **kwargs).fit(X, y)
+    assert default.groups_[0] == default.groups_[1] and default.n_units_ == 4
+    alone = KnockoffFilter(SparseLinearRegressor(), groups=None, **kwargs).fit(X, y)
+    np.testing.assert_array_equal(alone.groups_, np.arange(5))
 
 
 def test_selector_plumbing(strong_linear):
@@ -220,7 +258,9 @@ def test_selector_plumbing(strong_linear):
     assert kf.transform(X).shape == (150, kf.n_selected_)
     names = [f"f{j}" for j in range(16)]
     frame = pd.DataFrame(X, columns=names)
-    kf2 = KnockoffFilter(SparseLinearRegressor(), fdr=0.2, n_draws=1, n_lams=10, random_state=0)
+    kf2 = KnockoffFilter(
+        SparseLinearRegressor(), fdr=0.2, statistic="lam", n_draws=1, n_lams=10, random_state=0
+    )
     pipe = make_pipeline(FunctionTransformer(), kf2).set_output(transform="pandas")
     out = pipe.fit(frame, y).transform(frame)
     assert isinstance(out, pd.DataFrame)
@@ -266,7 +306,12 @@ def test_inputs_not_modified(strong_linear):
     X0, y0 = X.copy(), y.copy()
     groups = np.arange(16)
     KnockoffFilter(
-        SparseLinearRegressor(), groups=groups, n_draws=1, n_lams=10, random_state=0
+        SparseLinearRegressor(),
+        groups=groups,
+        statistic="lam",
+        n_draws=1,
+        n_lams=10,
+        random_state=0,
     ).fit(X, y)
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(y, y0)

@@ -203,7 +203,7 @@ def test_units_of_several_columns_count_as_one():
     # the block is one unit, selected on every half where some member is
     assert sel.n_units_ == 6 and sel.stability_scores_.shape == (6, len(sel.lams_))
     assert sel.selected_units_.tolist() == [0] and sel.selected_features_.tolist() == [0, 1, 2]
-    alone = StabilitySelection(est, **kwargs).fit(X, y)
+    alone = StabilitySelection(est, groups=None, **kwargs).fit(X, y)
     block = alone.stability_scores_[:3]  # the same halves, column by column
     # any member: at least as often as the likeliest member, at most their sum (1e-12:
     # means of the same 0/1 counts)
@@ -214,12 +214,18 @@ def test_units_of_several_columns_count_as_one():
     assert sel.expected_false_selections_ == pytest.approx(
         cpss_bound(sel.n_selected_per_half_, 6, sel.threshold_)
     )
-    # "clusters": the correlation clusters (the block; the noise columns alone)
-    clusters = StabilitySelection(est, groups="clusters", **kwargs).fit(X, y)
+    # "clusters" (the default): the correlation clusters (the block; the noise columns
+    # alone)
+    clusters = StabilitySelection(est, **kwargs).fit(X, y)
     np.testing.assert_array_equal(clusters.groups_, labels)
     np.testing.assert_array_equal(clusters.stability_scores_, sel.stability_scores_)
     with pytest.raises(ValueError, match="one label per unit of X \\(8\\)"):
         StabilitySelection(est, groups=[0, 1]).fit(X, y)
+    # sparse X: no dense correlation matrix, the columns are the units
+    from scipy import sparse
+
+    on_sparse = StabilitySelection(est, **kwargs).fit(sparse.csr_matrix(X), y)
+    np.testing.assert_array_equal(on_sparse.groups_, np.arange(8))
 
 
 # ------------------------------------------------------------------------ exactly k
@@ -288,10 +294,14 @@ def test_variable_model_counts_variables():
     lams = _grid(model, df, y, 4)
     sel = StabilitySelection(model, n_pairs=1, lams=lams, random_state=0).fit(df, y)
     assert sel.stability_scores_.shape[0] == 3  # variables, not encoded columns
+    assert sel.groups_.tolist() == [0, 1, 2]  # the default units: the variables
     assert sel.get_feature_names_out().tolist() == ["color"]
     assert sel.transform(df).columns.tolist() == ["color"]  # the raw table's column
     k = SelectFromPath(model, n_features_to_select=1, lams=lams).fit(df, y)
     assert k.get_support().tolist() == [True, False, False]
+    # a table without a VariableModel: the default clusters need numbers, said before a fit
+    with pytest.raises(ValueError, match='groups="clusters" needs numeric X'):
+        StabilitySelection(SparseLinearRegressor(), lams=lams).fit(df, y)
 
 
 # ------------------------------------------------------------------------ every family (slow)

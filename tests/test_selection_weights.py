@@ -133,7 +133,8 @@ def test_stability_halves_fit_with_their_rows_weights():
 
 def test_knockoff_paths_fit_with_the_weights():
     X, y, first, second = _two_regimes()
-    kf = KnockoffFilter(SparseLinearRegressor(), n_draws=1, n_lams=10, random_state=0)
+    # the default statistic: a cross-validated path on [X, X~] (3 folds: small)
+    kf = KnockoffFilter(SparseLinearRegressor(), n_draws=1, cv=3, n_lams=10, random_state=0)
     # the statistic W of a unit is largest for the feature the weighted rows depend on
     assert np.argmax(kf.fit(X, y, sample_weight=first).statistics_[0]) == 0
     assert np.argmax(kf.fit(X, y, sample_weight=second).statistics_[0]) == 1

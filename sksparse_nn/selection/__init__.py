@@ -21,8 +21,11 @@ Modules, one job each:
 * ``_select_k``: :class:`SelectFromPath`;
 * ``_knockoff_sampling``: Gaussian model-X knockoffs (covariance estimate, the ``S``
   matrix by maximum entropy / MVR / equicorrelated, group blocks, correlation clusters);
+* ``_knockoff_statistics``: the statistics of units against their knockoffs from a
+  path (the lam each leaves the model; importances at the CV-chosen lam), the
+  knockoff+ threshold, e-values and e-BH;
 * ``_knockoffs``: :class:`KnockoffFilter`, the knockoff+ filter with e-value
-  derandomization over draws, and its arithmetic.
+  derandomization over draws.
 """
 
 from ._bound import cpss_bound
@@ -32,7 +35,14 @@ from ._knockoff_sampling import (
     estimate_correlation,
     knockoff_s_matrix,
 )
-from ._knockoffs import KnockoffFilter, e_bh, knockoff_e_values, knockoff_threshold, path_statistics
+from ._knockoff_statistics import (
+    e_bh,
+    importance_statistics,
+    knockoff_e_values,
+    knockoff_threshold,
+    path_statistics,
+)
+from ._knockoffs import KnockoffFilter
 from ._select_k import SelectFromPath
 from ._stability import StabilitySelection
 
@@ -45,6 +55,7 @@ __all__ = [
     "cpss_bound",
     "e_bh",
     "estimate_correlation",
+    "importance_statistics",
     "knockoff_e_values",
     "knockoff_s_matrix",
     "knockoff_threshold",
