@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ._padded import PaddedColumns
-from ._tracing import tracing
+from ._tracing import loops_take
 
 __all__ = ["PairTerms"]
 
@@ -133,17 +133,7 @@ class PairTerms(PaddedColumns, nn.Module):
     def _compiled_path(self, x, first):
         """Whether the compiled loops compute the factors: a ReLU, CPU tensors of one
         float dtype, inputs that need no gradient (the loops give none), not traced."""
-        return (
-            isinstance(self.activation, nn.ReLU)
-            and x.device.type == "cpu"
-            and first.device.type == "cpu"
-            and x.dtype == first.dtype == self.out.dtype
-            and x.dtype in (torch.float32, torch.float64)
-            and not x.requires_grad
-            and x.shape[0] > 0
-            and first.shape[0] > 0
-            and not tracing()  # numba's loops are invisible to a graph being traced
-        )
+        return isinstance(self.activation, nn.ReLU) and loops_take(x, first, self.out)
 
     def pair_outputs(self, x):
         """Every pair's contribution, shape ``(P, n, n_outputs)``."""

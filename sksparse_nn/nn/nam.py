@@ -66,7 +66,7 @@ from torch.nn import functional as F
 
 from ._nam_pairs import PairTerms
 from ._padded import PaddedColumns
-from ._tracing import tracing
+from ._tracing import loops_take, tracing
 from .mlp import ACTIVATIONS
 
 __all__ = ["NAM", "compact_nam"]
@@ -257,14 +257,8 @@ class NAM(PaddedColumns, nn.Module):
             not self.hidden
             and self.activation_name == "relu"
             and not (self.training and (self.dropout > 0 or self.feature_dropout > 0))
-            and x.device.type == "cpu"
-            and first.device.type == "cpu"
-            and x.dtype == first.dtype == self.out.dtype
-            and x.dtype in (torch.float32, torch.float64)
-            and not x.requires_grad
-            and x.shape[0] > 0
             and self.n_features > 0
-            and not tracing()  # numba's loops are invisible to a graph being traced
+            and loops_take(x, first, self.out)
         )
 
     def forward(self, x):
