@@ -65,8 +65,26 @@ def _rows(points, key):
     """The points' vectors under ``key`` as one (n_points, width) array; failed points
     (None) become NaN rows."""
     width = max((len(p[key]) for p in points if p[key] is not None), default=0)
-    rows = [np.full(width, np.nan) if p[key] is None else p[key] for p in points]
-    return np.vstack(rows) if rows else np.empty((0, 0))
+    if not points:
+        return np.empty((0, 0))
+    return _take(points, key, (width,), lambda v: v is None)
+
+
+def _take(points, key, shape, failed):
+    """The points' arrays under ``key`` stacked into one ``(n_points, *shape)`` array
+    (NaN where ``failed(value)``), each dropped from its point once copied: the
+    assembled path is the last reader of the points, and the result, larger than ``X``
+    on wide data, is never held twice."""
+    dtypes = {np.asarray(p[key]).dtype for p in points if not failed(p[key])}
+    if len(dtypes) < 1 or any(failed(p[key]) for p in points):  # NaN rows, as stacking
+        dtypes.add(np.dtype(np.float64))  # with NaN placeholders gives
+    dtype = np.result_type(*dtypes)
+    out = np.full((len(points), *shape), np.nan, dtype=dtype)
+    for i, point in enumerate(points):
+        value, point[key] = point[key], None
+        if not failed(value):
+            out[i] = value
+    return out
 
 
 def _assemble(full, folds, splits, estimator, completed):
@@ -82,8 +100,8 @@ def _assemble(full, folds, splits, estimator, completed):
         selected=[p["selected"] for p in points],
         group_norms=norms,
         importances=importances,
-        coefs=_stack([p["coefs"] for p in points]) if has_coef else None,
-        intercepts=_stack([p["intercepts"] for p in points]) if has_coef else None,
+        coefs=_stack(points, "coefs") if has_coef else None,
+        intercepts=_stack(points, "intercepts") if has_coef else None,
         train_objective=np.array([p["obj"] for p in points], dtype=float),
         train_score=np.array([p["train"] for p in points], dtype=float),
         val_score=(
@@ -122,9 +140,10 @@ def _n_terms(points):
     return np.array([c or 0 for c in counts], dtype=int)
 
 
-def _stack(values):
-    """Stack per-lam arrays; a failed point's NaN placeholder takes the others' shape."""
-    shapes = [np.shape(v) for v in values if np.ndim(v) > 0]
+def _stack(points, key):
+    """Stack the points' per-lam arrays under ``key`` (see :func:`_take`); a failed
+    point's NaN placeholder takes the others' shape."""
+    shapes = [np.shape(p[key]) for p in points if np.ndim(p[key]) > 0]
     if not shapes:
-        return np.asarray(values, dtype=float)
-    return np.stack([np.full(shapes[0], np.nan) if np.ndim(v) == 0 else v for v in values])
+        return np.asarray([p[key] for p in points], dtype=float)
+    return _take(points, key, shapes[0], lambda v: np.ndim(v) == 0)
