@@ -340,3 +340,19 @@ def test_regularization_path_runs_dense_to_sparse(group_data):
     train, val = ax.get_lines()
     np.testing.assert_array_equal(train.get_ydata(), path.train_score)
     np.testing.assert_array_equal(val.get_ydata(), path.val_score)
+
+
+def test_penalty_groups_are_one_read_only_copy_while_the_specification_holds():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 6))
+    y = X[:, 0] - X[:, 2] + 0.1 * rng.normal(size=60)
+    labels = np.array([0, 0, 1, 1, 2, -1])
+    est = SparseLinearRegressor(lam=0.05, D=2, groups=labels).fit(X, y)
+    first = est.group_labels_
+    assert not first.flags.writeable and labels.flags.writeable  # the user's array as given
+    est.fit(X, y)
+    assert est.group_labels_ is first  # a refit: the same array, not a new copy
+    labels[5] = 2  # the user's array changed in place: new labels
+    est.fit(X, y)
+    assert est.group_labels_ is not first and est.group_labels_[5] == 2
+    assert first[5] == -1  # the earlier fit's labels stay as they were

@@ -106,12 +106,12 @@ def test_estimator_solves_wide_sparse_sets_and_meets_the_kkt_conditions(text_lik
         est = SparseLinearRegressor(lam=lam, D=2, fit_intercept=fit_intercept)
         est.fit(X, y, sample_weight=s)
     assert est.n_iter_ == 0  # certified by the block steps
-    assert columns
     if s is None:  # sparse columns, centred implicitly, some narrower than the samples
+        assert columns
         assert all(isinstance(c, SparseColumns) and not c.dense for c in columns)
         assert any(256 < c.k <= N for c in columns)
-    else:  # their centring is along sqrt(s): the Gram route instead
-        assert all(c is None for c in columns)
+    else:  # their centring is along sqrt(s): the Gram route instead, never the columns
+        assert not columns
 
     w = np.ones(N) if s is None else s * N / s.sum()
     Xd = X.toarray()

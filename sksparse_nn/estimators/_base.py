@@ -25,7 +25,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import TrainingDivergedError
-from ..groups import check_groups, resolve_group_weights
+from ..groups import held_penalty_groups
 from ..sparsifiers import (
     DEFAULT_METHOD,
     collapse,
@@ -230,7 +230,7 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
         # group norms in the units the penalty saw, every gated tensor in module order,
         # groups that collapse at exactly zero
         norms = [np.where(keep[k], v, 0.0) for k, v in raw.items()]
-        self.group_norms_ = np.concatenate(norms) if norms else np.zeros(0)
+        self.group_norms_ = norms[0] if len(norms) == 1 else np.concatenate(norms or [[]])
         importances = self._feature_importances(self.module_)
         if importances is not None:  # families that select input features
             self.feature_importances_ = importances
@@ -255,12 +255,9 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _fit_scaling(self, X, targets):
         """The standardization the family trains in (identity unless it opts in)."""
-        return Scaling.fit(
-            X if self._traits.standardize_inputs else None,
-            targets
-            if self._traits.standardize_targets and targets.dtype.is_floating_point
-            else None,
-        )
+        inputs = X if self._traits.standardize_inputs else None
+        floating = self._traits.standardize_targets and targets.dtype.is_floating_point
+        return Scaling.fit(inputs, targets if floating else None)
 
     def _divergence_message(self, X, y):
         """A callable ``(epoch, loss) -> str`` explaining a diverged fit (reads the data's
@@ -411,10 +408,13 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
 
     # -------------------------------------------------------------- hooks
     def _penalty_groups(self, n_features):
-        """(label per input feature, weight per group): from ``groups`` and
-        ``group_weights`` where the family has them, else each feature alone, weight 1."""
-        labels = check_groups(getattr(self, "groups", None), n_features)
-        return labels, resolve_group_weights(getattr(self, "group_weights", None), labels)
+        """(label per input feature, weight per group) from ``groups`` / ``group_weights``
+        where the family has them, else each feature alone, weight 1: read-only, one copy
+        while they hold (:func:`~sksparse_nn.groups.held_penalty_groups`)."""
+        spec = (getattr(self, "groups", None), getattr(self, "group_weights", None))
+        held = getattr(self, "_penalty_groups_held", None)
+        self._penalty_groups_held = held_penalty_groups(*spec, n_features, held)
+        return self._penalty_groups_held[1]
 
     def _collapse(self, module, zero_tol):
         """Remove the trained module's sparsifiers in place; ``(norms, keep)``: per gated

@@ -241,10 +241,14 @@ class _LinearTraining:
         """
         X = dataset.given if dataset.sparse else dataset.X.cpu().numpy()
         labels, rho = self._penalty_groups(X.shape[1])
-        weight = as_numpy(module.weight).T
+        weight = module.weight.detach().cpu().numpy()  # float64 (the family's dtype):
+        weight = weight.astype(np.float64, copy=False).T  # the module's memory, no copy
+        weight.flags.writeable = False  # the start, read only by the solve
         bias = as_numpy(module.bias) if self.fit_intercept else None
         fit = self._block_solve(X, dataset.y, labels, rho, weight, bias, _weights(dataset))
         W, b, objective, gradient, norms, certified = fit[:6]
+        if np.shares_memory(W, weight):  # the start itself (the solve left it): a copy
+            W = W.copy()
         if self.fit_intercept:
             module.bias.copy_(torch.as_tensor(b, dtype=module.bias.dtype))
         if not certified and not np.any(W):  # zero, certified if it is the global minimum

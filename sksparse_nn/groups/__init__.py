@@ -35,13 +35,15 @@ an integer array of the weight's shape
 # __all__ is the public API. The names re-exported by alias are the package-internal API,
 # shared by the proximal solvers and the D-gated linear estimators: the group
 # specifications of the linear models (check_groups, count_groups, resolve_group_weights,
-# same_group_pairs) and the group penalty's arithmetic on labelled rows (norms_by_label,
-# penalty_value).
+# same_group_pairs, spec_key, held_penalty_groups) and the group penalty's arithmetic on
+# labelled rows (norms_by_label, penalty_value).
 from ._features import check_groups as check_groups
 from ._features import count_groups as count_groups
 from ._features import group_labels_from_sizes
+from ._features import held_penalty_groups as held_penalty_groups
 from ._features import resolve_group_weights as resolve_group_weights
 from ._features import same_group_pairs as same_group_pairs
+from ._features import spec_key as spec_key
 from ._penalty import norms_by_label as norms_by_label
 from ._penalty import penalty_value as penalty_value
 from ._tensors import AxisGroups, Grouping, resolve_groups

@@ -10,15 +10,20 @@ proximal solvers and the D-gated linear estimators.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
+
+from ..utils.digest import array_key
 
 __all__ = [
     "check_groups",
     "count_groups",
     "group_labels_from_sizes",
+    "held_penalty_groups",
     "resolve_group_weights",
     "same_group_pairs",
+    "spec_key",
 ]
 
 
@@ -258,3 +263,38 @@ def same_group_pairs(labels):
     offset = np.arange(first.size) - np.repeat(np.cumsum(size * size) - size * size, size * size)
     width = np.repeat(size, size * size)
     return order[first + offset // width], order[first + offset % width]
+
+
+def spec_key(spec):
+    """A hashable key that is equal for equal ``groups`` / ``group_weights`` values
+    (None, a number, a string, or numbers in an array or a flat list: their
+    :func:`~sksparse_nn.utils.digest.array_key`, so that an array changed in place gets
+    a new key); None for a value that has none (ragged index lists)."""
+    if spec is None or isinstance(spec, (str, bytes, numbers.Number)):
+        return (type(spec).__name__, spec)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = np.asarray(spec)
+    except (TypeError, ValueError):
+        return None
+    return array_key(arr)
+
+
+def held_penalty_groups(groups, group_weights, n_features, held=None):
+    """``(key, (labels, rho))``: :func:`check_groups` and :func:`resolve_group_weights` of
+    a specification as read-only arrays, or ``held`` (this function's earlier answer)
+    while ``groups``, ``group_weights`` and ``n_features`` keep their values.
+
+    An estimator's hooks, a warm refit and a path's next lam then share one copy (on
+    wide data a vector of length ``n_features`` weighs as much as a sparse ``X`` of a
+    few entries per column); the key (:func:`spec_key`) notices a user's array changed
+    in place.
+    """
+    key = (int(n_features), spec_key(groups), spec_key(group_weights))
+    if held is not None and None not in key and held[0] == key:
+        return held
+    labels = check_groups(groups, n_features)
+    rho = resolve_group_weights(group_weights, labels)
+    labels.flags.writeable = rho.flags.writeable = False
+    return key, (labels, rho)

@@ -38,9 +38,17 @@ def norms_by_label(W, labels, n_groups):
     array([5., 0.])
     """
     W = np.asarray(W, dtype=np.float64)
-    sq = W * W if W.ndim == 1 else (W * W).sum(axis=1)
+    if W.ndim == 1 or W.shape[1] == 1:  # one column: its squares, no (n_rows, 1) copy
+        sq = np.square(W.reshape(-1))
+    else:
+        sq = (W * W).sum(axis=1)
     grouped = labels >= 0
-    return np.sqrt(np.bincount(labels[grouped], weights=sq[grouped], minlength=n_groups))
+    if grouped.all():  # every row in a group: no copies of the labels and squares
+        norms = np.bincount(labels, weights=sq, minlength=n_groups)
+    else:
+        norms = np.bincount(labels[grouped], weights=sq[grouped], minlength=n_groups)
+    norms = norms.astype(np.float64, copy=False)  # no rows in a group: integer zeros
+    return np.sqrt(norms, out=norms)
 
 
 def penalty_value(norms, rho, D):

@@ -301,6 +301,12 @@ class DesignCurvature:
         Xs = self.columns(idx)
         return Xs.T @ Xs / self.n
 
+    @property
+    def holds_set_columns(self):
+        """Whether :meth:`set_columns` gives columns (all but sparse ``X`` with sample
+        weights)."""
+        return not (sp.issparse(self.X) and self.u is not None)
+
     def set_columns(self, idx, ext):
         """The centred columns of the features ``idx`` (set-local group labels ``ext``)
         for coordinate descent (:class:`~sksparse_nn.solvers._coordinate_descent.SparseColumns`),
@@ -320,7 +326,7 @@ class DesignCurvature:
                         part = slice(start, start + _PRODUCT_CHUNK)
                         block[part] -= np.outer(mean[part], self.u)
             return cols
-        if self.u is not None:
+        if not self.holds_set_columns:
             return None
         return SparseColumns(self.X_cols, idx, ext, self.x_mean)
 

@@ -25,8 +25,10 @@ def extended_groups(labels, rho):
     rho = np.asarray(rho, dtype=np.float64).reshape(-1)
     if rho.shape != (n_groups,):
         raise ValueError(f"rho must have shape ({n_groups},), got {rho.shape}.")
+    free = labels < 0
+    if not free.any():  # every feature in a group: ``labels`` itself (read, never written)
+        return labels, rho
     ext = labels.copy()
-    free = ext < 0
     ext[free] = n_groups + np.arange(int(free.sum()))
     rho_ext = np.concatenate([rho, np.zeros(int(free.sum()))])
     return ext, rho_ext

@@ -58,7 +58,7 @@ class DataMemo:
         self.x_std = None
         self.columns = None  # sparse X by columns (CSRColumns)
         self.moments = None  # (Y, centered_moments without the Gram matrix)
-        self.gradient = None  # (W, gradient) at the last solution, for those targets
+        self.gradient = None  # (key of W, gradient) at the last solution, for those targets
 
     def targets_moments(self, X, Y, fit_intercept, sample_weight):
         """``centered_moments`` of the targets ``Y`` without the Gram matrix, kept while

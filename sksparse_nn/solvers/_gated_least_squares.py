@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..groups import count_groups, norms_by_label, penalty_value
+from ..utils.digest import array_key
 from ._curvature import DenseCurvature, DesignCurvature, solve_pos
 from ._data import extended_groups
 from ._gated_setup import BLOCK_STEPS_PATIENCE, NEWTON_MAX_SIZE
@@ -54,7 +55,8 @@ class GatedLeastSquares(WorkingSetSteps):
         in_group = self.penalized_groups(labels, rho, lam) if group is None else group
         self.group = in_group
         self.penalized = in_group >= 0
-        self.index = in_group[self.penalized]
+        # the penalized features' groups (``in_group`` itself when every feature is one's)
+        self.index = in_group if self.penalized.all() else in_group[self.penalized]
         self.p = labels.shape[0]
         # the curvature: a (p, p) matrix, or an operator on the design (wide problems)
         if isinstance(gram, tuple):  # a working set's Gram block and its design solves
@@ -75,7 +77,11 @@ class GatedLeastSquares(WorkingSetSteps):
 
     @staticmethod
     def penalized_groups(labels, rho, lam):
-        """Each feature's penalized group, -1 for free features (all free at lam = 0)."""
+        """Each feature's penalized group, -1 for free features (all free at lam = 0):
+        ``labels`` itself (no copy; read only) where every feature is in a group of
+        positive weight."""
+        if lam > 0 and labels.size and labels.min() >= 0 and rho.min(initial=1.0) > 0:
+            return labels
         group = np.where(labels >= 0, labels, -1)
         grouped = group >= 0
         group[grouped] = np.where(rho[labels[grouped]] > 0, labels[grouped], -1)
@@ -273,19 +279,20 @@ class GatedLeastSquares(WorkingSetSteps):
         if kept is not None:
             return kept
         G = self.curv.dot(W) - self.rhs
-        self._last_gradient = (W.copy(), G)
+        self._last_gradient = (_point_key(W), G)  # W's key, not a copy of W
         return G
 
     def _kept_gradient(self, W):
         """The kept gradient if it is at ``W``, else None."""
         last = self._last_gradient
-        if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
+        if last is not None and last[0] == _point_key(W):
             return last[1]
         return None
 
     @property
     def last_gradient(self):
-        """``(W, G W - rhs)``: the last gradient computed, or None."""
+        """``(key, G W - rhs)``: the last gradient computed and the key of the ``W``
+        it is at (:func:`_point_key`), or None."""
         return self._last_gradient
 
     @property
@@ -466,3 +473,10 @@ class GatedLeastSquares(WorkingSetSteps):
         if self.nonneg is not None:
             W_acc[self.nonneg] = np.maximum(W_acc[self.nonneg], 0.0)
         return W_acc
+
+
+def _point_key(W):
+    """The key of a point ``W`` (:func:`~sksparse_nn.utils.digest.array_key` of its
+    values, ``-0.0`` taken as ``0.0``, as ``np.array_equal`` has them): whether a kept
+    gradient is at ``W`` is known without holding a copy of it."""
+    return array_key(W + 0.0)

@@ -55,6 +55,7 @@ def working_set_rounds(W, gradient, violations, solve_set, ext, lam_rho, abs_tol
             ratio = np.full(lam_rho.size, -1.0)
             np.divide(norms, lam_rho, out=ratio, where=~(live | free) & (lam_rho > 0))
         idx, outside = working_set(ext, viol, live, free, abs_tol, ratio, near)
+        del G, viol, live, ratio  # the round's vectors are not held through the solve
         tol_in = max(0.5 * abs_tol, 0.3 * outside) if stalled < 2 else 0.5 * abs_tol
         W_new, steps, stop = solve_set(idx, W, tol_in)
         n_steps += steps
@@ -140,9 +141,12 @@ class WorkingSetSteps:
         def solve_set(idx, W, tol_in):
             """Block steps on the set ``idx``: ``(W, n_steps, stop)``."""
             wide = wide_set(idx.size, self.curv.entries) or idx.size > cache.max_features
-            if certify and W.shape[1] == 1 and wide:
+            if certify and W.shape[1] == 1 and wide and self.curv.holds_set_columns:
                 # columns sparser than the Gram block (a set too large for the cache
-                # always is, at most sqrt(n p) >= n features): coordinate descent
+                # always is, at most sqrt(n p) >= n features): coordinate descent on
+                # them, and the cached Gram blocks dropped (a path's sets grow: the
+                # next ones are as wide; memory for the columns instead)
+                cache.keep(idx[:0])
                 x = self.coordinate_finish(idx, W[idx], tol_in)
                 if x is not None:  # None: sparse X with sample weights (Gram route)
                     W_new = np.zeros_like(W)

@@ -251,7 +251,7 @@ def _check_target(module, name, label):
 def _group_weights(group_weights, grouping, weight):
     if group_weights is None:
         return None
-    rho = torch.as_tensor(np.asarray(group_weights, dtype=np.float64))
+    rho = torch.tensor(np.asarray(group_weights, dtype=np.float64))
     if rho.shape != (grouping.n_groups,):
         raise ValueError(
             f"group_weights must have one entry per group ({grouping.n_groups}), "

@@ -8,5 +8,7 @@
 - :mod:`.convergence`: :func:`~.convergence.warn_convergence`, how every fit of the
   package says it did not converge, and the per-thread collection a path uses;
 - :mod:`.interrupt`: the flag file that forwards a Ctrl-C to a path's workers;
-- :mod:`.threads`: :func:`~.threads.torch_threads`, torch's intra-op threads for a block.
+- :mod:`.threads`: :func:`~.threads.torch_threads`, torch's intra-op threads for a block;
+- :mod:`.digest`: :func:`~.digest.array_key`, whether an array still holds the values
+  it had, without holding a copy (numpy only).
 """
