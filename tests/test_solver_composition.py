@@ -6,6 +6,7 @@ variational form) satisfy their definitions."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _grouped_problem import grouped_problem
 
 from sksparse_nn import SparseLinearRegressor
 from sksparse_nn.solvers import (
@@ -30,11 +31,8 @@ COEF_TOL = 1e-7
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.RandomState(0)
-    n, p = 40, 12
-    X = rng.randn(n, p)
-    y = X[:, :3] @ np.array([1.0, -2.0, 1.0]) + 0.5 * rng.randn(n)
-    return X, y, np.repeat(np.arange(4), 3), np.ones(4), rng.uniform(0.2, 2.0, n)
+    X, y, _, labels, rho, sample_weight = grouped_problem(0)
+    return X, y, labels, rho, sample_weight
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -6,6 +6,7 @@ solver, and the gated route at D = 2 reaches the reference solver's point."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _grouped_problem import grouped_problem
 
 from sksparse_nn.solvers import (
     GatedGroupNorm,
@@ -33,12 +34,7 @@ COEF_TOL = 1e-7
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.RandomState(3)
-    n, p = 40, 12
-    X = rng.randn(n, p)
-    y = X[:, :3] @ np.array([1.0, -2.0, 1.0]) + 0.5 * rng.randn(n)
-    codes = (y > np.median(y)).astype(int)
-    return X, y, codes, np.repeat(np.arange(4), 3), np.ones(4), rng.uniform(0.2, 2.0, n)
+    return grouped_problem(3)
 
 
 def _same(a, b):
