@@ -293,7 +293,7 @@ def test_bad_inputs_say_what_to_do():
     X = np.array([["a", 1.0], ["b", 2.0], ["a", 3.0]], dtype=object)
     with pytest.raises(ValueError, match="encode first"):
         KnockoffFilter(SparseLinearRegressor()).fit(X, np.ones(3))
-    with pytest.raises(ValueError, match="one label per column"):
+    with pytest.raises(ValueError, match="one label per unit of X"):
         KnockoffFilter(SparseLinearRegressor(), groups=[0, 1]).fit(np.ones((5, 3)), np.ones(5))
     with pytest.raises(ValueError, match="singleton groups only"):
         knockoff_s_matrix(np.eye(3), groups=[0, 0, 1], method="mvr")

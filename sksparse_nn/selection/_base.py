@@ -22,7 +22,9 @@ __all__ = [
     "check_family",
     "check_family_fit_params",
     "check_units",
+    "dense_labels",
     "n_units_of",
+    "numeric_columns",
     "lam_param",
     "run_family_path",
     "selection_matrix",
@@ -130,6 +132,30 @@ def n_units_of(X):
             raise ValueError(f"X must be 2-dimensional, got shape {X.shape}.")
         shape = X.shape
     return int(shape[1])
+
+
+def numeric_columns(X, message):
+    """``X`` as a 2-D float64 array of finite values; a non-numeric ``X`` raises a
+    ValueError with ``message`` (who needs numbers and how to get there)."""
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
+        raise ValueError(f"X must be 2-D with at least 2 rows and 1 column, got {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X holds NaN or infinite values; impute or drop them first.")
+    return X
+
+
+def dense_labels(groups, n_units):
+    """Labels ``0..G-1`` (in sorted label order) of ``groups``, one label per unit."""
+    groups = np.asarray(groups)
+    if groups.shape != (n_units,):
+        raise ValueError(
+            f"groups must hold one label per unit of X ({n_units}), got shape {groups.shape}."
+        )
+    return np.unique(groups, return_inverse=True)[1].astype(np.intp)
 
 
 class PathSelectorMixin(SelectorMixin, MetaEstimatorMixin, BaseEstimator):

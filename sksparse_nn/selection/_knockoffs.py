@@ -22,8 +22,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..compose import TableEncoder, VariableModel, variable_groups
+from ..groups import check_groups
 from ..path import regularization_path
 from ..utils.validation import check_fit_params
+from ._base import dense_labels, numeric_columns
 from ._knockoff_sampling import (
     METHODS,
     GaussianKnockoffs,
@@ -43,43 +45,19 @@ __all__ = ["KnockoffFilter"]
 # ------------------------------------------------------------------ the selector
 def _check_numeric(X):
     """X as a float64 array, or a ValueError saying how to get there."""
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(
-            "KnockoffFilter needs numeric X (Gaussian knockoffs of numbers): encode "
-            "first (e.g. sksparse_nn.compose.TableEncoder) and pass the encoded columns "
-            "with groups= one label per variable, or pass a VariableModel as estimator."
-        ) from None
-    if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
-        raise ValueError(f"X must be 2-D with at least 2 rows and 1 column, got {X.shape}.")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X holds NaN or infinite values; impute or drop them first.")
-    return X
-
-
-def _labels(groups, p, name):
-    """Dense labels 0..G-1 of a label array of length p."""
-    groups = np.asarray(groups)
-    if groups.shape != (p,):
-        raise ValueError(f"{name} must hold one label per column ({p}), got shape {groups.shape}.")
-    _, dense = np.unique(groups, return_inverse=True)
-    return dense.astype(np.intp)
+    return numeric_columns(
+        X,
+        "KnockoffFilter needs numeric X (Gaussian knockoffs of numbers): encode first (e.g. "
+        "sksparse_nn.compose.TableEncoder) and pass the encoded columns with groups= one "
+        "label per variable, or pass a VariableModel as estimator.",
+    )
 
 
 def _penalty_labels(estimator, p):
-    """The estimator's own ``groups`` as one label per feature (-1 unpenalized), or None."""
+    """The estimator's own ``groups`` as one label per feature (-1 unpenalized), or None
+    (:func:`~sksparse_nn.groups.check_groups`: its errors name a bad specification)."""
     groups = estimator.get_params().get("groups")
-    if groups is None:
-        return None
-    if isinstance(groups, Integral):
-        return np.arange(p) // int(groups)
-    if len(groups) and not np.isscalar(groups[0]):  # lists of feature indices
-        labels = np.full(p, -1)
-        for g, members in enumerate(groups):
-            labels[np.asarray(members, dtype=np.intp)] = g
-        return labels
-    return np.asarray(groups, dtype=np.intp)
+    return None if groups is None else check_groups(groups, p)
 
 
 def _doubled(labels):
@@ -280,7 +258,7 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         if self.groups is None or isinstance(self.groups, str):  # None, "clusters"
             units = None
         else:
-            units = _labels(self.groups, X_num.shape[1], "groups")
+            units = dense_labels(self.groups, X_num.shape[1])
         return X_num, estimator, units, False
 
     def fit(self, X, y, **fit_params):
@@ -368,10 +346,6 @@ class KnockoffFilter(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
             labels = units
         if labels is None:
             return estimator
-        if labels.shape != (p,):
-            raise ValueError(
-                f"the estimator's groups must give one label per column ({p}) for knockoffs."
-            )
         return estimator.set_params(groups=_doubled(labels))
 
     # ------------------------------------------------------------------ selector

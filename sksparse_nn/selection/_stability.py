@@ -20,7 +20,9 @@ from ._base import (
     check_family,
     check_family_fit_params,
     check_units,
+    dense_labels,
     n_units_of,
+    numeric_columns,
     top_lam,
 )
 from ._bound import choose_region, region_sizes
@@ -342,21 +344,14 @@ class StabilitySelection(PathSelectorMixin):
                 return np.arange(n_columns)
             if sparse.issparse(X) or n_columns > MAX_CLUSTER_COLUMNS:
                 return np.arange(n_columns)
-            try:
-                Xn = np.asarray(X, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    'groups="clusters" needs numeric X (correlations of its columns); pass '
-                    "groups= one label per column, groups=None (every column a unit), or "
-                    "a VariableModel for a table."
-                ) from None
-            return correlation_clusters(estimate_correlation(Xn)[2], self.cluster_threshold)
-        groups = np.asarray(self.groups)
-        if groups.shape != (n_columns,):
-            raise ValueError(
-                f"groups must hold one label per unit of X ({n_columns}), got shape {groups.shape}."
+            Xn = numeric_columns(
+                X,
+                'groups="clusters" needs numeric X (correlations of its columns); pass '
+                "groups= one label per column, groups=None (every column a unit), or a "
+                "VariableModel for a table.",
             )
-        return np.unique(groups, return_inverse=True)[1].astype(np.intp)
+            return correlation_clusters(estimate_correlation(Xn)[2], self.cluster_threshold)
+        return dense_labels(self.groups, n_columns)
 
     def _report(self, results):
         """One warning for what the half-sample paths said (not one per path)."""
