@@ -90,16 +90,17 @@ class _EpochLog:
         self.base.fit = self.original
 
 
-def _per_lam(model, X_test, y_test, task):
+def _per_lam(model, estimators, X_test, y_test, task):
     """The search's CV path, lam by lam: each fold's validation score (NaN where a fold
     did not fit that lam), whether the full-data fit converged, the variables it keeps
-    and its test score; enough to replay a choice rule without refitting."""
+    and its test score (``estimators``: the full-data path's fits, which the search
+    does not keep); enough to replay a choice rule without refitting."""
     import numpy as np
 
     search, encoded = model.estimator_, model.encoder_.transform(X_test)
     path, labels = search.cv_path_, np.asarray(model.groups_)
     variables, test = [], []
-    for i, est in enumerate(path.estimators):
+    for i, est in enumerate(estimators):
         kept = np.flatnonzero(np.asarray(path.importances[i]) > 0)
         variables.append(int(np.unique(labels[kept][labels[kept] >= 0]).size))
         out = est.predict_proba(encoded)[:, 1] if task == "clf" else est.predict(encoded)
@@ -116,12 +117,29 @@ def _per_lam(model, X_test, y_test, task):
     }
 
 
+def _keep_estimators():
+    """The full-data path's fits of the next search (SparsePathCV keeps only the chosen
+    one): a list filled when the search's path returns, and the undo."""
+    import sksparse_nn.model_selection as selection
+
+    original, kept = selection.regularization_path, []
+
+    def path(*args, **kwargs):
+        result = original(*args, **kwargs)
+        kept.extend(result.estimators)
+        return result
+
+    selection.regularization_path = path
+    return kept, lambda: setattr(selection, "regularization_path", original)
+
+
 def run_cell(table, family, seed, cv_stride=None):
     from sksparse_nn import SparsePathCV, VariableModel
 
     X, y, task = real_tables.load(table)
     X_train, X_test, y_train, y_test = real_tables.split(X, y, task, seed)
     log = _EpochLog()
+    estimators, undo = _keep_estimators()
     start_wall, start_cpu = time.perf_counter(), time.process_time()
     try:
         with warnings.catch_warnings():
@@ -131,6 +149,7 @@ def run_cell(table, family, seed, cv_stride=None):
             model.fit(X_train, y_train)
     finally:
         log.close()
+        undo()
     cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
     output = real_tables._output(model, X_test, task)
     return {
@@ -144,7 +163,7 @@ def run_cell(table, family, seed, cv_stride=None):
         "lam": float(model.estimator_.lam_),
         "fits": log.fits,
         "cv_stride": cv_stride,
-        "per_lam": _per_lam(model, X_test, y_test, task),
+        "per_lam": _per_lam(model, estimators, X_test, y_test, task),
     }
 
 
