@@ -1,4 +1,4 @@
-"""The CV folds' two passes (``cv_stride``): every s-th lam first, then the lams around
+"""The CV folds' two passes (``cv_stride``): every s-th lam first, then the lams next to
 the chosen ones."""
 
 import numpy as np
@@ -8,10 +8,9 @@ from sklearn.model_selection import KFold
 
 from sksparse_nn import DGatedMLPClassifier, SparseLinearRegressor, SparsePathCV
 from sksparse_nn.datasets import make_group_regression
-from sksparse_nn.path import _refine as refine
 from sksparse_nn.path import regularization_path
 from sksparse_nn.path._assemble import one_se_indices
-from sksparse_nn.path._refine import coarse_indices, refine_targets
+from sksparse_nn.path._refine import coarse_indices
 
 CV = KFold(3, shuffle=True, random_state=0)
 # D = 2 is convex: the fold scores at a lam do not depend on the warm start, up to the
@@ -47,25 +46,25 @@ def test_coarse_indices_take_every_stride_th_lam_and_the_sparse_end(n, stride, e
     assert coarse_indices(n, stride).tolist() == expected
 
 
-def test_folds_refit_around_the_first_choice_one_step_at_a_time(data, full_and_strided):
+def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(data, full_and_strided):
     full, strided = full_and_strided
     coarse = coarse_indices(12, 3)
     # the first pass's choice, made on the coarse lams of the every-lam run (same scores)
     mean = np.full(12, np.nan)
     mean[coarse] = full.cv_mean[coarse]
     best, one_se = one_se_indices(mean, full.cv_se, full.converged)
-    # around the best: every lam between its coarse neighbours, the best one again when
-    # the lam below it is new; next to the one-SE: the lam above
+    # next to the best: toward its better coarse neighbour; next to the one-SE: above
     k = coarse.tolist().index(best)
-    low = coarse[k - 1] if k else best
-    high = coarse[k + 1] if k + 1 < len(coarse) else 12
-    window = {j for j in range(low + 1, high) if j not in coarse}
-    above = {one_se + 1} - set(coarse) if one_se + 1 < 12 else set()
-    assert window  # (this problem's choice does have unfitted lams beside it)
+    neighbours = [c for c in (coarse[k - 1] if k else None, coarse[k + 1] if k + 1 < len(coarse)
+                              else None) if c is not None]  # fmt: skip
+    toward = max(neighbours, key=lambda c: mean[c])
+    beside_best = best + (1 if toward > best else -1)
+    near = {j for j in (beside_best, one_se + 1) if j < 12 and j not in coarse}
+    assert near  # (this problem's choice does fall between coarse lams)
     fitted = np.isfinite(strided.cv_scores).all(axis=0)
-    assert set(np.flatnonzero(fitted)) == set(coarse) | window | above
+    assert set(np.flatnonzero(fitted)) == set(coarse) | near
     assert not np.isfinite(strided.cv_scores[:, ~fitted]).any()  # skipped by every fold
-    # a refined fit (warm from the fold's model at the fitted lam below) solves the same
+    # a refined fit (warm from the fold's model at the coarse lam below) solves the same
     # convex problem as the every-lam path's
     np.testing.assert_allclose(
         strided.cv_scores[:, fitted], full.cv_scores[:, fitted], rtol=0, atol=SCORE_ATOL
@@ -76,64 +75,12 @@ def test_folds_refit_around_the_first_choice_one_step_at_a_time(data, full_and_s
     assert strided.cv_mean[chosen] == np.nanmax(strided.cv_mean)
     # the full-data path is the same whatever the stride
     np.testing.assert_array_equal(strided.n_selected, full.n_selected)
-    # SparsePathCV's rule="best" refines around the best lam only
+    # SparsePathCV's rule="best" refines next to the best lam only
     X, y, groups = data
     est = SparseLinearRegressor(D=2, groups=groups, tol=TOL)
     best_only = regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=3, cv_rule="best")
     fitted = np.isfinite(best_only.cv_scores).all(axis=0)
-    assert set(np.flatnonzero(fitted)) == set(coarse) | window
-
-
-def _curve_points(n):
-    return [{"failed": False, "not_converged": None} for _ in range(n)]
-
-
-@pytest.mark.parametrize(
-    "peak, rule, expected",
-    [(4, "best", [3, 4, 5]),  # the lams between 2 and 6, the best again after 3
-     (0, "best", [1]),  # the densest end: nothing below it to start a refit from
-     (8, "best", [7, 8]),  # the sparse end's neighbour 9 is fitted: 8 again after 7
-     (4, "1se", [7]),  # flat from the peak to 6: the one-SE lam is 6, 7 is new
-     (4, None, [3, 4, 5, 7])],
-)  # fmt: skip
-def test_second_pass_targets_around_the_coarse_choice(peak, rule, expected):
-    n = 10
-    fitted = np.zeros(n, dtype=bool)
-    fitted[coarse_indices(n, 2)] = True  # 0, 2, 4, 6, 8, 9
-    curve = -np.abs(np.arange(n) - peak).astype(float)
-    if rule in ("1se", None):  # a plateau from the peak to 6, then falling
-        curve = np.where(np.arange(n) >= peak, 0.0, curve)
-        curve[7:] = -5.0
-    noise = np.array([[0.1], [-0.1], [0.05]])  # three folds: a standard error of ~0.06
-    folds = [{"scores": np.where(fitted, curve + e, np.nan)} for e in noise]
-    assert refine_targets(_curve_points(n), folds, fitted, rule) == expected
-
-
-def test_second_pass_warm_starts_from_its_own_fits(monkeypatch):
-    # each refit starts from the model at the nearest fitted lam below, this pass's
-    # fits included (a chain of one grid step); a refitted lam gets the new score
-    starts = []
-
-    def fake_fit(model, lam, *args):
-        starts.append((model, lam))
-        return {"lam": lam, "val": -lam, "not_converged": None}, None, f"fit@{lam:g}"
-
-    monkeypatch.setattr(refine, "_fit_from", fake_fit)
-    lams = np.arange(6, dtype=float)
-    fold = {
-        "scores": np.array([0.0, np.nan, 5.0, np.nan, 7.0, 9.0]),
-        "failed": np.zeros(6, dtype=bool),
-        "not_converged": [(2.0, "slow")],
-        "diverged": None,
-        "completed": True,
-        "models": {0: "m0", 2: "m2", 4: "m4", 5: "m5"},
-    }
-    X, y = np.zeros((4, 1)), np.zeros(4)
-    out = refine.refine_fold(fold, X, y, [0, 1], [2, 3], lams, [1, 2, 3], scorer=None)
-    assert starts == [("m0", 1.0), ("fit@1", 2.0), ("fit@2", 3.0)]
-    np.testing.assert_array_equal(out["scores"], [0.0, -1.0, -2.0, -3.0, 7.0, 9.0])
-    assert out["not_converged"] == []  # the refit at lam 2 converged
-    assert "models" not in out
+    assert set(np.flatnonzero(fitted)) == set(coarse) | ({beside_best} - set(coarse))
 
 
 def test_folds_in_parallel_give_the_sequential_result(data, full_and_strided):

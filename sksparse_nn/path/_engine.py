@@ -79,9 +79,8 @@ def regularization_path(
         ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
     cv_stride : int >= 1, default=None
         The folds fit every ``cv_stride``-th lam of the grid first (both ends), choose
-        on those, then fit again one grid step at a time the lams between the best
-        lam's fitted neighbours (the best one included) and the lam above the one-SE
-        lam, each warm-started from the fold's own model at the fitted lam below it; the
+        on those, then fit the grid's lams next to the best and the one-SE lam, each
+        warm-started from the fold's own model at the fitted lam below it; the
         full-data path fits every lam, and ``cv_scores`` are NaN at the lams the folds
         skipped (never chosen). ``None``: 1 for a grid given in ``lams``, else the
         estimator's ``default_grid()["cv_stride"]``: 2 for networks, whose every fold

@@ -1,4 +1,4 @@
-"""The CV folds in two passes: every ``cv_stride``-th lam first, then the lams around
+"""The CV folds in two passes: every ``cv_stride``-th lam first, then the lams next to
 the chosen ones.
 
 Every point of a network's fold path trains a model that is only scored, and the choice
@@ -6,13 +6,9 @@ of lam needs the grid's full resolution only near the lams it chooses. So, with
 ``cv_stride = s > 1``, each fold first fits every ``s``-th lam of the grid (both ends
 included), warm-started along that coarser path; the mean CV curve over those lams
 chooses (the best and the one-standard-error lam, as the final choice does); then each
-fold fits again, one grid step at a time, the lams between the best lam's fitted
-neighbours (the best one included: its first-pass fit came from ``s`` steps away, and a
-network's fold scores depend on that history: a fit warm-started from further away has
-trained less along the path, which biases the comparison with its refined neighbours),
-and the lam above the one-SE lam, each warm-started from the fold's own model at the
-nearest fitted lam below it. A fold never starts from a model that saw its validation
-rows. The full-data path fits every lam.
+fold fits the grid's lams next to those two that it has not fitted, each warm-started
+from the fold's own model at the nearest fitted lam below it. A fold never starts from a
+model that saw its validation rows. The full-data path fits every lam.
 """
 
 from __future__ import annotations
@@ -46,11 +42,10 @@ def coarse_indices(n, stride):
 
 def refine_targets(points, folds, fitted, rule=None):
     """Grid indices of the second pass (``fitted``: a boolean mask over the grid of the
-    lams the first pass fitted), in the order they are fitted, from the first pass's
-    mean CV scores. Around the best lam: every lam between its fitted neighbours, and
-    the best lam itself when the lam below it was not fitted (so that the lams the final
-    choice compares there are all one grid step from their warm start). Next to the
-    one-SE lam: the one above it (the rule takes the largest lam within one standard
+    lams the first pass fitted), from the first pass's mean CV scores: next to the best
+    lam, the one on the side of its better fitted neighbour (a curve that rises to a
+    peak and falls has it between the best fitted lam and that neighbour); next to the
+    one-SE lam, the one above it (the rule takes the largest lam within one standard
     error of the best, and the band's edge lies above it)."""
     if not folds or not points:
         return []
@@ -59,33 +54,31 @@ def refine_targets(points, folds, fitted, rule=None):
     if chosen is None:
         return []
     n, (best, one_se) = len(points), chosen
+    scored = np.flatnonzero(np.isfinite(mean[:n]) & fitted[:n])
+    lower, upper = scored[scored < best], scored[scored > best]
+    sides = {
+        side: mean[around[-1] if side < 0 else around[0]]
+        for side, around in ((-1, lower), (1, upper))
+        if around.size
+    }
     near = set()
-    if rule in (None, "best"):
-        done = np.flatnonzero(fitted[:n])
-        lower, upper = done[done < best], done[done > best]
-        low = lower[-1] if lower.size else best
-        high = upper[0] if upper.size else n
-        near.update(j for j in range(low + 1, high) if not fitted[j])
-        if best - 1 in near:  # refitted from the refined lam below it
-            near.add(best)
-    if rule in (None, "1se") and one_se + 1 < n and not fitted[one_se + 1]:
+    if sides and rule in (None, "best"):
+        near.add(best + max(sides, key=sides.get))
+    if rule in (None, "1se"):
         near.add(one_se + 1)
-    return sorted(near)
+    return sorted(j for j in near if 0 <= j < n and not fitted[j])
 
 
 def refine_fold(
     fold, X, y, train, test, lams, targets, scorer, threads=None, store=None, fit_params=None
 ):
-    """The second pass of one fold: its scores at ``targets`` (grid indices, ascending),
-    each fit warm-started from a copy of the fold's model at the nearest fitted lam
-    below, this pass's fits included; a target the first pass fitted gets the new
-    score.
+    """The second pass of one fold: its scores at ``targets`` (grid indices), each fit
+    warm-started from a copy of the fold's model at the nearest fitted lam below.
 
     ``fold`` is :func:`~._points.fold_scores`'s record with its ``models`` (grid index ->
     fitted estimator), which it no longer holds afterwards. A target at or beyond the lam
     where the fold's path diverged keeps its NaN (a diverged fold scores NaN from there
-    on); a target whose fit diverges is marked failed (a refitted one keeps its
-    first-pass fit). A Ctrl-C ends the pass with
+    on); a target whose fit diverges is marked failed. A Ctrl-C ends the pass with
     ``completed=False``. ``store``: a checkpoint store (see
     :class:`~._checkpoint.PathStore`) where every fit's record is written, and read
     instead of fitting on a rerun. ``fit_params``: keyword arguments of every fit, per-row
@@ -112,21 +105,18 @@ def refine_fold(
                 lam = float(lams[t])
                 saved = None if store is None else store.restore(done, lam)
                 if saved is not None:
-                    point, diverged, model = saved[0], saved[2], saved[1]
+                    point, diverged = saved[0], saved[2]
                 else:
-                    point, diverged, model = _fit_from(models[max(below)], lam, X_fit, y_fit,
-                                                       X_val, y_val, scorer, rows)  # fmt: skip
+                    point, diverged = _fit_from(models[max(below)], lam, X_fit, y_fit, X_val,
+                                                y_val, scorer, rows)  # fmt: skip
                     if store is not None:
-                        store.save(done, point, model, diverged)
+                        store.save(done, point, None, diverged)
                 done += 1
                 fold["n_fits"] = fold.get("n_fits", 0) + 1
-                if diverged is not None:  # a refitted lam keeps its first-pass fit
-                    failed[t] = failed[t] or np.isnan(scores[t])
+                if diverged is not None:
+                    failed[t] = True
                     continue
-                not_converged = [entry for entry in not_converged if entry[0] != lam]
                 scores[t] = point["val"]
-                if model is not None:
-                    models[t] = model
                 if point["not_converged"]:
                     not_converged.append((point["lam"], point["not_converged"]))
     except KeyboardInterrupt as exc:
@@ -137,14 +127,13 @@ def refine_fold(
 
 
 def _fit_from(model, lam, X, y, X_val, y_val, scorer, fit_params):
-    """(point, diverged, fitted model) of a fit at ``lam`` warm-started from a copy of
-    ``model``; ``diverged`` is ``(lam, message)`` when its training diverged (the model
-    is then None), else None."""
+    """(point, diverged) of a fit at ``lam`` warm-started from a copy of ``model``;
+    ``diverged`` is ``(lam, message)`` when its training diverged, else None."""
     try:
         est = copy.deepcopy(model)
-        return fit_point(est, lam, X, y, True, X_val, y_val, scorer, fit_params), None, est
+        return fit_point(est, lam, X, y, True, X_val, y_val, scorer, fit_params), None
     except TrainingDivergedError as exc:
-        return failed_point(lam, True), (lam, str(exc)), None
+        return failed_point(lam, True), (lam, str(exc))
 
 
 def refine_folds(
