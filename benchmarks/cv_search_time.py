@@ -49,14 +49,14 @@ FAMILIES = ("mlp", "nam")
 SPLITS = range(5)
 
 
-def _family(family, task):
+def _family(family, task, random_state=0):
     import sksparse_nn as sk
 
     table = {
         "mlp": (sk.DGatedMLPClassifier, sk.DGatedMLPRegressor),
         "nam": (sk.DGatedNAMClassifier, sk.DGatedNAMRegressor),
     }
-    return table[family][0 if task == "clf" else 1](random_state=0)
+    return table[family][0 if task == "clf" else 1](random_state=random_state)
 
 
 class _EpochLog:
@@ -133,7 +133,7 @@ def _keep_estimators():
     return kept, lambda: setattr(selection, "regularization_path", original)
 
 
-def run_cell(table, family, seed, cv_stride=None):
+def run_cell(table, family, seed, cv_stride=None, random_state=0):
     from sksparse_nn import SparsePathCV, VariableModel
 
     X, y, task = real_tables.load(table)
@@ -144,7 +144,8 @@ def run_cell(table, family, seed, cv_stride=None):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            search = SparsePathCV(_family(family, task), n_jobs=1, cv_stride=cv_stride)
+            estimator = _family(family, task, random_state)
+            search = SparsePathCV(estimator, n_jobs=1, cv_stride=cv_stride)
             model = VariableModel(search)
             model.fit(X_train, y_train)
     finally:
@@ -163,6 +164,7 @@ def run_cell(table, family, seed, cv_stride=None):
         "lam": float(model.estimator_.lam_),
         "fits": log.fits,
         "cv_stride": cv_stride,
+        "random_state": random_state,
         "per_lam": _per_lam(model, estimators, X_test, y_test, task),
     }
 
@@ -177,7 +179,7 @@ def run(args):
                 path = cache / f"{table}__{family}__{seed}.json"
                 if path.exists() and not args.force:
                     continue
-                cell = run_cell(table, family, seed, args.cv_stride)
+                cell = run_cell(table, family, seed, args.cv_stride, args.random_state)
                 cell["machine"] = machine()
                 path.write_text(json.dumps(cell))
                 print(
@@ -286,6 +288,9 @@ def main():
     parser.add_argument("--baseline", type=Path, default=None, help="earlier cells")
     parser.add_argument(
         "--cv-stride", type=int, default=None, help="the folds' stride (default: the family's)"
+    )
+    parser.add_argument(
+        "--random-state", type=int, default=0, help="the networks' seed (their initializations)"
     )
     run_cached_panel(parser, run, report, RESULTS / "cv_search_time.json")
 
