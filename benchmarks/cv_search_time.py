@@ -23,7 +23,11 @@ Usage::
 
 ``--baseline DIR`` compares against cells of this script in ``DIR`` (with their epochs)
 instead of the panel's cache. Row-epochs (rows times epochs, summed over every fit of
-the search) measure the training work whatever the machine's load.
+the search) measure the training work whatever the machine's load. Each cell also keeps
+the search's CV path lam by lam (``per_lam``: every fold's score, NaN where a fold did
+not fit the lam, and the full-data fit's variables and test score), so that a choice
+rule can be replayed without refitting. ``--cv-stride`` sets the folds' stride (1: the
+every-lam search), ``--random-state`` the networks' seed.
 """
 
 from __future__ import annotations
