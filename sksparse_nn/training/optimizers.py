@@ -92,7 +92,9 @@ def plain_sgd_step(optimizer):
             lr, decay, momentum = group["lr"], group["weight_decay"], group["momentum"]
             dampening, nesterov, maximize = group["dampening"], group["nesterov"], group["maximize"]
             bufs = [state[p].get("momentum_buffer") for p in params] if momentum != 0 else []
-            if params and bufs and all(b is not None for b in bufs):
+            # (CPU only: elsewhere _foreach may take fused kernels of its own)
+            cpu = all(p.device.type == "cpu" for p in params)
+            if cpu and bufs and all(b is not None for b in bufs):
                 _momentum_step(params, bufs, lr, decay, momentum, dampening, nesterov, maximize)
                 continue
             for p in params:
@@ -114,8 +116,9 @@ def plain_sgd_step(optimizer):
 
 def _momentum_step(params, bufs, lr, decay, momentum, dampening, nesterov, maximize):
     """The per-tensor loop of :func:`plain_sgd_step` once every momentum buffer exists,
-    one call per operation over all the tensors: on CPU torch's ``_foreach`` operations
-    run the same per-tensor kernels in C++ (the same numbers, less Python per step)."""
+    one call per operation over all the CPU tensors: there torch's ``_foreach``
+    operations run the same per-tensor kernels in C++ (the same numbers, less Python per
+    step)."""
     grads = [p.grad for p in params]
     if maximize:
         grads = torch._foreach_neg(grads)
