@@ -23,7 +23,11 @@ Usage::
 
 ``--baseline DIR`` compares against cells of this script in ``DIR`` (with their epochs)
 instead of the panel's cache. Row-epochs (rows times epochs, summed over every fit of
-the search) measure the training work whatever the machine's load.
+the search) measure the training work whatever the machine's load. Each cell also keeps
+the search's CV path lam by lam (``per_lam``: every fold's score, NaN where a fold did
+not fit the lam, and the full-data fit's variables and test score), so that a choice
+rule can be replayed without refitting. ``--cv-stride`` sets the folds' stride (1: the
+every-lam search), ``--random-state`` the networks' seed.
 """
 
 from __future__ import annotations
@@ -49,14 +53,14 @@ FAMILIES = ("mlp", "nam")
 SPLITS = range(5)
 
 
-def _family(family, task):
+def _family(family, task, random_state=0):
     import sksparse_nn as sk
 
     table = {
         "mlp": (sk.DGatedMLPClassifier, sk.DGatedMLPRegressor),
         "nam": (sk.DGatedNAMClassifier, sk.DGatedNAMRegressor),
     }
-    return table[family][0 if task == "clf" else 1](random_state=0)
+    return table[family][0 if task == "clf" else 1](random_state=random_state)
 
 
 class _EpochLog:
@@ -90,20 +94,67 @@ class _EpochLog:
         self.base.fit = self.original
 
 
-def run_cell(table, family, seed):
+def _per_lam(model, estimators, X_test, y_test, task):
+    """The search's CV path, lam by lam: each fold's validation score (NaN where a fold
+    did not fit that lam), whether the full-data fit converged, the variables it keeps
+    and its test score (``estimators``: the full-data path's fits, which the search
+    does not keep); enough to replay a choice rule without refitting."""
+    import numpy as np
+
+    search, encoded = model.estimator_, model.encoder_.transform(X_test)
+    path, labels = search.cv_path_, np.asarray(model.groups_)
+    variables, test = [], []
+    for i, est in enumerate(estimators):
+        kept = np.flatnonzero(np.asarray(path.importances[i]) > 0)
+        variables.append(int(np.unique(labels[kept][labels[kept] >= 0]).size))
+        out = est.predict_proba(encoded)[:, 1] if task == "clf" else est.predict(encoded)
+        test.append(real_tables.test_score(task, y_test, out))
+    scores = np.asarray(path.cv_scores, dtype=float)
+    return {
+        "lams": [float(v) for v in path.lams],
+        "cv_scores": [[None if np.isnan(v) else float(v) for v in row] for row in scores],
+        "converged": [bool(v) for v in path.converged],
+        "failed": [bool(v) for v in path.failed],
+        "variables": variables,
+        "test_scores": test,
+        "chosen": int(path.index_of(search.lam_)),
+    }
+
+
+def _keep_estimators():
+    """The full-data path's fits of the next search (SparsePathCV keeps only the chosen
+    one): a list filled when the search's path returns, and the undo."""
+    import sksparse_nn.model_selection as selection
+
+    original, kept = selection.regularization_path, []
+
+    def path(*args, **kwargs):
+        result = original(*args, **kwargs)
+        kept.extend(result.estimators)
+        return result
+
+    selection.regularization_path = path
+    return kept, lambda: setattr(selection, "regularization_path", original)
+
+
+def run_cell(table, family, seed, cv_stride=None, random_state=0):
     from sksparse_nn import SparsePathCV, VariableModel
 
     X, y, task = real_tables.load(table)
     X_train, X_test, y_train, y_test = real_tables.split(X, y, task, seed)
     log = _EpochLog()
+    estimators, undo = _keep_estimators()
     start_wall, start_cpu = time.perf_counter(), time.process_time()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = VariableModel(SparsePathCV(_family(family, task), n_jobs=1))
+            estimator = _family(family, task, random_state)
+            search = SparsePathCV(estimator, n_jobs=1, cv_stride=cv_stride)
+            model = VariableModel(search)
             model.fit(X_train, y_train)
     finally:
         log.close()
+        undo()
     cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
     output = real_tables._output(model, X_test, task)
     return {
@@ -116,6 +167,9 @@ def run_cell(table, family, seed):
         "n_variables": int(len(model.selected_features_)),
         "lam": float(model.estimator_.lam_),
         "fits": log.fits,
+        "cv_stride": cv_stride,
+        "random_state": random_state,
+        "per_lam": _per_lam(model, estimators, X_test, y_test, task),
     }
 
 
@@ -129,7 +183,7 @@ def run(args):
                 path = cache / f"{table}__{family}__{seed}.json"
                 if path.exists() and not args.force:
                     continue
-                cell = run_cell(table, family, seed)
+                cell = run_cell(table, family, seed, args.cv_stride, args.random_state)
                 cell["machine"] = machine()
                 path.write_text(json.dumps(cell))
                 print(
@@ -236,6 +290,12 @@ def main():
     parser.add_argument("--splits", nargs="+", type=int, default=list(SPLITS))
     parser.add_argument("--cache", type=Path, default=CACHE, help="where the cells are")
     parser.add_argument("--baseline", type=Path, default=None, help="earlier cells")
+    parser.add_argument(
+        "--cv-stride", type=int, default=None, help="the folds' stride (default: the family's)"
+    )
+    parser.add_argument(
+        "--random-state", type=int, default=0, help="the networks' seed (their initializations)"
+    )
     run_cached_panel(parser, run, report, RESULTS / "cv_search_time.json")
 
 

@@ -436,3 +436,25 @@ def test_compiled_path_propagates_nan_as_the_tensor_path(monkeypatch):
     for g, r in zip(grads, ref_grads, strict=True):  # NaN where the tensor path has it
         assert torch.equal(torch.isnan(g), torch.isnan(r))
     assert torch.isnan(grads[1]).any()
+
+
+def test_term_levels_are_the_distinct_rows_in_descending_order(monkeypatch):
+    # _levels sorts columns (np.lexsort) instead of whole rows (np.unique(axis=0)): the
+    # same rows, counts and order, an all-zero row last; the most frequent beyond the cap
+    from sksparse_nn.estimators import _nam_inspection as inspection
+
+    rng = np.random.default_rng(0)
+    X = np.zeros((300, 5))
+    X[np.arange(300), rng.integers(0, 4, 300)] = 1.0  # one-hot in columns 0-3
+    X[:20, :4] = 0.0  # a reference level
+    X[:, 4] = rng.integers(0, 3, 300)  # a numeric column beside them
+    cols = np.array([0, 1, 2, 3, 4])
+    reference, counts = np.unique(X[:, cols], axis=0, return_counts=True)
+    levels = inspection._levels(X, cols)
+    np.testing.assert_array_equal(levels, reference[::-1])
+    np.testing.assert_array_equal(inspection._levels(sp.csr_matrix(X), cols), levels)
+    assert not levels[-1, :4].any()
+    monkeypatch.setattr(inspection, "_MAX_LEVELS", 5)  # 15 levels: the 5 most frequent
+    kept = inspection._levels(X, cols)
+    top = reference[::-1][np.sort(np.argsort(-counts[::-1], kind="stable")[:5])]
+    np.testing.assert_array_equal(kept, top)

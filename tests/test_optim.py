@@ -62,6 +62,8 @@ def _sgd_pair(**options):
         {"momentum": 0.9, "nesterov": True},
         {"momentum": 0.5, "dampening": 0.2, "weight_decay": 0.01},
         {"momentum": 0.0, "maximize": True},
+        # after the first step: the _foreach route, every option on its path
+        {"momentum": 0.9, "nesterov": True, "weight_decay": 0.01, "maximize": True},
     ],
 )
 def test_plain_sgd_step_gives_torchs_bits(options):

@@ -26,9 +26,15 @@ def _levels(X, cols):
     lexicographic order (one-hot rows: in the order of their columns, an all-zero row
     last); only the ``_MAX_LEVELS`` most frequent when there are more."""
     block = X[:, cols]
-    block = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
-    levels, counts = np.unique(block.astype(np.float64), axis=0, return_counts=True)
-    levels, counts = levels[::-1], counts[::-1]
+    block = (block.toarray() if hasattr(block, "toarray") else np.asarray(block)).astype(np.float64)
+    # np.unique(block, axis=0)'s rows and counts, by a lexicographic sort of the columns
+    # (a sort of whole rows as records costs ~20x more, once per term and fit)
+    rows = block[np.lexsort(block.T[::-1])]
+    start = np.ones(len(rows), dtype=bool)
+    start[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    first = np.flatnonzero(start)
+    levels = rows[first][::-1]
+    counts = np.diff(np.append(first, len(rows)))[::-1]
     if len(levels) > _MAX_LEVELS:
         levels = levels[np.sort(np.argsort(-counts, kind="stable")[:_MAX_LEVELS])]
     return levels

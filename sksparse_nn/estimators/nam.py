@@ -285,14 +285,14 @@ class _DGatedNAM(InteractionTerms, AdditiveInspection, BaseDGated):
         )
         self.term_names_ = self._term_names(module.terms, self.interaction_pairs_)
         self._center_pairs(X)  # pure pairs: zero mean along each axis on the training data
-        # Centre every shape function on the training data (mean over all rows, batched);
-        # removed terms average exact zeros, so their centre stays exactly 0.
-        mean = self._contributions_array(X).mean(axis=0)[:n_main]  # (T, k)
+        # Centre every shape function on the training data (mean over all rows); removed
+        # terms average exact zeros (centre exactly 0); a shift keeps the spreads below
+        contrib = self._contributions_array(X)  # (n, T + P, k)
+        mean = contrib.mean(axis=0)[:n_main]  # (T, k)
         with torch.no_grad():
             shift = torch.as_tensor(mean, dtype=module.centers.dtype)
             module.centers.add_(shift)
             module.intercept.add_(torch.as_tensor(mean.sum(axis=0), dtype=module.intercept.dtype))
-        contrib = self._contributions_array(X)  # (n, T + P, k), the main terms now centred
         term_spread = np.sqrt(contrib.var(axis=0).mean(axis=1))
         spread = np.zeros(X.shape[1])
         if pairs:  # a feature's spread over all the terms it enters

@@ -82,50 +82,51 @@ def backward(xT, w, v, g, gw, gv):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def forward_terms(x, cols, widths, u, b, v, out):
+def forward_terms(x, cols, widths, w, v, out):
     """``out[c, i] = sum_t sum_k relu(sum_q x[i, cols[t, q]] u[t, q, k] + b[t, k])
     v[c, t, k]`` in place, ``q < widths[t]``: the NAM's terms of several columns.
 
-    ``x`` (n, p), ``cols`` (T, m) and ``widths`` (T,) integers, ``u`` (T, m, h), ``b``
-    (T, h), ``v`` (n_out, T, h), ``out`` (n_out, n). A term's pre-activations are
-    accumulated column by column in a vector of ``h`` (the loop over units vectorizes)."""
+    ``x`` (n, p), ``cols`` (T, m) and ``widths`` (T,) integers, ``w`` (T, m + 1, h)
+    (the NAM's ``first``, read in place: ``u = w[:, :m]``, ``b = w[:, m]``), ``v``
+    (n_out, T, h), ``out`` (n_out, n). A term's pre-activations are accumulated column
+    by column in a vector of ``h`` (the loop over units vectorizes)."""
     n = x.shape[0]
-    n_terms, h = b.shape
-    a = np.empty(h, dtype=b.dtype)
+    n_terms, m, h = w.shape[0], w.shape[1] - 1, w.shape[2]
+    a = np.empty(h, dtype=w.dtype)
     for c in range(v.shape[0]):
         for i in range(n):
             acc = 0.0
             for t in range(n_terms):
                 for k in range(h):
-                    a[k] = b[t, k]
+                    a[k] = w[t, m, k]
                 for q in range(widths[t]):
                     xq = x[i, cols[t, q]]
                     for k in range(h):
-                        a[k] += xq * u[t, q, k]
+                        a[k] += xq * w[t, q, k]
                 for k in range(h):
                     acc += (0.0 if a[k] <= 0.0 else a[k]) * v[c, t, k]  # relu, NaN kept
             out[c, i] = acc
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def backward_terms(xT, cols, widths, u, b, v, g, gu, gb, gv):
+def backward_terms(xT, cols, widths, w, v, g, gw, gv):
     """The gradients of ``sum(g * out)`` (``out`` of :func:`forward_terms` on
-    ``x = xT.T``) with respect to ``u`` (T, m, h; zero beyond a term's width), ``b``
-    (T, h) and ``v`` (n_out, T, h), written into ``gu``, ``gb`` and ``gv``. Per term and
+    ``x = xT.T``) with respect to ``w`` (T, m + 1, h: ``u`` zero beyond a term's width,
+    then ``b``) and ``v`` (n_out, T, h), written into ``gw`` and ``gv``. Per term and
     unit, the pre-activations of all rows are accumulated in a vector of ``n`` and the
     rows' ``sum_c v_c g_ci m_i`` in another (the loops over rows vectorize)."""
     n = xT.shape[1]
-    n_terms, m, h = u.shape
-    a = np.empty(n, dtype=b.dtype)
-    gm = np.empty(n, dtype=b.dtype)
+    n_terms, m, h = w.shape[0], w.shape[1] - 1, w.shape[2]
+    a = np.empty(n, dtype=w.dtype)
+    gm = np.empty(n, dtype=w.dtype)
     for t in range(n_terms):
-        w = widths[t]
+        width = widths[t]
         for k in range(h):
-            bk = b[t, k]
+            bk = w[t, m, k]
             for i in range(n):
                 a[i] = bk
-            for q in range(w):
-                uq = u[t, q, k]
+            for q in range(width):
+                uq = w[t, q, k]
                 col = cols[t, q]
                 for i in range(n):
                     a[i] += xT[col, i] * uq
@@ -142,12 +143,12 @@ def backward_terms(xT, cols, widths, u, b, v, g, gu, gb, gv):
             s0 = 0.0
             for i in range(n):
                 s0 += gm[i]
-            gb[t, k] = s0
-            for q in range(w):
+            gw[t, m, k] = s0
+            for q in range(width):
                 col = cols[t, q]
                 s1 = 0.0
                 for i in range(n):
                     s1 += gm[i] * xT[col, i]
-                gu[t, q, k] = s1
-            for q in range(w, m):
-                gu[t, q, k] = 0.0
+                gw[t, q, k] = s1
+            for q in range(width, m):
+                gw[t, q, k] = 0.0

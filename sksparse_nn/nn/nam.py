@@ -365,8 +365,7 @@ class _OneLayerReLU(torch.autograd.Function):
     def forward(ctx, x, first, out, intercept, centers, terms=None):
         from . import _nam_kernels as kernels  # numba, imported on first use
 
-        # one column per term: ``first`` (T, 2, h) read in place; terms: u and b copied
-        factors = _factors(first, out, split=terms is not None)
+        factors = _factors(first, out)  # ``first`` (T, m + 1, h) read in place
         v = factors[-1]
         y = torch.empty(v.shape[0], x.shape[0], dtype=x.dtype)  # (outputs, rows)
         x_ = x.detach().contiguous().numpy()
@@ -385,7 +384,6 @@ class _OneLayerReLU(torch.autograd.Function):
 
         x, first, out = ctx.saved_tensors
         v = ctx.factors[-1]
-        m = first.shape[1] - 1
         grad_first = torch.empty(first.shape, dtype=first.dtype)  # contiguous, written
         grad_v = torch.empty(v.shape, dtype=out.dtype)  # (outputs, T, h)
         xT = x.detach().t().contiguous().numpy()
@@ -393,24 +391,18 @@ class _OneLayerReLU(torch.autograd.Function):
         if ctx.terms is None:
             kernels.backward(xT, *ctx.factors, g, grad_first.numpy(), grad_v.numpy())
         else:
-            u, b, v = ctx.factors
-            gu, gb = grad_first[:, :m].numpy(), grad_first[:, m].numpy()  # views, written
             cols, widths = (t.numpy() for t in ctx.terms)
-            kernels.backward_terms(xT, cols, widths, u, b, v, g, gu, gb, grad_v.numpy())
+            args = (*ctx.factors, g, grad_first.numpy(), grad_v.numpy())
+            kernels.backward_terms(xT, cols, widths, *args)
         grad_intercept = grad.sum(dim=0) if ctx.needs_input_grad[3] else None
         return None, grad_first, grad_v.permute(1, 2, 0), grad_intercept, None, None
 
 
-def _factors(first, out, split=True):
-    """``u`` (first layer's weights, (T, m, h)), ``b`` (its biases, (T, h)) and ``v``
-    (output weights, (outputs, T, h)) as contiguous arrays; without ``split``, ``first``
-    (T, m + 1, h) whole in place of ``u`` and ``b``."""
-    first = first.detach()
+def _factors(first, out):
+    """``first`` (T, m + 1, h: the first layer's weights then its biases, in place) and
+    ``v`` (output weights, (outputs, T, h)) as contiguous arrays."""
     v = out.detach().permute(2, 0, 1).contiguous().numpy()
-    if not split:
-        return first.contiguous().numpy(), v
-    m = first.shape[1] - 1
-    return first[:, :m].contiguous().numpy(), first[:, m].contiguous().numpy(), v
+    return first.detach().contiguous().numpy(), v
 
 
 def _check_terms(terms, n_features):
