@@ -6,7 +6,12 @@ import pytest
 from joblib import parallel_backend
 from sklearn.model_selection import KFold
 
-from sksparse_nn import DGatedMLPClassifier, SparseLinearRegressor, SparsePathCV
+from sksparse_nn import (
+    DGatedMLPClassifier,
+    DGatedNAMClassifier,
+    SparseLinearRegressor,
+    SparsePathCV,
+)
 from sksparse_nn.datasets import make_group_regression
 from sksparse_nn.path import regularization_path
 from sksparse_nn.path._assemble import one_se_indices
@@ -98,7 +103,8 @@ def test_a_given_grid_is_fitted_whole_and_linear_models_default_to_every_lam(dat
     X, y, groups = data
     est = SparseLinearRegressor(D=2, groups=groups)
     assert est.default_grid().get("cv_stride", 1) == 1
-    assert DGatedMLPClassifier().default_grid()["cv_stride"] == 2
+    assert DGatedMLPClassifier().default_grid().get("cv_stride", 1) == 1  # chose denser
+    assert DGatedNAMClassifier().default_grid()["cv_stride"] == 2
     path = regularization_path(est, X, y, lams=np.geomspace(0.05, 2.0, 7), cv=CV)
     assert np.isfinite(path.cv_scores).all()
 
@@ -108,7 +114,7 @@ def test_network_search_defaults_to_the_two_passes(data):
     X, y, _ = data
     labels = (y > np.median(y)).astype(int)
     search = SparsePathCV(
-        DGatedMLPClassifier(hidden_layer_sizes=(4,), max_epochs=2, random_state=0),
+        DGatedNAMClassifier(hidden_layer_sizes=(4,), max_epochs=2, random_state=0),
         n_lams=6,
         cv=2,
     )

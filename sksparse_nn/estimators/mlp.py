@@ -23,7 +23,15 @@ __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 class _DGatedMLP(BaseDGated):
     """The MLP family: first-layer input-feature groups, optionally hidden neurons."""
 
-    _traits = Traits(standardize_inputs=True, standardize_targets=True, ridge_downstream=True)
+    # the networks' short grid; the folds fit every lam: the two passes (cv_stride=2)
+    # chose denser MLPs than every lam does, on every split and seed measured
+    # (benchmarks/cv_search_time.py), and an MLP's every-lam search fits the budget
+    _traits = Traits(
+        standardize_inputs=True,
+        standardize_targets=True,
+        ridge_downstream=True,
+        default_grid={"n_lams": 16, "lam_min_ratio": 0.02},
+    )
 
     _parameter_constraints = {
         **BaseDGated._parameter_constraints,

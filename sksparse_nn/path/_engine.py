@@ -83,9 +83,11 @@ def regularization_path(
         warm-started from the fold's own model at the fitted lam below it; the
         full-data path fits every lam, and ``cv_scores`` are NaN at the lams the folds
         skipped (never chosen). ``None``: 1 for a grid given in ``lams``, else the
-        estimator's ``default_grid()["cv_stride"]``: 2 for networks, whose every fold
-        point trains a model only to be scored (it halves the folds' points while the
-        choice keeps the grid's resolution where it is made); 1 for linear models.
+        estimator's ``default_grid()["cv_stride"]``: 2 for most networks, whose every
+        fold point trains a model only to be scored (it halves the folds' points while
+        the choice keeps the grid's resolution where it is made); 1 for linear models
+        and the MLP (whose two passes chose denser models than every lam does: a fold's
+        score depends on its warm-start path).
     cv_rule : {"best", "1se"}, default=None
         With ``cv_stride`` > 1, the choice whose neighbourhood the folds' second pass
         fits: ``best_lam_``'s, ``lam_1se_``'s, or both (None). The other choice is then

@@ -44,7 +44,7 @@ class RegularizationPath:
         unless the computation was interrupted (then ``completed`` is False and
         ``len(cv_scores)`` says how many folds finished). A fold whose training diverged
         scores NaN from that lam on; every fold scores NaN at the lams the folds skipped
-        (``cv_stride`` > 1: the networks' default), which are never chosen.
+        (``cv_stride`` > 1: most networks' default), which are never chosen.
     cv_failed : ndarray of bool of shape (n_folds_finished, n_lams) or None
         The fold points whose training diverged.
     cv_mean, cv_se : ndarray of shape (n_lams,) or None
