@@ -365,9 +365,12 @@ def mean_ranks(rows):
 
 def _use_cache(args):
     """The cells' directory: ``--cache`` (a name under benchmarks/results/), or
-    ``real_tables``."""
+    ``real_tables``; the summary of another cache goes beside it as ``NAME.json``
+    (unless ``--out`` says otherwise)."""
     global CACHE
     CACHE = RESULTS / args.cache
+    if args.out == RESULTS / "real_tables.json":
+        args.out = RESULTS / f"{args.cache}.json"
 
 
 def report(args):
