@@ -23,6 +23,9 @@ Each cell (table x model x split) is cached as JSON under
     python benchmarks/real_tables.py --models linear mlp --splits 0 1
     python benchmarks/real_tables.py --report          # the table from the cache
 
+(``--cache NAME``: another directory under ``benchmarks/results/``, e.g. cells of
+another version of the package beside the panel's.)
+
 The report gives per table the mean test score (AUC for classification, RMSE of the
 target for regression) with its spread, the variables kept (mean, min-max over the
 splits), the terms kept (our NAMs' mains and pairs at the chosen lam; EBM's mains and
@@ -147,6 +150,8 @@ def run_ours(family, X_train, X_test, y_train, y_test, task):
         "test_scores": scores,
         "n_variables": len(path.feature_names),
         "terms": [_kept_terms(est) for est in path.estimators],
+        "n_below": path.n_below,  # lams the search added below the default grid
+        "extension_limit": path.extension_limit,
     }
 
 
@@ -268,6 +273,7 @@ def run_cell(table, model, seed):
 
 def run(args):
     single_thread()
+    _use_cache(args)
     CACHE.mkdir(parents=True, exist_ok=True)
     for seed in args.splits:
         for table in args.tables:
@@ -357,7 +363,18 @@ def mean_ranks(rows):
     return ranks.mean().sort_values().to_dict()
 
 
+def _use_cache(args):
+    """The cells' directory: ``--cache`` (a name under benchmarks/results/), or
+    ``real_tables``; the summary of another cache goes beside it as ``NAME.json``
+    (unless ``--out`` says otherwise)."""
+    global CACHE
+    CACHE = RESULTS / args.cache
+    if args.out == RESULTS / "real_tables.json":
+        args.out = RESULTS / f"{args.cache}.json"
+
+
 def report(args):
+    _use_cache(args)
     cells = _cells()
     if not cells:
         print("no cached cells: run the panel first")
@@ -420,6 +437,9 @@ def main():
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
     parser.add_argument("--models", nargs="+", default=[*OURS, *PEERS])
     parser.add_argument("--splits", nargs="+", type=int, default=list(range(SPLITS)))
+    parser.add_argument(
+        "--cache", default="real_tables", help="the cells' directory under benchmarks/results/"
+    )
     run_cached_panel(parser, run, report, RESULTS / "real_tables.json")
 
 

@@ -16,12 +16,13 @@ from sklearn.utils import check_consistent_length, indexable
 from ..utils.validation import check_fit_params
 from ._assemble import _assemble
 from ._checkpoint import open_checkpoint
+from ._extend import extend_below
 from ._grid import _check_lams, _cv_stride, _grid_args, lambda_grid
 from ._parallel import n_workers, parallel_path
 from ._points import fold_scores, run_path
 from ._refine import coarse_indices, refine_folds, refine_targets
 from ._scoring import default_scorer
-from ._warnings import _report
+from ._warnings import _report, _warn_extension_limit
 
 
 def regularization_path(
@@ -76,7 +77,19 @@ def regularization_path(
     cv : int, cross-validation generator or iterable, default=None
         Also run the path on every fold (common grid, in parallel) and record its
         validation scores: ``cv_scores``, ``cv_mean``, ``cv_se``, ``best_lam_`` and
-        ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn.
+        ``lam_1se_``. Integers mean (Stratified)KFold as in scikit-learn. When the
+        folds choose a default grid's densest lam (the best mean score, or the one-SE
+        lam with ``cv_rule="1se"``), the grid's end, not the data, stopped the search:
+        the path goes on below it at the grid's log spacing, ``2 cv_stride + 1`` lams
+        at a time on the full data and on every fold, until the choice leaves the
+        dense end. Each such block is a path of its own (a cold fit at its densest
+        lam, then warm starts upward, each fold from its own models: at D > 2 a warm
+        start from the sparser model could not bring removed groups back). It stops at
+        1e-4 of the grid's largest lam (the penalty is then negligible against the
+        data term) or after as many lams as the grid has (the search costs at most
+        about twice the grid's), with a warning; ``path.n_below`` counts the added
+        lams, ``path.extension_limit`` names the limit that stopped it. A grid given
+        in ``lams`` is not extended.
     cv_stride : int >= 1, default=None
         The folds fit every ``cv_stride``-th lam of the grid first (both ends), choose
         on those, then fit the grid's lams next to the best and the one-SE lam, each
@@ -149,6 +162,7 @@ def regularization_path(
     stride = _cv_stride(base, cv_stride, lams is not None)
     if cv_rule not in (None, "best", "1se"):
         raise ValueError(f'cv_rule must be "best", "1se" or None, got {cv_rule!r}.')
+    given = lams
     if lams is not None:
         lams = _check_lams(lams)
     if (X_val is None) != (y_val is None) and y is not None:
@@ -178,8 +192,6 @@ def regularization_path(
         lams = opened.lams
         stores = [opened.path(f"fold-{k}") for k in range(len(splits))]
     folds_at = {"fit_at": lams[coarse] if refining else None, "keep_models": refining}
-    # each fold's store, fit parameters, first-pass lams and whether it keeps its models
-    fold_args = [(store, fit_params, folds_at["fit_at"], refining) for store in stores]
     workers = n_workers(n_jobs, len(splits))
     full_kwargs = {
         "extend": extend,
@@ -190,43 +202,79 @@ def regularization_path(
         "fit_params": fit_params,
         "checkpoint": None if checkpoint is None else opened.path("full"),
     }
+    paths = (base, X, y, splits, scorer, workers, verbose)
+    full, folds = _run_paths(*paths, lams, full_kwargs, stores, folds_at)
+    below = {"n_below": 0, "fitted_below": np.zeros(0, dtype=bool), "limit": None}
+    if splits and given is None and _finished(full, folds, splits):
 
-    if workers == 1 or not splits:
-        full = run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
-        folds = []
-        for k, (train, test) in enumerate(splits):
-            if not full["completed"] or (folds and not folds[-1]["completed"]):
-                break
-            if verbose:
-                print(f"[regularization_path] fold {k + 1}/{len(splits)}")
-            try:
-                folds.append(
-                    fold_scores(base, X, y, train, test, lams, scorer, None, *fold_args[k])
-                )
-            except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
-                folds.append({"completed": False})
-    else:
-        full, folds, error = parallel_path(
-            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores, folds_at
-        )
-        if error is not None:
-            raise error
-    if refining and full["completed"] and len(folds) == len(splits):
-        if all(f["completed"] for f in folds):
-            fitted = np.zeros(len(lams), dtype=bool)
-            fitted[coarse] = True
-            targets = refine_targets(full["points"], folds, fitted, cv_rule)
-            second = None  # the second passes' checkpoint stores
+        def run_block(block, j):  # the block's paths, stored beside the grid's
+            names = [f"full-below-{j}"] + [f"fold-{k}-below-{j}" for k in range(len(splits))]
+            block_stores = [None] * len(names)
             if checkpoint is not None:
-                second = [opened.path(f"fold-{k}-second") for k in range(len(splits))]
-            args = (targets, scorer, workers, verbose, second, fit_params)
-            folds = refine_folds(folds, X, y, splits, lams, *args)
+                block_stores = [opened.path(name) for name in names]
+            if verbose:
+                print(f"[regularization_path] the folds chose the densest lam: lams "
+                      f"{block[0]:.3g}..{block[-1]:.3g} below the grid")  # fmt: skip
+            at = {"fit_at": block[coarse_indices(len(block), stride)], "keep_models": stride > 1}
+            kwargs = {**full_kwargs, "checkpoint": block_stores[0]}
+            return _run_paths(*paths, block, kwargs, block_stores[1:], at)
+
+        full, folds, lams, below = extend_below(
+            run_block, full, folds, lams, rule=cv_rule, stride=stride
+        )
+    fitted = np.zeros(len(lams) - below["n_below"], dtype=bool)
+    fitted[coarse] = True
+    fitted = np.concatenate([below["fitted_below"], fitted])  # the folds' first pass
+    if splits and not fitted.all() and _finished(full, folds, splits):
+        targets = refine_targets(full["points"], folds, fitted, cv_rule)
+        second = None  # the second passes' checkpoint stores
+        if checkpoint is not None:
+            second = [opened.path(f"fold-{k}-second") for k in range(len(splits))]
+        args = (targets, scorer, workers, verbose, second, fit_params)
+        folds = refine_folds(folds, X, y, splits, lams, *args)
     for fold in folds:
         fold.pop("models", None)
     finished = [f for f in folds if f["completed"]]  # an interrupted fold is dropped
     completed = full["completed"] and len(finished) == len(splits)
     _report(full, finished, splits, completed, base)
-    return _assemble(full, finished, splits, base, completed)
+    path = _assemble(full, finished, splits, base, completed)
+    path.n_below, path.extension_limit = below["n_below"], below["limit"]
+    if completed and below["limit"] is not None:
+        _warn_extension_limit(path, below["limit"])
+    return path
+
+
+def _finished(full, folds, splits):
+    """Whether the full-data path and every fold finished (no Ctrl-C)."""
+    return full["completed"] and len(folds) == len(splits) and all(f["completed"] for f in folds)
+
+
+def _run_paths(base, X, y, splits, scorer, workers, verbose, lams, full_kwargs, stores, folds_at):
+    """The full-data path over ``lams`` and every fold's path (``folds_at``:
+    :func:`fold_scores`'s ``fit_at`` and ``keep_models``; ``stores``: the folds'
+    checkpoint stores), in this process or with the folds over ``workers`` joblib
+    workers; returns ``(full, folds)`` (a fold's error is raised)."""
+    fit_params = full_kwargs["fit_params"]
+    if workers > 1 and splits:
+        full, folds, error = parallel_path(
+            base, X, y, lams, splits, scorer, workers, verbose, full_kwargs, stores, folds_at
+        )
+        if error is not None:
+            raise error
+        return full, folds
+    full = run_path(base, X, y, lams, verbose=verbose, **full_kwargs)
+    folds = []
+    for k, (train, test) in enumerate(splits):
+        if not full["completed"] or (folds and not folds[-1]["completed"]):
+            break
+        if verbose:
+            print(f"[regularization_path] fold {k + 1}/{len(splits)}")
+        try:
+            args = (scorer, None, stores[k], fit_params)
+            folds.append(fold_scores(base, X, y, train, test, lams, *args, **folds_at))
+        except KeyboardInterrupt:  # outside a fit (e.g. while splitting the data)
+            folds.append({"completed": False})
+    return full, folds
 
 
 def weighted_lambda_max(estimator, X, y, sample_weight=None):

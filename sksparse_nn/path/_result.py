@@ -73,6 +73,16 @@ class RegularizationPath:
         ``best_lam_`` and ``lam_1se_`` prefer these within one standard error of the
         best mean CV score, so the chosen model has exact zeros and a clear gap
         whenever one as good exists.
+    n_below : int
+        Lams a cross-validated default grid added below its densest lam, because the
+        folds chose it (see ``cv`` of :func:`~sksparse_nn.regularization_path`); 0
+        when the choice was inside the grid, without ``cv`` and for a grid given in
+        ``lams``.
+    extension_limit : str or None
+        Why that extension stopped with the choice still at the densest lam (a warning
+        says so too): ``"floor"`` (1e-4 of the grid's largest lam), ``"points"`` (as
+        many lams added as the grid has) or ``"diverged"``; None when the choice left
+        the dense end (or nothing was extended).
     selection_unit : str
         What ``selected`` counts: ``"features"``, ``"components"`` (the autoencoder) or
         ``"variables"`` (a :class:`~sksparse_nn.compose.VariableModel`); plots label
@@ -103,6 +113,8 @@ class RegularizationPath:
     importances: np.ndarray | None = None
     selection_unit: str = "features"
     n_terms: np.ndarray | None = None
+    n_below: int = 0
+    extension_limit: str | None = None
 
     def __len__(self):
         return len(self.lams)

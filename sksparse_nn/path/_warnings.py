@@ -27,6 +27,13 @@ def _report(full, folds, splits, completed, estimator):
                 UserWarning,
                 stacklevel=3,
             )
+        for lam, message in fold.get("diverged_below", []):
+            warnings.warn(
+                f"CV fold {k + 1}: training diverged at lam={lam:.4g}, below the grid; its "
+                f"scores there are NaN, and those lams cannot be chosen. {message}",
+                UserWarning,
+                stacklevel=3,
+            )
     if full.get("unfinished_extension"):
         lam = full["points"][-1]["lam"]
         warnings.warn(
@@ -66,4 +73,23 @@ def _warn_not_converged(full, folds, estimator):
         f"said: {first}",
         ConvergenceWarning,
         stacklevel=4,
+    )
+
+
+_LIMITS = {
+    "floor": "the extension's floor",
+    "points": "as many lams as the grid has",
+    "diverged": "a block whose training diverged on all the data",
+}
+
+
+def _warn_extension_limit(path, limit):
+    """The CV choice still sat at the densest lam when the downward extension stopped."""
+    warnings.warn(
+        f"The cross-validated choice is the densest lam, lam={path.lams[0]:.4g}, after "
+        f"{path.n_below} lams below the default grid; the extension stopped at "
+        f"{_LIMITS[limit]} (extension_limit={limit!r}). Pass lams reaching lower to see "
+        "whether a smaller penalty scores better.",
+        UserWarning,
+        stacklevel=3,
     )
