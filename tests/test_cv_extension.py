@@ -147,3 +147,17 @@ def test_sparse_path_cv_keeps_the_fit_below_the_grid():
     path = search.cv_path_
     assert path.n_below > 0 and search.lam_ < path.lams[path.n_below]
     assert search.estimator_.lam == search.lam_
+
+
+class _OnItsGrid(SparseLinearRegressor):
+    def default_grid(self):
+        return {**super().default_grid(), "extend_below": False}
+
+
+def test_a_family_whose_score_always_improves_downward_keeps_its_grid():
+    from sksparse_nn import DGatedAutoencoder
+
+    X, y = MIDDLE  # the base estimator goes below this grid (first test)
+    path = regularization_path(_OnItsGrid(), X, y, **SHALLOW)
+    assert path.n_below == 0 and len(path.lams) == 3
+    assert DGatedAutoencoder().default_grid()["extend_below"] is False  # reconstruction

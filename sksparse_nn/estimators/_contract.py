@@ -107,7 +107,11 @@ HOOKS = (
     Hook("_path_targets", "task", "(y) -> targets in the squared-error form of lambda_max"),
     Hook("_target_validation", "task", "validate_data keywords for y"),
     Hook("lambda_max", "path", "(X, y) -> the top of the default lam grid"),
-    Hook("default_grid", "path", "() -> {'n_lams', 'lam_min_ratio'[, 'cv_stride']}"),
+    Hook(
+        "default_grid",
+        "path",
+        "() -> {'n_lams', 'lam_min_ratio'[, 'cv_stride', 'extend_below']}",
+    ),
     Hook("path_order", "path", "() -> 'ascending' or 'descending'"),
     Hook("path_start", "path", "() -> lam of an unrecorded start model, or None"),
     Hook("regularization_path", "path", "(X, y, keywords) -> RegularizationPath"),

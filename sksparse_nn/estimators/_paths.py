@@ -94,7 +94,9 @@ class PathProtocol:
         -------
         grid : dict
             ``{"n_lams": int, "lam_min_ratio": float}``, and optionally
-            ``"cv_stride": int`` (1 when absent).
+            ``"cv_stride": int`` (1 when absent) and ``"extend_below": bool`` (whether
+            a CV search goes on below the grid when its folds choose the densest lam;
+            True when absent).
         """
         return dict(self._traits.default_grid)
 

@@ -131,7 +131,14 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
     """
 
     # the pre-trained weights, split at the method's preferred point
-    _traits = Traits(standardize_inputs=True, standardize_targets=True, fresh_init="balanced")
+    # the reconstruction error falls all the way to lam = 0: CV folds always choose the
+    # grid's densest lam, and going on below it would only double a search
+    _traits = Traits(
+        standardize_inputs=True,
+        standardize_targets=True,
+        fresh_init="balanced",
+        default_grid={"n_lams": 16, "lam_min_ratio": 0.02, "cv_stride": 2, "extend_below": False},
+    )
     _target_validation = {"y_numeric": True, "multi_output": True}
 
     _parameter_constraints = {

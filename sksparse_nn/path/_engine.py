@@ -17,7 +17,7 @@ from ..utils.validation import check_fit_params
 from ._assemble import _assemble
 from ._checkpoint import open_checkpoint
 from ._extend import extend_below
-from ._grid import _check_lams, _cv_stride, _grid_args, lambda_grid
+from ._grid import _check_lams, _cv_stride, _extends_below, _grid_args, lambda_grid
 from ._parallel import n_workers, parallel_path
 from ._points import fold_scores, run_path
 from ._refine import coarse_indices, refine_folds, refine_targets
@@ -89,7 +89,8 @@ def regularization_path(
         data term) or after as many lams as the grid has (the search costs at most
         about twice the grid's), with a warning; ``path.n_below`` counts the added
         lams, ``path.extension_limit`` names the limit that stopped it. A grid given
-        in ``lams`` is not extended.
+        in ``lams`` is not extended, nor the grid of an estimator whose
+        ``default_grid()`` says ``"extend_below": False``.
     cv_stride : int >= 1, default=None
         The folds fit every ``cv_stride``-th lam of the grid first (both ends), choose
         on those, then fit the grid's lams next to the best and the one-SE lam, each
@@ -205,7 +206,7 @@ def regularization_path(
     paths = (base, X, y, splits, scorer, workers, verbose)
     full, folds = _run_paths(*paths, lams, full_kwargs, stores, folds_at)
     below = {"n_below": 0, "fitted_below": np.zeros(0, dtype=bool), "limit": None}
-    if splits and given is None and _finished(full, folds, splits):
+    if splits and given is None and _extends_below(base) and _finished(full, folds, splits):
 
         def run_block(block, j):  # the block's paths, stored beside the grid's
             names = [f"full-below-{j}"] + [f"fold-{k}-below-{j}" for k in range(len(splits))]

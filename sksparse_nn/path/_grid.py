@@ -26,6 +26,14 @@ def _grid_args(estimator, n_lams, lam_min_ratio):
     return n_lams, lam_min_ratio
 
 
+def _extends_below(estimator):
+    """Whether a CV search on the estimator's default grid goes on below it when the
+    folds choose its densest lam: ``default_grid()["extend_below"]``, True when absent
+    (False where the score always improves towards lam = 0, as a reconstruction's)."""
+    grid = estimator.default_grid() if hasattr(estimator, "default_grid") else {}
+    return bool(grid.get("extend_below", True))
+
+
 def _check_path_args(n_lams, lam_min_ratio):
     if isinstance(n_lams, bool) or not isinstance(n_lams, Integral) or n_lams < 1:
         raise ValueError(f"n_lams must be an integer >= 1, got {n_lams!r}.")
