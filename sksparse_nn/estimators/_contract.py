@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -71,6 +72,9 @@ class Traits:
     predict_batch: int = 8192
     #: The skorch net class the engine trains with.
     net_class: type = PenalizedNet
+    #: ``(net) -> step or None``: every gradient of a training step in one call (see
+    #: ``PenalizedNet``'s ``fused_step``); None: autograd's step.
+    fused_step: Callable | None = None
 
 
 class Hook(NamedTuple):

@@ -37,6 +37,7 @@ from ._contract import Traits
 from ._docs import fill
 from ._nam_inspection import AdditiveInspection, _levels
 from ._nam_interactions import InteractionTerms
+from ._nam_step import nam_training_step
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
@@ -58,6 +59,7 @@ class _DGatedNAM(InteractionTerms, AdditiveInspection, BaseDGated):
         ridge_downstream=True,
         auto_min_steps=8000,
         hold_cold_rate=True,
+        fused_step=nam_training_step,  # one compiled call per step (see _nam_step)
     )
 
     _parameter_constraints = {

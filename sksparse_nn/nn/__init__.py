@@ -1,5 +1,6 @@
 """Plain PyTorch modules used by the estimators (no scikit-learn, no gating)."""
 
+from ._nam_training import NAMTrainingStep
 from .autoencoder import Autoencoder, compact_autoencoder
 from .mlp import MLP, compact_mlp
 from .nam import NAM, compact_nam
@@ -9,6 +10,7 @@ __all__ = [
     "Autoencoder",
     "MLP",
     "NAM",
+    "NAMTrainingStep",
     "NODE",
     "ObliviousTreeLayer",
     "compact_autoencoder",

@@ -152,3 +152,141 @@ def backward_terms(xT, cols, widths, w, v, g, gw, gv):
                 gw[t, q, k] = s1
             for q in range(width, m):
                 gw[t, q, k] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def training_step(
+    x, cols, widths, plain, omega, gates, group, rho, v, intercept, centers,
+    y, codes, weights, loss, ridge, lam, z, g_omega, g_gates, g_v, g_intercept,
+):  # fmt: skip
+    """One training step's gradients of a one-hidden-layer ReLU NAM whose first layer is
+    factorized per term, ``w_t = omega_t * prod_d gates[d, group[t]]`` (``group[t] < 0``:
+    no factor), under the objective
+
+    ``mean_i weights_i l(z_i, y_i) + lam / D sum_j rho_j (||omega_j||^2 + ||gates_j||^2)
+    + lam sum_t ridge_t ||v_t||^2``
+
+    (``D = gates.shape[0] + 1``, ``omega_j`` the terms of group ``j``). ``loss`` 0: half
+    squared error against ``y`` (n, k); 1: logistic loss of one logit against ``codes``;
+    2: softmax cross-entropy against ``codes``. ``plain``: one column per term (the
+    layout of :func:`forward`), else the terms of :func:`forward_terms`.
+
+    Writes the outputs ``z`` (n, k) and the gradients of every factor (``g_omega``,
+    ``g_gates``, ``g_v`` (T, h, k) like ``v``, ``g_intercept``); returns the mean loss,
+    the penalty ``sum_j rho_j (...) / D`` and the ridge ``sum_t ridge_t ||v_t||^2``.
+    The arithmetic is the autograd graph's: the gated weight, :func:`forward` /
+    :func:`backward` (or the terms' versions), the loss's closed-form gradient, the
+    chain rule through the product, the penalty's pulls ``2 lam rho_j / D`` times each
+    factor and the ridge's ``2 lam ridge_t v_t``."""
+    n, p = x.shape
+    n_terms, rows, h = omega.shape
+    k = v.shape[2]
+    n_gates, n_groups = gates.shape
+    D = n_gates + 1
+    # the gated first layer and the output weights in the kernels' layout
+    scale = np.ones(n_terms, dtype=omega.dtype)
+    for t in range(n_terms):
+        j = group[t]
+        if j >= 0:
+            s = gates[0, j]
+            for d in range(1, n_gates):
+                s *= gates[d, j]
+            scale[t] = s
+    w = np.empty_like(omega)
+    for t in range(n_terms):
+        for r in range(rows):
+            for u in range(h):
+                w[t, r, u] = omega[t, r, u] * scale[t]
+    vk = np.empty((k, n_terms, h), dtype=v.dtype)
+    for t in range(n_terms):
+        for u in range(h):
+            for c in range(k):
+                vk[c, t, u] = v[t, u, c]
+    out = np.empty((k, n), dtype=x.dtype)
+    if plain:
+        forward(x, w, vk, out)
+    else:
+        forward_terms(x, cols, widths, w, vk, out)
+    # the loss and its gradient with respect to the outputs, (k, n)
+    g = np.empty((k, n), dtype=x.dtype)
+    total = 0.0
+    for i in range(n):
+        wi = weights[i] / n
+        for c in range(k):
+            z[i, c] = out[c, i] + (intercept[c] - centers[c])
+        if loss == 0:
+            li = 0.0
+            for c in range(k):
+                r = z[i, c] - y[i, c]
+                li += 0.5 * r * r
+                g[c, i] = r * wi
+        elif loss == 1:
+            zi, yi = z[i, 0], float(codes[i])
+            li = max(zi, 0.0) - zi * yi + np.log1p(np.exp(-abs(zi)))
+            g[0, i] = (1.0 / (1.0 + np.exp(-zi)) - yi) * wi
+        else:
+            top = z[i, 0]
+            for c in range(1, k):
+                top = max(top, z[i, c])
+            norm = 0.0
+            for c in range(k):
+                norm += np.exp(z[i, c] - top)
+            li = top + np.log(norm) - z[i, codes[i]]
+            for c in range(k):
+                g[c, i] = np.exp(z[i, c] - top) / norm * wi
+            g[codes[i], i] -= wi
+        total += li * wi
+    for c in range(k):
+        acc = 0.0
+        for i in range(n):
+            acc += g[c, i]
+        g_intercept[c] = acc
+    # the data's gradients with respect to the gated weight and the output weights
+    gw = np.empty_like(omega)
+    gvk = np.empty((k, n_terms, h), dtype=v.dtype)
+    xT = np.ascontiguousarray(x.T)
+    if plain:
+        backward(xT, w, vk, g, gw, gvk)
+    else:
+        backward_terms(xT, cols, widths, w, vk, g, gw, gvk)
+    # through the product to the factors, with the penalty's pulls
+    pull = 2.0 * lam / D
+    g_scale = np.zeros(n_groups, dtype=np.float64)
+    penalty = 0.0
+    for t in range(n_terms):
+        j = group[t]
+        if j < 0:
+            for r in range(rows):
+                for u in range(h):
+                    g_omega[t, r, u] = gw[t, r, u]
+            continue
+        rj, st = rho[j], scale[t]
+        dot, sq = 0.0, 0.0
+        for r in range(rows):
+            for u in range(h):
+                o = omega[t, r, u]
+                dot += gw[t, r, u] * o
+                sq += o * o
+                g_omega[t, r, u] = gw[t, r, u] * st + pull * rj * o
+        g_scale[j] += dot
+        penalty += rj * sq
+    for j in range(n_groups):
+        for d in range(n_gates):
+            others = 1.0
+            for e in range(n_gates):
+                if e != d:
+                    others *= gates[e, j]
+            gate = gates[d, j]
+            g_gates[d, j] = g_scale[j] * others + pull * rho[j] * gate
+            penalty += rho[j] * gate * gate
+    ridged = 0.0
+    for t in range(n_terms):
+        c2 = 2.0 * lam * ridge[t]
+        sq = 0.0
+        for u in range(h):
+            for c in range(k):
+                vt = v[t, u, c]
+                sq += vt * vt
+                g_v[t, u, c] = gvk[c, t, u] + c2 * vt
+        ridged += ridge[t] * sq
+    return total, penalty / D, ridged

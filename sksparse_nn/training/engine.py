@@ -114,7 +114,7 @@ class GradientTrainer:
     ``validation_fraction``, ``device``, ``verbose``) and calls its declared hooks
     ``_criterion``, ``_ridge``, ``_optimizer``, ``_early_stopper``,
     ``_training_callbacks`` and ``_weight_scale``; its traits ``auto_min_steps``,
-    ``auto_min_epochs``, ``hold_cold_rate`` and ``net_class``; and the state
+    ``auto_min_epochs``, ``hold_cold_rate``, ``net_class`` and ``fused_step``; and the state
     ``_warm_rate_scale`` the base keeps between fits (where a warm start's rate begins).
 
     Subclasses (a family's exact solver) may run before the gradient steps and pass
@@ -256,6 +256,8 @@ class GradientTrainer:
             verbose=0,
             **{f"optimizer__{k}": v for k, v in options.items()},
         )
+        if est._traits.fused_step is not None:  # the family's one-call step
+            kwargs["fused_step"] = est._traits.fused_step
         kwargs.update(net_options or {})
         return est._traits.net_class(module, **kwargs)
 

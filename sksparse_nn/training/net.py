@@ -92,12 +92,20 @@ class PenalizedNet(NeuralNet):
     ridge : dict of str to float or tensor, default=None
         ``{parameter name: c}``, ``c`` a number or a tensor of per-entry weights
         broadcastable to the parameter.
+    fused_step : callable, default=None
+        ``fused_step(net) -> step or None``, called when training starts: a ``step(X,
+        targets, lam)`` that sets every learnable parameter's ``.grad`` to the whole
+        training objective's gradient on a batch in one call and returns ``(objective,
+        outputs)``, or None for a batch it does not take (the autograd step runs). A
+        family declares it (``Traits.fused_step``) where the autograd graph's per-node
+        costs outweigh its module's arithmetic.
     """
 
-    def __init__(self, *args, lam=0.0, ridge=None, **kwargs):
+    def __init__(self, *args, lam=0.0, ridge=None, fused_step=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.lam = lam
         self.ridge = ridge
+        self.fused_step = fused_step
 
     def initialize_module(self):
         super().initialize_module()
@@ -241,6 +249,11 @@ class PenalizedNet(NeuralNet):
             for o in members[0]:
                 o.train()
         Xi, yi = unpack_data(batch)
+        fused = None if fit_params else self.__dict__.get("fused_step_")
+        if fused is not None:
+            computed = fused(Xi, yi, self.lam)
+            if computed is not None:
+                return {"loss": computed[0], "y_pred": computed[1]}
         folds = self.lam and self.direct_penalties_
         try:
             for s, _ in folds or ():  # added during backward where a method can
@@ -318,6 +331,8 @@ class PenalizedNet(NeuralNet):
         """skorch's fit loop, with subnormal numbers flushed to zero
         (:func:`flush_denormals`); :class:`StopTraining` ends it normally, a Ctrl-C is
         kept."""
+        # the family's fused step, built on the initialized module and criterion
+        self.__dict__["fused_step_"] = self.fused_step(self) if self.fused_step else None
         try:
             with flush_denormals():
                 return super().fit_loop(X, y, epochs=epochs, **fit_params)
