@@ -156,7 +156,7 @@ def backward_terms(xT, cols, widths, w, v, g, gw, gv):
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def training_step(
-    x, cols, widths, plain, omega, gates, group, rho, v, intercept, centers,
+    xT, cols, widths, omega, gates, group, rho, v, intercept, centers,
     y, codes, weights, loss, ridge, lam, z, g_omega, g_gates, g_v, g_intercept,
 ):  # fmt: skip
     """One training step's gradients of a one-hidden-layer ReLU NAM whose first layer is
@@ -166,24 +166,26 @@ def training_step(
     ``mean_i weights_i l(z_i, y_i) + lam / D sum_j rho_j (||omega_j||^2 + ||gates_j||^2)
     + lam sum_t ridge_t ||v_t||^2``
 
-    (``D = gates.shape[0] + 1``, ``omega_j`` the terms of group ``j``). ``loss`` 0: half
-    squared error against ``y`` (n, k); 1: logistic loss of one logit against ``codes``;
-    2: softmax cross-entropy against ``codes``. ``plain``: one column per term (the
-    layout of :func:`forward`), else the terms of :func:`forward_terms`.
+    (``D = gates.shape[0] + 1``, ``omega_j`` the terms of group ``j``). ``xT`` (p, n):
+    the batch, transposed; ``cols`` and ``widths``: each term's columns, as in
+    :func:`forward_terms` (one column per term is ``cols[t, 0] = t``). ``loss`` 0: half
+    squared error against ``y`` (n, k); 1: logistic loss of one logit against
+    ``codes``; 2: softmax cross-entropy against ``codes``.
 
     Writes the outputs ``z`` (n, k) and the gradients of every factor (``g_omega``,
     ``g_gates``, ``g_v`` (T, h, k) like ``v``, ``g_intercept``); returns the mean loss,
     the penalty ``sum_j rho_j (...) / D`` and the ridge ``sum_t ridge_t ||v_t||^2``.
-    The arithmetic is the autograd graph's: the gated weight, :func:`forward` /
-    :func:`backward` (or the terms' versions), the loss's closed-form gradient, the
-    chain rule through the product, the penalty's pulls ``2 lam rho_j / D`` times each
-    factor and the ridge's ``2 lam ridge_t v_t``."""
-    n, p = x.shape
-    n_terms, rows, h = omega.shape
+    The arithmetic of the autograd graph (the gated weight, the terms' outputs, the
+    loss's closed-form gradient, the backward of :func:`backward_terms`, the chain rule
+    through the product, the penalty's pulls ``2 lam rho_j / D`` times each factor and
+    the ridge's ``2 lam ridge_t v_t``), with the pre-activations of the forward kept for
+    the backward (``(T, h, n)``, rows innermost: every loop over rows vectorizes)."""
+    n = xT.shape[1]
+    zero = np.zeros(1, dtype=xT.dtype)[0]  # sums over rows in the batch's dtype (SIMD)
+    n_terms, m, h = omega.shape[0], omega.shape[1] - 1, omega.shape[2]
     k = v.shape[2]
     n_gates, n_groups = gates.shape
-    D = n_gates + 1
-    # the gated first layer and the output weights in the kernels' layout
+    # each term's gate product (1 for ungated terms) and its gated first layer
     scale = np.ones(n_terms, dtype=omega.dtype)
     for t in range(n_terms):
         j = group[t]
@@ -192,23 +194,27 @@ def training_step(
             for d in range(1, n_gates):
                 s *= gates[d, j]
             scale[t] = s
-    w = np.empty_like(omega)
+    # forward: pre-activations (kept) and outputs, term by term and unit by unit
+    pre = np.empty((n_terms, h, n), dtype=xT.dtype)
+    out = np.zeros((k, n), dtype=xT.dtype)
     for t in range(n_terms):
-        for r in range(rows):
-            for u in range(h):
-                w[t, r, u] = omega[t, r, u] * scale[t]
-    vk = np.empty((k, n_terms, h), dtype=v.dtype)
-    for t in range(n_terms):
+        st = scale[t]
         for u in range(h):
+            a = pre[t, u]
+            b = omega[t, m, u] * st
+            for i in range(n):
+                a[i] = b
+            for q in range(widths[t]):
+                wq = omega[t, q, u] * st
+                col = cols[t, q]
+                for i in range(n):
+                    a[i] += xT[col, i] * wq
             for c in range(k):
-                vk[c, t, u] = v[t, u, c]
-    out = np.empty((k, n), dtype=x.dtype)
-    if plain:
-        forward(x, w, vk, out)
-    else:
-        forward_terms(x, cols, widths, w, vk, out)
+                vc = v[t, u, c]
+                for i in range(n):
+                    out[c, i] += (0.0 if a[i] <= 0.0 else a[i]) * vc  # relu, NaN kept
     # the loss and its gradient with respect to the outputs, (k, n)
-    g = np.empty((k, n), dtype=x.dtype)
+    g = np.empty((k, n), dtype=xT.dtype)
     total = 0.0
     for i in range(n):
         wi = weights[i] / n
@@ -241,35 +247,47 @@ def training_step(
         for i in range(n):
             acc += g[c, i]
         g_intercept[c] = acc
-    # the data's gradients with respect to the gated weight and the output weights
-    gw = np.empty_like(omega)
-    gvk = np.empty((k, n_terms, h), dtype=v.dtype)
-    xT = np.ascontiguousarray(x.T)
-    if plain:
-        backward(xT, w, vk, g, gw, gvk)
-    else:
-        backward_terms(xT, cols, widths, w, vk, g, gw, gvk)
-    # through the product to the factors, with the penalty's pulls
-    pull = 2.0 * lam / D
+    # backward, per term and unit, straight into the factors' gradients with the pulls
+    pull = 2.0 * lam / (n_gates + 1)
     g_scale = np.zeros(n_groups, dtype=np.float64)
-    penalty = 0.0
+    penalty, ridged = 0.0, 0.0
+    gm = np.empty(n, dtype=xT.dtype)
     for t in range(n_terms):
-        j = group[t]
-        if j < 0:
-            for r in range(rows):
-                for u in range(h):
-                    g_omega[t, r, u] = gw[t, r, u]
-            continue
-        rj, st = rho[j], scale[t]
+        j, st = group[t], scale[t]
+        rj = rho[j] if j >= 0 else 0.0
+        c2 = 2.0 * lam * ridge[t]
         dot, sq = 0.0, 0.0
-        for r in range(rows):
-            for u in range(h):
+        for u in range(h):
+            a = pre[t, u]
+            for i in range(n):
+                gm[i] = 0.0
+            for c in range(k):
+                vc = v[t, u, c]
+                sa = zero
+                for i in range(n):
+                    gm[i] += vc * g[c, i] * (1.0 if a[i] > 0.0 else 0.0)
+                    sa += g[c, i] * (0.0 if a[i] <= 0.0 else a[i])  # relu, NaN kept
+                g_v[t, u, c] = sa + c2 * vc
+                ridged += ridge[t] * vc * vc
+            for r in range(m + 1):  # the columns' weights, then the bias
+                if r < widths[t]:
+                    col = cols[t, r]
+                    acc = zero
+                    for i in range(n):
+                        acc += gm[i] * xT[col, i]
+                elif r == m:
+                    acc = zero
+                    for i in range(n):
+                        acc += gm[i]
+                else:  # padding rows
+                    acc = zero
                 o = omega[t, r, u]
-                dot += gw[t, r, u] * o
+                dot += acc * o
                 sq += o * o
-                g_omega[t, r, u] = gw[t, r, u] * st + pull * rj * o
-        g_scale[j] += dot
-        penalty += rj * sq
+                g_omega[t, r, u] = acc * st + pull * rj * o
+        if j >= 0:
+            g_scale[j] += dot
+            penalty += rj * sq
     for j in range(n_groups):
         for d in range(n_gates):
             others = 1.0
@@ -279,14 +297,4 @@ def training_step(
             gate = gates[d, j]
             g_gates[d, j] = g_scale[j] * others + pull * rho[j] * gate
             penalty += rho[j] * gate * gate
-    ridged = 0.0
-    for t in range(n_terms):
-        c2 = 2.0 * lam * ridge[t]
-        sq = 0.0
-        for u in range(h):
-            for c in range(k):
-                vt = v[t, u, c]
-                sq += vt * vt
-                g_v[t, u, c] = gvk[c, t, u] + c2 * vt
-        ridged += ridge[t] * sq
-    return total, penalty / D, ridged
+    return total, penalty / (n_gates + 1), ridged

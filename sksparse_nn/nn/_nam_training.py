@@ -106,10 +106,9 @@ class NAMTrainingStep:
             centers = module.centers.sum(dim=0)
         z = torch.empty(n, module.n_outputs, dtype=x.dtype)
         loss, penalty, ridge = kernels.training_step(
-            x.detach().contiguous().numpy(),
+            x.detach().t().contiguous().numpy(),
             self._cols,
             self._widths,
-            module._plain,
             omega.detach().numpy(),
             self.gates.detach().numpy(),
             self.group,
