@@ -60,9 +60,10 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     cv_stride : int, default=None
         The folds fit every ``cv_stride``-th lam first and then the lams next to the
         chosen ones (the full-data fit takes every lam); ``None``: 1 for ``lams`` given,
-        else the estimator's ``default_grid()`` (2 for most networks, 1 for the MLP and
-        the linear models; see :func:`~sksparse_nn.regularization_path`). The second
-        pass fits next to the lam ``rule`` chooses.
+        else the estimator's ``default_grid()`` (2 for most networks, 1 for the MLP, the
+        NAM without pairs and the linear models; see
+        :func:`~sksparse_nn.regularization_path`). The second pass fits next to the lam
+        ``rule`` chooses.
     rule : {"best", "1se"}, default="best"
         ``"best"``: the best mean CV score, accurate first (as scikit-learn's
         ``LassoCV``); ``"1se"``: the sparsest lam whose mean CV score is within one

@@ -104,7 +104,8 @@ def test_a_given_grid_is_fitted_whole_and_linear_models_default_to_every_lam(dat
     est = SparseLinearRegressor(D=2, groups=groups)
     assert est.default_grid().get("cv_stride", 1) == 1
     assert DGatedMLPClassifier().default_grid().get("cv_stride", 1) == 1  # chose denser
-    assert DGatedNAMClassifier().default_grid()["cv_stride"] == 2
+    assert DGatedNAMClassifier().default_grid().get("cv_stride", 1) == 1  # the same
+    assert DGatedNAMClassifier(interactions=2).default_grid()["cv_stride"] == 2  # GA2M
     path = regularization_path(est, X, y, lams=np.geomspace(0.05, 2.0, 7), cv=CV)
     assert np.isfinite(path.cv_scores).all()
 
@@ -113,8 +114,11 @@ def test_a_given_grid_is_fitted_whole_and_linear_models_default_to_every_lam(dat
 def test_network_search_defaults_to_the_two_passes(data):
     X, y, _ = data
     labels = (y > np.median(y)).astype(int)
+    ga2m = DGatedNAMClassifier(
+        hidden_layer_sizes=(4,), max_epochs=2, random_state=0, interactions=[(0, 1)]
+    )
     search = SparsePathCV(
-        DGatedNAMClassifier(hidden_layer_sizes=(4,), max_epochs=2, random_state=0),
+        ga2m,
         n_lams=6,
         cv=2,
     )

@@ -35,18 +35,21 @@ class InteractionTerms:
     parameter; ``_terms`` of the family)."""
 
     def default_grid(self):
-        """The plain NAM's grid without pairs; with pairs, the same spacing (a factor
-        1.3 between lams) 5 lams deeper, down to ``0.005 lam_max`` (21 lams): on the
-        real tables the plain grid's densest lam had the best CV score of the GA2M
-        (and the NAM) in every split of the regression tables, so its end, not the
-        data, set how many terms the search could keep. (A CV search also goes on
-        below any default grid whose densest lam it chooses; for the GA2M, blocks of
-        cold fits below the plain grid cost more than starting 5 lams deeper.)"""
+        """The plain NAM's grid without pairs, its CV folds fitting every lam (a fold's
+        score depends on its warm-start path: two passes chose 1.0 variable fewer on
+        attrition; the fused step pays for every lam). With pairs, the same spacing (a
+        factor 1.3 between lams) 5 lams deeper, down to ``0.005 lam_max`` (21 lams),
+        the folds fitting every second lam first: on the real tables the plain grid's
+        densest lam had the best CV score of the GA2M (and the NAM) in every split of
+        the regression tables, so its end, not the data, set how many terms the search
+        could keep. (A CV search also goes on below any default grid whose densest lam
+        it chooses; for the GA2M, blocks of cold fits below the plain grid cost more
+        than starting 5 lams deeper.)"""
         grid = super().default_grid()
         spec = self.interactions
         if spec is None or (not isinstance(spec, str) and not spec):  # None, 0, []
             return grid
-        return {**grid, "n_lams": 21, "lam_min_ratio": 0.005}
+        return {**grid, "n_lams": 21, "lam_min_ratio": 0.005, "cv_stride": 2}
 
     def _plan_module(self, X, targets):
         """The pairs of main terms the fresh module gets (``self._pairs``)."""

@@ -60,6 +60,7 @@ class _DGatedNAM(InteractionTerms, AdditiveInspection, BaseDGated):
         auto_min_steps=8000,
         hold_cold_rate=True,
         fused_step=nam_training_step,  # one compiled call per step (see _nam_step)
+        default_grid={"n_lams": 16, "lam_min_ratio": 0.02},  # folds fit every lam
     )
 
     _parameter_constraints = {
@@ -73,13 +74,8 @@ class _DGatedNAM(InteractionTerms, AdditiveInspection, BaseDGated):
         "groups": [None, Integral, "array-like"],
         "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither"), None],
-        "interactions": [
-            None,
-            Interval(Integral, 0, None, closed="left"),
-            StrOptions({"auto"}),
-            list,
-            tuple,
-        ],
+        "interactions": [None, Interval(Integral, 0, None, closed="left")]
+        + [StrOptions({"auto"}), list, tuple],
     }
 
     def __init__(

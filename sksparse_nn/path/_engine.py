@@ -99,9 +99,9 @@ def regularization_path(
         skipped (never chosen). ``None``: 1 for a grid given in ``lams``, else the
         estimator's ``default_grid()["cv_stride"]``: 2 for most networks, whose every
         fold point trains a model only to be scored (it halves the folds' points while
-        the choice keeps the grid's resolution where it is made); 1 for linear models
-        and the MLP (whose two passes chose denser models than every lam does: a fold's
-        score depends on its warm-start path).
+        the choice keeps the grid's resolution where it is made); 1 for linear models,
+        the MLP and the NAM without pairs (whose two passes chose denser, or sparser,
+        models than every lam does: a fold's score depends on its warm-start path).
     cv_rule : {"best", "1se"}, default=None
         With ``cv_stride`` > 1, the choice whose neighbourhood the folds' second pass
         fits: ``best_lam_``'s, ``lam_1se_``'s, or both (None). The other choice is then
