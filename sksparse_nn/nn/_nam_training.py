@@ -94,10 +94,8 @@ class NAMTrainingStep:
 
         y, weights = targets if isinstance(targets, (tuple, list)) else (targets, None)
         n = x.shape[0]
-        if weights is None:
-            weights = np.ones(n)
-        else:
-            weights = weights.detach().numpy()
+        # float64 either way: one compiled version of the step per batch dtype
+        weights = np.ones(n) if weights is None else weights.detach().double().numpy()
         if self.loss == 0:
             y, codes = y.detach().to(x.dtype).reshape(n, -1).numpy(), self._no_codes
         else:
