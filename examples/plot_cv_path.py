@@ -4,10 +4,12 @@ Let cross-validation choose lam: the CV curve with its one-standard-error rule
 
 A D-gated MLP on scikit-learn's digits (64 pixels): 5-fold CV along a warm-started path,
 run in parallel. The folds fit every other lam first and then only the lams next to the
-chosen ones (``cv_stride=2``, the networks' default on a default grid): the curve has
-points where the folds fitted. The plot shows the mean CV accuracy with its standard-error band, the
-number of pixels the network keeps, and the lams chosen by the best-score and the 1-SE rule;
-a second panel shows which pixels survive at ``lam_1se_``.
+chosen ones (``cv_stride=2``, set here: the default of most networks on a default grid,
+while the MLP's and the plain NAM's folds fit every lam, a fold's score depending on its
+warm-start path): the curve has points where the folds fitted. The plot shows the mean
+CV accuracy with its standard-error band, the number of pixels the network keeps, and the
+lams chosen by the best-score and the 1-SE rule; a second panel shows which pixels
+survive at ``lam_1se_``.
 
 Writes docs/images/cv_path.png.
 """
