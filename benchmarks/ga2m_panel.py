@@ -165,9 +165,36 @@ def report(args):
             f"mean gap, {task} ({m['tables']} tables): {_fmt_gap(task, m['mean_gap'])} "
             f"(bound {_fmt_gap(task, m['bound'])}): {verdict}"
         )
+    print("\n" + rst_table(tables))
     results = dict(machine=machine(), cells=cells, tables=tables, averages=mean, args=vars(args))
     write_json(results, args.out)
     return results
+
+
+def rst_table(tables):
+    """The per-table rows as a reST list-table (for docs/benchmarks.rst)."""
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    head = (
+        "table (metric, splits)",
+        "GA2M (terms, max)",
+        "EBM (terms)",
+        "gap",
+        "share of EBM's terms",
+    )
+    lines += [f"   {'*' if i == 0 else ' '} - {h}" for i, h in enumerate(head)]
+    for t in tables:
+        metric = "AUC" if t["task"] == "clf" else "RMSE"
+        splits = ", ".join(map(str, t["splits"]))
+        nam = "" if t["nam_gap"] is None else f" (NAM {_fmt_gap(t['task'], t['nam_gap'])})"
+        cells = (
+            f"{t['table']} ({metric}, {splits})",
+            f"{t['ga2m']:.4f} ({t['terms']:.1f}, {t['terms_max']})",
+            f"{t['ebm']:.4f} ({t['ebm_terms']})",
+            _fmt_gap(t["task"], t["gap"]) + nam,
+            f"{t['share']:.2f}",
+        )
+        lines += [f"   {'*' if i == 0 else ' '} - {c}" for i, c in enumerate(cells)]
+    return "\n".join(lines)
 
 
 def main():
