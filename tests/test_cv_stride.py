@@ -58,13 +58,9 @@ def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(data, 
     mean = np.full(12, np.nan)
     mean[coarse] = full.cv_mean[coarse]
     best, one_se = one_se_indices(mean, full.cv_se, full.converged)
-    # next to the best: toward its better coarse neighbour; next to the one-SE: above
-    k = coarse.tolist().index(best)
-    neighbours = [c for c in (coarse[k - 1] if k else None, coarse[k + 1] if k + 1 < len(coarse)
-                              else None) if c is not None]  # fmt: skip
-    toward = max(neighbours, key=lambda c: mean[c])
-    beside_best = best + (1 if toward > best else -1)
-    near = {j for j in (beside_best, one_se + 1) if j < 12 and j not in coarse}
+    # next to the best: the lam on each side; next to the one-SE: the one above
+    beside_best = {j for j in (best - 1, best + 1) if 0 <= j < 12 and j not in coarse}
+    near = beside_best | {j for j in (one_se + 1,) if j < 12 and j not in coarse}
     assert near  # (this problem's choice does fall between coarse lams)
     fitted = np.isfinite(strided.cv_scores).all(axis=0)
     assert set(np.flatnonzero(fitted)) == set(coarse) | near
@@ -85,7 +81,7 @@ def test_folds_fit_the_coarse_lams_and_the_neighbours_of_the_first_choice(data, 
     est = SparseLinearRegressor(D=2, groups=groups, tol=TOL)
     best_only = regularization_path(est, X, y, n_lams=12, cv=CV, cv_stride=3, cv_rule="best")
     fitted = np.isfinite(best_only.cv_scores).all(axis=0)
-    assert set(np.flatnonzero(fitted)) == set(coarse) | ({beside_best} - set(coarse))
+    assert set(np.flatnonzero(fitted)) == set(coarse) | beside_best
 
 
 def test_folds_in_parallel_give_the_sequential_result(data, full_and_strided):

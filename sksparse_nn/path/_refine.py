@@ -43,10 +43,11 @@ def coarse_indices(n, stride):
 def refine_targets(points, folds, fitted, rule=None):
     """Grid indices of the second pass (``fitted``: a boolean mask over the grid of the
     lams the first pass fitted), from the first pass's mean CV scores: next to the best
-    lam, the one on the side of its better fitted neighbour (a curve that rises to a
-    peak and falls has it between the best fitted lam and that neighbour); next to the
-    one-SE lam, the one above it (the rule takes the largest lam within one standard
-    error of the best, and the band's edge lies above it)."""
+    lam, the one on each side (the peak of a noisy curve can lie on the side of the
+    worse fitted neighbour: on the GA2M's attrition search the better neighbour's side
+    kept 5 terms where the lam on the other side scored better); next to the one-SE
+    lam, the one above it (the rule takes the largest lam within one standard error of
+    the best, and the band's edge lies above it)."""
     if not folds or not points:
         return []
     _, mean, se = cv_statistics(points, folds)
@@ -54,16 +55,9 @@ def refine_targets(points, folds, fitted, rule=None):
     if chosen is None:
         return []
     n, (best, one_se) = len(points), chosen
-    scored = np.flatnonzero(np.isfinite(mean[:n]) & fitted[:n])
-    lower, upper = scored[scored < best], scored[scored > best]
-    sides = {
-        side: mean[around[-1] if side < 0 else around[0]]
-        for side, around in ((-1, lower), (1, upper))
-        if around.size
-    }
     near = set()
-    if sides and rule in (None, "best"):
-        near.add(best + max(sides, key=sides.get))
+    if rule in (None, "best"):
+        near.update((best - 1, best + 1))
     if rule in (None, "1se"):
         near.add(one_se + 1)
     return sorted(j for j in near if 0 <= j < n and not fitted[j])
