@@ -71,12 +71,10 @@ class NAMTrainingStep:
         """Whether ``module`` is a NAM this step computes: one hidden ReLU layer, no
         dropout, no interaction terms, CPU parameters."""
         return (
-            not module.hidden
-            and module.activation_name == "relu"
+            module._one_relu_layer
             and module.dropout == 0
             and module.feature_dropout == 0
             and module.interactions is None
-            and module.n_features > 0
             and module.out.device.type == "cpu"
         )
 

@@ -254,12 +254,15 @@ class NAM(PaddedColumns, nn.Module):
         already at hand (D-gated: a product of factors)."""
         first = self.first if first is None else first
         return (
-            not self.hidden
-            and self.activation_name == "relu"
+            self._one_relu_layer
             and not (self.training and (self.dropout > 0 or self.feature_dropout > 0))
-            and self.n_features > 0
             and loops_take(x, first, self.out)
         )
+
+    @property
+    def _one_relu_layer(self):
+        """One hidden ReLU layer over at least one feature: the compiled loops' model."""
+        return not self.hidden and self.activation_name == "relu" and self.n_features > 0
 
     def forward(self, x):
         if self.interactions is None:

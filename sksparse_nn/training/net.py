@@ -237,7 +237,8 @@ class PenalizedNet(NeuralNet):
         The net's modules and criteria (skorch's ``_modules`` and ``_criteria``) are
         switched to training mode only when one is not in it (the first batch after a
         validation or a prediction): skorch's ``Module.train`` on every batch visits
-        every submodule.
+        every submodule. A family's fused step (``fused_step``), when it takes the batch,
+        replaces all of it: it sets every ``.grad`` and returns the objective itself.
         """
         members = getattr(self, "_training_modules", None)
         if members is None:  # listed once per module / criterion (re)initialization
