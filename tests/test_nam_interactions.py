@@ -11,6 +11,7 @@ import torch
 
 from sksparse_nn import regularization_path
 from sksparse_nn.datasets import make_interaction_regression
+from sksparse_nn.estimators._pair_screening import screen_pairs
 from sksparse_nn.estimators.nam import DGatedNAMClassifier, DGatedNAMRegressor
 from sksparse_nn.nn.nam import NAM
 
@@ -131,8 +132,28 @@ def test_budget_screens_the_true_pair_first():
     est = _quiet(lambda: DGatedNAMRegressor(interactions=3, **once).fit(X, y))
     assert len(est.interaction_pairs_) == 3
     assert est.interaction_pairs_[0].tolist() == [0, 1]  # the simulation's pair
-    auto = _quiet(lambda: DGatedNAMRegressor(interactions="auto", **once).fit(X[:, :4], y))
-    assert len(auto.interaction_pairs_) == 4  # as many as main terms (of 6 candidates)
+    auto = _quiet(lambda: DGatedNAMRegressor(interactions="auto", **once).fit(X, y))
+    assert auto.interaction_pairs_.tolist() == [[0, 1]]  # the one significant of 28
+
+
+def test_screening_is_calibrated_without_interactions():
+    """With additive data every pair's p-value is uniform (the chi-square statistic's
+    degrees of freedom are right), and "auto" finds a pair in at most about 5% of the
+    tables (Bonferroni's family-wise level; a fixed 16 x 16 table without degrees of
+    freedom would rank noise by its number of cells and always find some)."""
+    p_values, any_pair = [], []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(-1, 1, size=(400, 8))
+        X[:, 7] = rng.integers(3, size=400)  # a few-valued column: fewer degrees of freedom
+        y = np.sin(3 * X[:, 0]) + X[:, 1] + X[:, 7] + rng.normal(size=400)
+        screening = screen_pairs(X, y[:, None], [[j] for j in range(8)])
+        p_values.extend(screening.p_values)
+        any_pair.append(bool(screening.significant(0.05)))
+    # 60 x 28 p-values: their mean is 0.5 +- 0.03 (3 SE of a uniform's, pairs sharing a
+    # table are dependent, hence the margin)
+    assert abs(np.mean(p_values) - 0.5) < 0.05
+    assert np.mean(any_pair) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 60)
 
 
 def test_pair_with_a_group_takes_the_whole_group():
@@ -296,10 +317,10 @@ def test_variable_model_pairs_whole_variables():
     X, y = make_interaction_regression(n_samples=120, n_features=4, random_state=0)
     frame = pd.DataFrame(X, columns=list("abcd"))
     frame["d"] = np.where(X[:, 3] > 0, "hi", "lo")  # a categorical: one term, two columns
-    est = DGatedNAMRegressor(lam=1e-3, interactions="auto", **TINY)
+    est = DGatedNAMRegressor(lam=1e-3, interactions=4, **TINY)
     model = _quiet(lambda: VariableModel(est).fit(frame, y))
     inner = model.estimator_
-    assert len(inner.interaction_pairs_) == 4  # as many as the 4 variables, of 6 pairs
+    assert len(inner.interaction_pairs_) == 4  # the budget, of 6 pairs
     n_main = len(inner.terms_) - 4
     sizes = {len(inner.terms_[a]) + len(inner.terms_[b]) for a, b in inner.interaction_pairs_}
     assert [len(t) for t in inner.terms_[n_main:]] == [

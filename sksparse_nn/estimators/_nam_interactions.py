@@ -18,6 +18,11 @@ __all__ = ["InteractionTerms"]
 #: Rows per batch when the pairs' factor means are taken over the training data.
 _BATCH = 8192
 
+#: Family-wise level of the screening's test of interaction that ``interactions="auto"``
+#: keeps a pair at (Bonferroni over the candidates): a table without interactions gets
+#: no pair with probability about 0.95, so that the GA2M is then the plain NAM.
+AUTO_LEVEL = 0.05
+
 
 def _as_float_targets(targets):
     """Targets as a float ``(n, k)`` array: class indicators (one column for two
@@ -60,15 +65,15 @@ class InteractionTerms:
         spec, self._screening = self.interactions, None
         if spec is None:
             return []
-        n_candidates = len(terms) * (len(terms) - 1) // 2
         if isinstance(spec, str) or isinstance(spec, Integral):
-            budget = len(terms) if isinstance(spec, str) else int(spec)
-            budget = min(budget, n_candidates)
-            if budget == 0:
+            n_candidates = len(terms) * (len(terms) - 1) // 2
+            if n_candidates == 0 or spec == 0:
                 return []
-            ranked, scores = screen_pairs(X, _as_float_targets(targets), terms)
-            self._screening = (ranked, scores)
-            return ranked[:budget]
+            screening = screen_pairs(X, _as_float_targets(targets), terms)
+            self._screening = screening
+            if isinstance(spec, str):  # "auto": the significant ones, at most one per term
+                return screening.significant(AUTO_LEVEL)[: len(terms)]
+            return screening.pairs[: int(spec)]
         return self._explicit_pairs(spec, terms)
 
     def _explicit_pairs(self, spec, terms):

@@ -376,16 +376,19 @@ _NAM_DOC = fill(
         beside the main effects. ``None`` (default): main effects only, the plain NAM.
         A list of pairs of features (indices, or column names of a DataFrame; with
         ``groups``, a feature stands for its whole group, e.g. a categorical): exactly
-        those candidates. An int ``k``: the ``k`` best-scoring pairs of a screening of
-        all pairs of main terms (a residual ranking on binned data after a binned
+        those candidates. An int ``k``: the ``k`` most significant pairs of a screening
+        of all pairs of main terms (a test of interaction on binned data after a binned
         additive fit, about ``n T^2`` operations for ``T`` terms: a fraction of one
-        training epoch; sample weights are not read); ``"auto"``: as many candidates as
-        there are main terms. Every pair is pure: it averages to zero along each of its
-        axes over the training data, so it never holds a main effect and its
-        contribution means one thing. A pair: 4 products of two factor networks (one
-        hidden layer of the first width of ``hidden_layer_sizes``; ``dropout`` and
-        ``feature_dropout`` act on mains only). With pairs, paths' default grid runs 5
-        lams deeper (21 lams down to ``0.005 lam_max``; see ``default_grid``).
+        training epoch; sample weights are not read); ``"auto"``: the pairs significant
+        at family-wise level 0.05 (Bonferroni over the candidates), at most as many as
+        there are main terms, and none on a table without evidence of an interaction
+        (then the plain NAM: noise pairs overfit before the penalty removes them).
+        Every pair is pure: it averages to zero along each of its axes over the training
+        data, so it never holds a main effect and its contribution means one thing. A
+        pair: 4 products of two factor networks (one hidden layer of the first width of
+        ``hidden_layer_sizes``; ``dropout`` and ``feature_dropout`` act on mains only).
+        With pairs, paths' default grid runs 5 lams deeper (21 lams down to
+        ``0.005 lam_max``; see ``default_grid``).
     optimizer : {"sgd", "adam", "adamw", "lbfgs"} or torch optimizer class, default="sgd"
         SGD with Nesterov momentum 0.9: plain gradient steps shrink unused groups
         geometrically to exact zero (Adam's normalized steps do not).
