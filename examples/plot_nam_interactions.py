@@ -2,15 +2,16 @@
 A sparse GA2M: main effects, one kept interaction and a local explanation
 =========================================================================
 
-``interactions="auto"`` gives a :class:`~sksparse_nn.DGatedNAMRegressor` candidate
-pairwise interaction terms (screened on binned residuals) beside its main effects; each
-pair is one more group of the penalty, kept or removed whole. A pair is pure: averaged
+``interactions="auto"`` gives a :class:`~sksparse_nn.DGatedNAMRegressor` the pairwise
+interaction terms that a screening finds significant (a test of interaction on binned
+residuals, at family-wise level 0.05) beside its main effects; each pair is one more
+group of the penalty, kept or removed whole. A pair is pure: averaged
 over the training data along either of its axes it is zero, so it never holds a main
 effect and "the model kept this pair" means one thing.
 
 The simulation has four main effects and one interaction, ``2 x0 x1``, among six
-features. The fit keeps the four mains and that one pair; every other candidate pair
-and the two noise features end at exactly zero. The first figure shows the kept terms,
+features. Of the 15 pairs the screening finds that one significant; the fit keeps the
+four mains and the pair, and the two noise features end at exactly zero. The first figure shows the kept terms,
 the pair as a heat map; the second explains one prediction term by term, from the
 intercept to the output.
 
@@ -40,7 +41,7 @@ def main(out=OUT):
     # a small fit: 16 hinges per network, 40 epochs of batches of 32 (the defaults,
     # with lam chosen by SparsePathCV, take longer)
     ga2m = DGatedNAMRegressor(
-        lam=0.05,
+        lam=0.03,
         interactions="auto",
         hidden_layer_sizes=(16,),
         batch_size=32,
