@@ -5,8 +5,9 @@ and 1) among 20 features uniform on [-1, 1], noise sd 0.5, 1,000 training rows a
 5,000 test rows per seed. Models, defaults only (``random_state`` fixed), one thread:
 
 * ``nam``: ``SparsePathCV(DGatedNAMRegressor())``, main effects only;
-* ``ga2m``: ``SparsePathCV(DGatedNAMRegressor(interactions="auto"))``: 20 screened
-  candidate pairs gated beside the 20 mains, lam by the search's 1-SE rule;
+* ``ga2m``: ``SparsePathCV(DGatedNAMRegressor(interactions="auto"))``: the screened
+  pairs significant at family-wise level 0.05 gated beside the 20 mains, lam by the
+  search's default rule (best CV score);
 * ``ebm``: interpret's ``ExplainableBoostingRegressor()`` (interactions on);
 * ``hgb``: scikit-learn's ``HistGradientBoostingRegressor()``.
 
