@@ -11,9 +11,9 @@ effect and "the model kept this pair" means one thing.
 
 The simulation has four main effects and one interaction, ``2 x0 x1``, among six
 features. Of the 15 pairs the screening finds that one significant; the fit keeps the
-four mains and the pair, and the two noise features end at exactly zero. The first figure shows the kept terms,
-the pair as a heat map; the second explains one prediction term by term, from the
-intercept to the output.
+four mains and the pair, and the two noise features end at exactly zero. The first
+figure shows the kept terms, the pair as a heat map; the second explains one prediction
+term by term, from the intercept to the output.
 
 Writes docs/images/nam_interactions.png and docs/images/nam_explanation.png.
 """

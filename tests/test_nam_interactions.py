@@ -11,7 +11,7 @@ import torch
 
 from sksparse_nn import regularization_path
 from sksparse_nn.datasets import make_interaction_regression
-from sksparse_nn.estimators._pair_screening import screen_pairs
+from sksparse_nn.estimators._pair_screening import Screening, screen_pairs
 from sksparse_nn.estimators.nam import DGatedNAMClassifier, DGatedNAMRegressor
 from sksparse_nn.nn.nam import NAM
 
@@ -154,6 +154,19 @@ def test_screening_is_calibrated_without_interactions():
     # table are dependent, hence the margin)
     assert abs(np.mean(p_values) - 0.5) < 0.05
     assert np.mean(any_pair) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 60)
+
+
+@pytest.mark.parametrize(
+    "p_values, n_kept",
+    [
+        ([0.001, 0.0125, 0.03, 0.5], 2),  # Bonferroni: p <= 0.05 / 4 candidates
+        ([0.02, 0.02, 0.02, 0.04], 0),  # no step-up: each p is held to the same bound
+    ],
+)
+def test_significant_pairs_hold_the_family_wise_level(p_values, n_kept):
+    pairs = [(0, 1), (0, 2), (1, 2), (2, 3)]
+    screening = Screening(pairs, np.ones(4), np.ones(4, dtype=int), np.array(p_values))
+    assert screening.significant(0.05) == pairs[:n_kept]
 
 
 def test_screening_ignores_the_few_rows_of_rare_levels():

@@ -9,8 +9,8 @@ no interaction it is close to a chi-square variable with the table's interaction
 of freedom (occupied cells minus occupied rows minus occupied columns plus one), which
 gives each pair a p-value: pairs are ranked by it, so a table of many cells does not win
 by fitting noise, and ``"auto"`` keeps the pairs significant at a family-wise level
-(Bonferroni over the candidates). Numpy only; its cost is ``n_passes`` passes over
-``n x T`` codes for the mains and one pass over ``n`` rows per candidate pair (a
+(Bonferroni over the candidates). Numpy and scipy only; its cost is ``n_passes`` passes
+over ``n x T`` codes for the mains and one pass over ``n`` rows per candidate pair (a
 bincount), so ``O(n T^2)`` in all, far below one training epoch of the NAM for the
 tables it is meant for (the ``benchmarks/ga2m.py`` timings).
 """
