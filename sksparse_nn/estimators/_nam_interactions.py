@@ -69,7 +69,9 @@ class InteractionTerms:
             n_candidates = len(terms) * (len(terms) - 1) // 2
             if n_candidates == 0 or spec == 0:
                 return []
-            screening = screen_pairs(X, _as_float_targets(targets), terms)
+            continuous = targets.is_floating_point()  # a regressor's targets
+            y = _as_float_targets(targets)
+            screening = screen_pairs(X, y, terms, robust=continuous)
             self._screening = screening
             if isinstance(spec, str):  # "auto": the significant ones, at most one per term
                 return screening.significant(AUTO_LEVEL)[: len(terms)]
