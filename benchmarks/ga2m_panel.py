@@ -14,7 +14,7 @@ A cell is looked up in the caches in the order given (``--ga2m``, ``--nam``: dir
 under ``benchmarks/results/``), the first that holds it wins, so cells of the current
 code go first and older runs of the same computation fill in::
 
-    python benchmarks/ga2m_panel.py  # today's defaults: real_tables_ga2m_auto
+    python benchmarks/ga2m_panel.py  # today's defaults (robust: the regressors' cells)
     python benchmarks/ga2m_panel.py --ga2m real_tables_ga2m_refine2 real_tables_ga2m_now \
         real_tables_extension ga2m_deep_grid  # before "auto" tested its pairs
 """
@@ -203,7 +203,7 @@ def main():
     parser.add_argument(
         "--ga2m",
         nargs="+",
-        default=["real_tables_ga2m_auto"],
+        default=["real_tables_ga2m_robust", "real_tables_ga2m_auto"],
         help="caches of GA2M cells, first match wins",
     )
     parser.add_argument("--nam", nargs="+", default=["real_tables_extension"])
