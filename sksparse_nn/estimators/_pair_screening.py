@@ -109,14 +109,18 @@ def bin_codes(X, cols, n_bins):
     return codes, len(counts)
 
 
-def _bin_means(codes, n_levels, r):
-    """Mean of every column of ``r`` per code, ``(n_levels, k)`` (0 for empty bins)."""
-    counts = np.bincount(codes, minlength=n_levels).astype(np.float64)
-    sums = np.stack(
+def _bin_sums(codes, n_levels, r):
+    """Sum of every column of ``r`` per code, ``(n_levels, k)``."""
+    return np.stack(
         [np.bincount(codes, weights=r[:, c], minlength=n_levels) for c in range(r.shape[1])],
         axis=1,
     )
-    return sums / np.maximum(counts, 1.0)[:, None]
+
+
+def _bin_means(codes, n_levels, r):
+    """Mean of every column of ``r`` per code, ``(n_levels, k)`` (0 for empty bins)."""
+    counts = np.bincount(codes, minlength=n_levels).astype(np.float64)
+    return _bin_sums(codes, n_levels, r) / np.maximum(counts, 1.0)[:, None]
 
 
 def _interaction_gain(cell_sums, counts, na, nb):
@@ -208,11 +212,7 @@ def screen_pairs(X, y, terms, n_bins=None, max_terms=64, robust=False):
             cell = ca * nb + cb
             counts = np.bincount(cell, minlength=na * nb).astype(np.float64)
             counts[counts < MIN_CELL_ROWS] = 0.0  # left out of the test
-            sums = np.stack(
-                [np.bincount(cell, weights=r[:, c], minlength=na * nb) for c in range(r.shape[1])],
-                axis=1,
-            )
-            gain = _interaction_gain(sums, counts, na, nb)
+            gain = _interaction_gain(_bin_sums(cell, na * nb, r), counts, na, nb)
             pairs.append((int(a), int(b)))
             gains.append(gain.sum() / n)
             statistics.append((gain / variance).sum())

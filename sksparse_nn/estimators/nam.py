@@ -376,13 +376,11 @@ _NAM_DOC = fill(
         beside the main effects. ``None`` (default): main effects only, the plain NAM.
         A list of pairs of features (indices, or column names of a DataFrame; with
         ``groups``, a feature stands for its whole group, e.g. a categorical): exactly
-        those candidates. An int ``k``: the ``k`` most significant pairs of a screening
-        of all pairs of main terms (a test of interaction on binned data after a binned
-        additive fit, about ``n T^2`` operations for ``T`` terms: a fraction of one
-        training epoch; sample weights are not read); ``"auto"``: the pairs significant
-        at family-wise level 0.05 (Bonferroni over the candidates), at most as many as
-        there are main terms, and none on a table without evidence of an interaction
-        (then the plain NAM: noise pairs overfit before the penalty removes them).
+        those candidates. An int ``k``: the ``k`` most significant pairs of a test of
+        interaction on binned residuals of a binned additive fit (``n T^2`` operations
+        for ``T`` terms; sample weights not read). ``"auto"``: the pairs significant at
+        family-wise level 0.05 (Bonferroni), at most one per main term, none without
+        evidence of an interaction (then the plain NAM: noise pairs overfit).
         Every pair is pure: it averages to zero along each of its axes over the training
         data, so it never holds a main effect and its contribution means one thing. A
         pair: 4 products of two factor networks (one hidden layer of the first width of
