@@ -159,6 +159,11 @@ def run(args):
             )
 
 
+def _fmt(task):
+    """A gap as text: AUC points, or RMSE in percent."""
+    return (lambda v: f"{v:+.4f}") if task == "clf" else (lambda v: f"{100 * v:+.1f}%")
+
+
 def report(args):
     cells = [json.loads(p.read_text()) for p in sorted((RESULTS / args.cache).glob("*.json"))]
     if not cells:
@@ -166,7 +171,7 @@ def report(args):
         return
     print(
         f"{'table':10s} {'split':>5s} {'path':>7s} {'cold mean':>9s} {'sd':>7s} "
-        f"{'average':>7s} {'EBM':>7s} {'gap path':>8s} {'gap avg':>8s} {'terms':>11s}"
+        f"{'average':>7s} {'EBM':>7s} {'gap path':>8s} {'gap avg':>8s}  terms (each/all/common)"
     )
     rows = []
     for c in cells:
@@ -190,7 +195,7 @@ def report(args):
             common_terms=c["common_terms"],
         )
         rows.append(row)
-        fmt = (lambda v: f"{v:+.4f}") if c["task"] == "clf" else (lambda v: f"{100 * v:+.1f}%")
+        fmt = _fmt(c["task"])
         print(
             f"{row['table']:10s} {row['split']:5d} {row['path']:7.4f} "
             f"{row['cold_mean']:9.4f} {row['cold_sd']:7.4f} {row['average']:7.4f} "
@@ -209,10 +214,11 @@ def report(args):
         means[task] = {k: float(np.mean(v)) for k, v in per.items()} | dict(
             bound=bound, tables=tables
         )
+        fmt = _fmt(task)
         print(
             f"{task} ({len(tables)} tables), mean gap to EBM: search's point "
-            f"{means[task]['gap_path']:+.4f}, one cold fit {means[task]['gap_cold']:+.4f}, "
-            f"average of fits {means[task]['gap_average']:+.4f} (bound {bound})"
+            f"{fmt(means[task]['gap_path'])}, one cold fit {fmt(means[task]['gap_cold'])}, "
+            f"average of fits {fmt(means[task]['gap_average'])} (bound {fmt(bound)})"
         )
     write_json(dict(rows=rows, means=means, args=vars(args), machine=machine()), args.out)
 
