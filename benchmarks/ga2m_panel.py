@@ -153,7 +153,7 @@ def averages(tables):
     return out
 
 
-def _fmt_gap(task, value):
+def format_gap(task, value):
     return "-" if value is None else f"{value:+.4f}" if task == "clf" else f"{100 * value:+.1f}%"
 
 
@@ -171,17 +171,17 @@ def report(args):
         splits = ",".join(map(str, t["splits"]))
         print(
             f"{t['table']:10s} {splits:8s} {t['ga2m']:7.4f} {t['ebm']:7.4f} "
-            f"{_fmt_gap(t['task'], t['gap']):>8s} {t['terms']:5.1f} ({t['terms_max']:3d}) "
-            f"{t['ebm_terms']:4d} {t['share']:6.2f} {_fmt_gap(t['task'], t['nam_gap']):>8s} "
+            f"{format_gap(t['task'], t['gap']):>8s} {t['terms']:5.1f} ({t['terms_max']:3d}) "
+            f"{t['ebm_terms']:4d} {t['share']:6.2f} {format_gap(t['task'], t['nam_gap']):>8s} "
             f"{t['cpu']:5.0f}/{t['ebm_cpu']:<5.0f}"
         )
     mean = averages(tables)
     for task, m in mean.items():
         verdict = "met" if m["met"] else "not met"
         print(
-            f"mean gap, {task} ({m['tables']} tables): {_fmt_gap(task, m['mean_gap'])} "
-            f"(bound {_fmt_gap(task, m['bound'])}): {verdict}; best point of each path "
-            f"within {MAX_TERMS} terms (an oracle): {_fmt_gap(task, m['oracle_mean_gap'])}"
+            f"mean gap, {task} ({m['tables']} tables): {format_gap(task, m['mean_gap'])} "
+            f"(bound {format_gap(task, m['bound'])}): {verdict}; best point of each path "
+            f"within {MAX_TERMS} terms (an oracle): {format_gap(task, m['oracle_mean_gap'])}"
         )
     print("\n" + rst_table(tables))
     results = dict(machine=machine(), cells=cells, tables=tables, averages=mean, args=vars(args))
@@ -203,12 +203,12 @@ def rst_table(tables):
     for t in tables:
         metric = "AUC" if t["task"] == "clf" else "RMSE"
         splits = ", ".join(map(str, t["splits"]))
-        nam = "" if t["nam_gap"] is None else f" (NAM {_fmt_gap(t['task'], t['nam_gap'])})"
+        nam = "" if t["nam_gap"] is None else f" (NAM {format_gap(t['task'], t['nam_gap'])})"
         cells = (
             f"{t['table']} ({metric}, {splits})",
             f"{t['ga2m']:.4f} ({t['terms']:.1f}, {t['terms_max']})",
             f"{t['ebm']:.4f} ({t['ebm_terms']})",
-            _fmt_gap(t["task"], t["gap"]) + nam,
+            format_gap(t["task"], t["gap"]) + nam,
             f"{t['share']:.2f}",
         )
         lines += [f"   {'*' if i == 0 else ' '} - {c}" for i, c in enumerate(cells)]

@@ -36,10 +36,11 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
+from functools import partial  # noqa: E402
 
 import numpy as np  # noqa: E402
 from _common import RESULTS, machine, single_thread, write_json  # noqa: E402
-from ga2m_panel import MAX_AUC_GAP, MAX_RMSE_GAP, cell, chosen, gap  # noqa: E402
+from ga2m_panel import MAX_AUC_GAP, MAX_RMSE_GAP, cell, chosen, format_gap, gap  # noqa: E402
 
 GA2M_CACHES = ["real_tables_ga2m_robust", "real_tables_ga2m_auto"]  # the panel's
 
@@ -89,7 +90,6 @@ def refit(table, split, args):
     ``--on-support`` on the chosen point's variables and pairs), and their average."""
     import real_tables as rt
 
-    import sksparse_nn as sk
     from sksparse_nn.compose import VariableModel
 
     found, source = cell(GA2M_CACHES, table, "ga2m", split)
@@ -102,12 +102,13 @@ def refit(table, split, args):
         variables, pairs = _support(X_train, found["terms"][index])
         X_train, X_test = X_train[variables], X_test[variables]
         interactions = _given_pairs(X_train, pairs)
-    cls = sk.DGatedNAMClassifier if task == "clf" else sk.DGatedNAMRegressor
     lam = found["best_lam"] * args.lam_factor
     outputs, fits = [], []
     for seed in args.seeds:
         start = time.process_time()
-        est = cls(interactions=interactions, lam=lam, random_state=seed)
+        est = rt._ours("ga2m", task).set_params(  # the panel's estimator
+            interactions=interactions, lam=lam, random_state=seed
+        )
         model = VariableModel(est).fit(X_train, y_train)
         output = rt._output(model, X_test, task)
         inner = model.estimator_
@@ -159,11 +160,6 @@ def run(args):
             )
 
 
-def _fmt(task):
-    """A gap as text: AUC points, or RMSE in percent."""
-    return (lambda v: f"{v:+.4f}") if task == "clf" else (lambda v: f"{100 * v:+.1f}%")
-
-
 def report(args):
     cells = [json.loads(p.read_text()) for p in sorted((RESULTS / args.cache).glob("*.json"))]
     if not cells:
@@ -195,7 +191,7 @@ def report(args):
             common_terms=c["common_terms"],
         )
         rows.append(row)
-        fmt = _fmt(c["task"])
+        fmt = partial(format_gap, c["task"])
         print(
             f"{row['table']:10s} {row['split']:5d} {row['path']:7.4f} "
             f"{row['cold_mean']:9.4f} {row['cold_sd']:7.4f} {row['average']:7.4f} "
@@ -214,7 +210,7 @@ def report(args):
         means[task] = {k: float(np.mean(v)) for k, v in per.items()} | dict(
             bound=bound, tables=tables
         )
-        fmt = _fmt(task)
+        fmt = partial(format_gap, task)
         print(
             f"{task} ({len(tables)} tables), mean gap to EBM: search's point "
             f"{fmt(means[task]['gap_path'])}, one cold fit {fmt(means[task]['gap_cold'])}, "
