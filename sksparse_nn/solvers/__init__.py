@@ -37,9 +37,6 @@ Contents
     the scikit-learn estimator.
 :func:`solve_group_logistic`, :class:`~sksparse_nn.GroupLassoClassifier`
     the logistic / multinomial counterparts (``lambda_max(..., loss="log_loss")``).
-:func:`build_kernels`
-    the compiled coordinate-descent kernel built ahead of time (optional: the first
-    fit that needs it builds it).
 ``check_groups`` / ``resolve_group_weights``
     validation of group specifications and group weights, shared with the estimators of
     the library.
@@ -87,7 +84,6 @@ norm at the null model.
 from ..groups import check_groups as check_groups
 from ..groups import count_groups as count_groups
 from ..groups import resolve_group_weights as resolve_group_weights
-from ._compiled import build_kernels
 from ._estimators import GroupLassoClassifier, GroupLassoRegressor
 from ._lambda_max import lambda_max
 from ._least_squares import GroupLassoResult, group_lasso_path, solve_group_lasso
@@ -129,7 +125,6 @@ __all__ = [
     "GroupLassoRegressor",
     "GroupLassoResult",
     "GroupLogisticResult",
-    "build_kernels",
     "group_lasso_path",
     "lambda_max",
     "solve_group_lasso",

@@ -4,7 +4,7 @@
 The working sets read their columns in CSC layout (a column's entries contiguous). A
 CSC copy of the whole design made that a slice, at the price of one more copy of ``X``
 kept along the path. Here the columns a working set asks for are copied out of the
-CSR rows by one compiled pass over ``X``'s entries (:func:`._compiled.csr_columns`),
+CSR rows by one compiled pass over ``X``'s entries (:func:`._kernels.csr_columns`),
 and kept: a later set within the kept columns (the same set's Gram blocks, the next
 set of a fit, which mostly repeats the last one) reads them in place. A request
 outside them adds its new columns (a path's sets grow as the penalty falls: one pass
@@ -77,7 +77,7 @@ class CSRColumns:
     def _append(self, new):
         """Hold the columns ``new`` too (sorted, none held): one pass over ``X``'s
         entries copies them after the held ones."""
-        from ._compiled import csr_columns
+        from ._kernels import csr_columns
 
         X = self.X
         start = self.indices.size

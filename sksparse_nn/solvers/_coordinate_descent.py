@@ -50,7 +50,7 @@ class SparseColumns:
     rows, kept along a path); other sparse ``X`` give one sorted copy of the set's
     columns; dense
     columns are copied (every entry, no row indices: ``indices`` empty). The products
-    are compiled (:func:`._compiled.columns_matvec` / ``columns_rmatvec``, and
+    are compiled (:func:`._kernels.columns_matvec` / ``columns_rmatvec``, and
     ``dense_matvec`` / ``dense_rmatvec``), scipy's CSC arithmetic in its order.
     """
 
@@ -115,7 +115,7 @@ class SparseColumns:
 
     def matvec(self, w):
         """``X_set w`` (the set's columns, no centring; internal order)."""
-        from ._compiled import columns_matvec, dense_matvec
+        from ._kernels import columns_matvec, dense_matvec
 
         z = np.zeros(self.n)
         w = np.ascontiguousarray(w, dtype=np.float64)
@@ -127,7 +127,7 @@ class SparseColumns:
 
     def rmatvec(self, r):
         """``X_set^T r`` (internal order)."""
-        from ._compiled import columns_rmatvec, dense_rmatvec
+        from ._kernels import columns_rmatvec, dense_rmatvec
 
         g = np.zeros(self.k)
         r = np.ascontiguousarray(r, dtype=np.float64)
@@ -203,7 +203,7 @@ def _weighted_sums(cols, h):
     """Per column of the set, ``X_j^T h`` and the weighted squared norm
     ``sum_i h_i X_ij^2`` (compiled: each entry weighted as it is read, no temporary
     beyond the two results)."""
-    from ._compiled import weighted_sums
+    from ._kernels import weighted_sums
 
     c, diag = np.zeros(cols.k), np.zeros(cols.k)
     weighted_sums(cols.lo, cols.hi, cols.indices, cols.data, h, cols.dense, c, diag)
@@ -219,7 +219,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     ``L_g`` the exact curvature of a one-column group, else the smaller of two upper
     bounds of the block's largest eigenvalue (its trace; its value at ``h = weights``
     times ``max h / weights``). The loop runs compiled (:func:`._kernels.model_cd`,
-    ahead of time where built: :mod:`._compiled`), ``_SWEEPS_PER_CHECK`` sweeps between
+    numba's cached kernel), ``_SWEEPS_PER_CHECK`` sweeps between
     two checks; at each check (all groups, one product with ``A^T``) the last sweeps'
     iterates are extrapolated (Anderson acceleration, as in *Anderson acceleration of
     coordinate descent*), with the zeros
@@ -231,7 +231,7 @@ def _model_cd(cols, gw, x, h, ext, lam_rho, n_groups, tol_model, positive, max_s
     2000 x 10000 text-like path). Compiling the loop around the sweeps took that
     path's model solves from 0.17 to 0.11 s.
     """
-    from ._compiled import model_cd  # the compiled kernel, imported with the first set
+    from ._kernels import model_cd  # the compiled kernel, imported with the first set
 
     k = cols.k
     nv = k + (1 if cols.has_const else 0)
