@@ -32,8 +32,12 @@ def _digest(value):
     if value is None:
         return "none"
     if sp.issparse(value):
+        # the same digest for sorted and unsorted indices; a CSR shares the caller's
+        # arrays, so an unsorted one is sorted on a copy, never in place
         csr = sp.csr_matrix(value)
-        csr.sort_indices()
+        if not csr.has_sorted_indices:
+            csr = csr.copy()
+            csr.sort_indices()
         value = ("csr", csr.shape, csr.data, csr.indices, csr.indptr)
     elif not hasattr(value, "iloc"):  # pandas objects keep their names and dtypes
         value = np.asarray(value)

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples
 
 from ..path import regularization_path
 from ..utils.threads import torch_threads
@@ -48,7 +49,7 @@ def _one_half(estimator, X, y, rows, lams, n_units, threads, fit_params):
     yh = None if y is None else _safe_indexing(y, rows)
     kwargs = {"lams": lams}
     if fit_params:
-        kwargs["fit_params"] = fit_params_rows(fit_params, rows, len(X))
+        kwargs["fit_params"] = fit_params_rows(fit_params, rows, _num_samples(X))
     with warnings.catch_warnings(record=True) as caught, torch_threads(threads):
         warnings.simplefilter("always")
         if takes_lam(estimator):
