@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo test install install-test install-docs docs bench lint clean
+.PHONY: demo test install install-test install-docs docs bench lint dist dist-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,10 +46,23 @@ docs: install-docs
 	$(BIN)/python docs/check_links.py docs/_build/html
 
 lint: install-test
-	$(BIN)/ruff check sksparse_nn tests examples benchmarks
+	$(BIN)/ruff check sksparse_nn tests examples benchmarks .ci
+
+# A wheel and an sdist into dist/ (the build backend in an isolated environment).
+dist: $(BIN)/python
+	rm -rf dist
+	$(PIP) install -q build
+	$(BIN)/python -m build -q --outdir dist .
+
+# The distributions as a user receives them: their contents (nothing built or cached
+# here), then the wheel in fresh environments with and without the export extra, the
+# installed package read-only: the demo and every family fit, nothing written inside it
+# (.ci/check_dist.py).
+dist-check: dist
+	TORCH_SPEC="$(TORCH_SPEC)" $(BIN)/python .ci/check_dist.py dist
 
 bench: $(VENV)/.torch
 	$(PIP) install -q -e ".[bench]"
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -31,7 +31,7 @@ from .path import RegularizationPath, regularization_path
 from .solvers import GroupLassoClassifier, GroupLassoRegressor
 from .sparsifiers import sparsify, support
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"
 
 __all__ = [
     "AxisGroups",
