@@ -425,7 +425,13 @@ class GatedLeastSquares(WorkingSetSteps):
                 # support, then on with the block steps (which revive or drop groups if
                 # the support was wrong)
                 W_pol, polished = self.polish(W), True
-                f_pol, norms_pol = self.objective(W_pol)
+                # a polish that took no step returns W itself: its objective is f, not
+                # f recomputed by the other formula of objective() (which may round
+                # 1 ulp above and decide the tie below by rounding alone)
+                if np.array_equal(W_pol, W):
+                    f_pol, norms_pol = f, norms
+                else:
+                    f_pol, norms_pol = self.objective(W_pol)
                 if not f_pol <= f:
                     # At the optimum the two objectives differ only by rounding (seen:
                     # 2e-15 relative, the polished point at KKT 1e-16, the steps' at
