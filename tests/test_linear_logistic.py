@@ -16,7 +16,7 @@ from sksparse_nn import SparseLinearClassifier
 
 pytestmark = pytest.mark.numerics  # re-run with 2 threads by `make test`
 
-# The block steps stop at a relative KKT violation of 1e-9 or where float64 can no longer
+# The block steps stop at a relative KKT violation of 1e-8 or where float64 can no longer
 # see the objective decrease (a KKT violation e gives an objective gap ~ e^2 / curvature,
 # so ~1e-8 relative); L-BFGS then polishes. 1e-6 leaves two orders of margin and still
 # fails for the old solver (violations of 0.3 lam and more).
@@ -130,7 +130,9 @@ def test_D2_classifier_equals_the_proximal_group_logistic_solver(k):
     ref = GroupLassoClassifier(lam=lam, groups=labels, tol=1e-11, max_iter=10**6).fit(X, y)
     est = SparseLinearClassifier(lam=lam, D=2, groups=labels, random_state=0).fit(X, y)
     np.testing.assert_array_equal(est.selected_groups_, ref.selected_groups_)
-    # both at relative KKT <= 1e-9: coefficients (a feature's row sums to zero across
-    # classes for both) and probabilities agree to ~1e-9 / curvature, allowed 1e-6
+    # both at relative KKT <= 1e-8 (seen: 0.95e-8 for k=1): coefficients (a feature's row
+    # sums to zero across classes for both) and probabilities agree to sqrt(#live) 1e-8
+    # scale / (mu / 2), mu >= 0.04 the loss's curvature on the support: <= 5e-7 of the
+    # largest coefficient here, allowed 1e-6
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-6 * np.abs(ref.coef_).max())
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), atol=1e-6)

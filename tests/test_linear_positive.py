@@ -2,18 +2,21 @@
 
 At D=2 the model is the non-negative (group) lasso: checked against scikit-learn's
 ``Lasso(positive=True)`` (singleton groups) and by its KKT conditions (groups, logistic).
-Tolerances: the block steps stop at a relative KKT violation of 1e-9 (of the largest
-group norm of the gradient at zero); the checks below allow 1e-6 of that scale, and
-coefficients 1e-6 on these well-conditioned designs.
+Tolerances: the block steps stop at a relative KKT violation of ``KKT_TOL`` = 1e-8 (of the
+largest group norm of the gradient at zero); the group checks below allow 1e-6 of that
+scale, and coefficients are compared with scikit-learn's within the distance that the
+two points' own KKT residuals allow (``tests/_lasso_kkt.py``).
 """
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _lasso_kkt import assert_same_lasso_point
 from scipy.special import expit
 from sklearn.linear_model import Lasso
 
 from sksparse_nn import SparseLinearClassifier, SparseLinearRegressor
+from sksparse_nn.solvers import KKT_TOL
 
 
 def _data(n, p, seed=0):
@@ -37,8 +40,10 @@ def test_d2_equals_nonnegative_lasso(sparse, fit_intercept, shape, lam):
     ref = Lasso(alpha=lam, positive=True, fit_intercept=fit_intercept, tol=1e-14, max_iter=10**6)
     ref.fit(X, y)
     assert ours.coef_.min() >= 0.0
-    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
-    np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-6)
+    # our certificate under scikit-learn's definition of the problem, and scikit-learn's
+    # point within the distance the two points' own KKT residuals allow (a fixed 1e-6
+    # was tighter than the certificate alone guarantees on the wide design, ~1e-4)
+    assert_same_lasso_point(X, y, ours, ref, lam, fit_intercept, positive=True, kkt_tol=KKT_TOL)
     unconstrained = SparseLinearRegressor(lam=lam, D=2, fit_intercept=fit_intercept).fit(Xin, y)
     assert unconstrained.coef_.min() < -0.1  # the constraint is active here
 
