@@ -5,8 +5,10 @@ computation is refused; damaged files are recomputed with a warning.
 Fits are counted through the log of ``_checkpoint_family.CountingMLP`` (every fit, in any
 process, appends its data's size, a fingerprint of its rows and its lam). Every fit here
 runs on one torch thread (small fits do, whatever ``n_jobs`` gives a worker; the scripts
-and the test session set one thread) with the same seed, so a resumed run computes the
-very same floats as an uninterrupted one: results are compared exactly.
+set one thread, and so does ``one_thread`` for this process where a test compares with a
+script's points, whatever ``SKSPARSE_NN_TEST_THREADS`` gives the session) with the same
+seed, so a resumed run computes the very same floats as an uninterrupted one: results are
+compared exactly.
 """
 
 import os
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from _checkpoint_family import LOG, SLEEP, data, estimator, read_fits
 from sklearn.model_selection import KFold
 from sklearn.utils._param_validation import InvalidParameterError
@@ -51,6 +54,20 @@ SCRIPT = textwrap.dedent(
     print("FINISHED", flush=True)
     """
 )
+
+
+@pytest.fixture
+def one_thread(monkeypatch):
+    """This process computes on one torch thread, as the scripts do: the points a killed
+    script finished and the ones this process fits are then the same arithmetic (the
+    session may run with more threads, and then with its small fits on them too)."""
+    from sksparse_nn.training import runtime
+
+    monkeypatch.setattr(runtime, "SMALL_STEP_WORK", 2**20)  # the shipped policy
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
 
 
 @pytest.fixture
@@ -123,7 +140,9 @@ def _kill_at_random(mode, directory, log, seed):
     "mode",
     ["path", pytest.param("cv", marks=pytest.mark.slow)],
 )
-def test_a_run_killed_at_a_random_moment_resumes_without_refitting(tmp_path, fit_log, mode):
+def test_a_run_killed_at_a_random_moment_resumes_without_refitting(
+    tmp_path, fit_log, one_thread, mode
+):
     # a new moment at every run, named in every failure message (and replayed by
     # CHECKPOINT_KILL_SEED=<seed>)
     seed = int(os.environ.get("CHECKPOINT_KILL_SEED") or random.SystemRandom().randrange(2**32))

@@ -118,7 +118,11 @@ def test_parallel_folds_give_the_same_numbers(known_support):
     # worker processes with other thread counts: same fits up to rounding (see above)
     np.testing.assert_allclose(parallel.cv_scores, serial.cv_scores, rtol=0, atol=PATH_R2_ATOL)
     np.testing.assert_allclose(parallel.coefs, serial.coefs, rtol=0, atol=PATH_COEF_ATOL)
-    np.testing.assert_array_equal(parallel.n_selected, serial.n_selected)  # exact zeros
+    # exact zeros: every dropped group's gradient is >= 2% (3e-3) below its threshold
+    # lam rho_j here, 30x what coefficients PATH_COEF_ATOL apart can move it (||X^T X / n||
+    # = 2: 1e-4)
+    np.testing.assert_array_equal(parallel.n_selected, serial.n_selected)
+    # (every mean is >= 0.06 from the 1-SE band's edge: far beyond PATH_R2_ATOL)
     assert parallel.lam_1se_ == serial.lam_1se_
 
 

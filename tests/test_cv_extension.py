@@ -14,6 +14,13 @@ from sksparse_nn.path import lambda_grid, regularization_path
 from sksparse_nn.path._extend import MIN_LAM_RATIO, block_lams
 
 CV = KFold(3, shuffle=True, random_state=0)
+# Two computations of a fold's path that differ only in rounding (thread counts) stop at
+# different points: L-BFGS ends a fit once an iteration lowers the objective by < tol =
+# 1e-12 (relative; f <= ~1.6 here), and with curvature mu >= ~0.2 (40 rows, 12 features)
+# it is then within sqrt(2 tol f / mu) ~ 4e-6 of its minimum in ||w||_2. Two fits: ~1e-5
+# in coefficients; a held-out R^2 moves by at most ~2 RMS(d pred) / std(y) ~ 2e-5. As in
+# test_cv.py, 1e-4 (absolute: R^2 can be ~0).
+SCORE_ATOL = 1e-4
 
 
 def _data(noise, coef, seed=0):
@@ -119,8 +126,12 @@ def test_folds_in_parallel_give_the_sequential_extension():
     sequential = regularization_path(est, X, y, cv_stride=2, **SHALLOW)
     with parallel_backend("threading"):
         parallel = regularization_path(est, X, y, cv_stride=2, n_jobs=2, **SHALLOW)
+    # the same blocks: the added lams are the grid's spacing continued, computed alike
     np.testing.assert_array_equal(parallel.lams, sequential.lams)
-    np.testing.assert_array_equal(parallel.cv_scores, sequential.cv_scores)
+    # the parallel route sets cpu_count // 3 torch threads for its paths, the sequential
+    # one keeps the caller's: the same fits up to rounding, which moves where each stops
+    np.testing.assert_allclose(parallel.cv_scores, sequential.cv_scores, rtol=0, atol=SCORE_ATOL)
+    # (the best mean leads the next by 0.03 R^2 here: far beyond SCORE_ATOL)
     assert parallel.best_lam_ == sequential.best_lam_ and parallel.n_below > 0
 
 
