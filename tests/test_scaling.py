@@ -76,8 +76,16 @@ def test_offsets_beyond_float32_precision_keep_the_model(cls, data):
     np.testing.assert_array_equal(moved.selected_features_, plain.selected_features_)
     f_plain, f_moved = _output(plain, X), _output(moved, X + 1.7e9) - (1e9 if regressor else 0)
     # the two trainings see the same standardized data up to float64 rounding of
-    # (x + 1.7e9 - mean) (~1.7e9 * eps64 = 4e-7), then float32 training
-    np.testing.assert_allclose(f_moved, f_plain, atol=1e-3 * np.abs(f_plain).max())
+    # (x + 1.7e9 - mean) (~1.7e9 * eps64 = 4e-7, a few float32 ulps), then float32
+    # training: the MLPs' outputs agree to ~3e-7 of their scale. The NAMs put each
+    # hinge's kink at a training point (b = -u x_i): that row's pre-activation x_i u + b is
+    # 0 up to rounding, and where the compiled step contracts it into an FMA it is the
+    # rounding error of x_i u, whose sign (the ReLU's side for that row) follows the last
+    # bits of x_i, so the two fits differ in a few rows' first gradients: measured up to
+    # 1.6e-3 of the outputs' scale over seeds 0-9 on an FMA CPU (1e-7 without FMA).
+    # The failure guarded against (offsets rounded in float32) is O(1) of that scale
+    tol = 1e-2 if cls in (DGatedNAMRegressor, DGatedNAMClassifier) else 1e-3
+    np.testing.assert_allclose(f_moved, f_plain, atol=tol * np.abs(f_plain).max())
 
 
 @pytest.mark.parametrize("cls", [DGatedMLPRegressor, DGatedNAMRegressor], ids=lambda c: c.__name__)
