@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from _minimal_family import OneHiddenRegressor
+from _user_module import TwoLayer
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -36,16 +37,6 @@ from sksparse_nn.path._points import selection
 _TINY_NAM = {"hidden_layer_sizes": (8,), "batch_size": 32, "max_epochs": 10, "random_state": 0}
 
 
-class _TwoLayer(torch.nn.Module):
-    """The user module of the general estimators' rows (sized by the estimator)."""
-
-    def __init__(self, n_features, n_outputs, hidden=8):
-        super().__init__()
-        self.hidden = torch.nn.Linear(n_features, hidden)
-        self.out = torch.nn.Linear(hidden, n_outputs)
-
-    def forward(self, x):
-        return self.out(torch.relu(self.hidden(x)))
 
 
 _USER = {"gates": {"hidden.weight": "in"}, "lam": 1e-3, "max_epochs": 10, "random_state": 0}
@@ -66,8 +57,8 @@ ESTIMATORS = [
     DGatedNAMClassifier(
         lam=1e-3, hidden_layer_sizes=(8,), batch_size=32, max_epochs=10, random_state=0
     ),
-    DGatedNeuralNetRegressor(_TwoLayer, **_USER),
-    DGatedNeuralNetClassifier(_TwoLayer, **_USER),
+    DGatedNeuralNetRegressor(TwoLayer, **_USER),
+    DGatedNeuralNetClassifier(TwoLayer, **_USER),
     # groups of input features (pairs of columns kept or removed together)
     DGatedMLPClassifier(groups=2, lam=1e-3, hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
     DGatedNAMRegressor(groups=2, **{"lam": 1e-3, **_TINY_NAM}),

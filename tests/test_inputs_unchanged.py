@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-import torch
+from _user_module import TwoLayer
 from sklearn.base import clone, is_classifier
 from sklearn.preprocessing import StandardScaler
 
@@ -289,16 +289,6 @@ def test_the_checks_see_a_change_in_place(make, change):
 
 
 # ------------------------------------------------------------------ estimators
-class _TwoLayer(torch.nn.Module):
-    """The user module of the general estimators (sized by the estimator)."""
-
-    def __init__(self, n_features, n_outputs, hidden=8):
-        super().__init__()
-        self.hidden = torch.nn.Linear(n_features, hidden)
-        self.out = torch.nn.Linear(hidden, n_outputs)
-
-    def forward(self, x):
-        return self.out(torch.relu(self.hidden(x)))
 
 
 _NET = {"max_epochs": 2, "random_state": 0}
@@ -329,8 +319,8 @@ ESTIMATORS = [
     ("DGatedNAMClassifier", lambda: DGatedNAMClassifier(**_MLP, **_grouped())),
     ("NODERegressor", lambda: NODERegressor(**_NODE)),
     ("NODEClassifier", lambda: NODEClassifier(**_NODE)),
-    ("DGatedNeuralNetRegressor", lambda: DGatedNeuralNetRegressor(_TwoLayer, **_USER)),
-    ("DGatedNeuralNetClassifier", lambda: DGatedNeuralNetClassifier(_TwoLayer, **_USER)),
+    ("DGatedNeuralNetRegressor", lambda: DGatedNeuralNetRegressor(TwoLayer, **_USER)),
+    ("DGatedNeuralNetClassifier", lambda: DGatedNeuralNetClassifier(TwoLayer, **_USER)),
     (
         "DGatedAutoencoder",
         lambda: DGatedAutoencoder(
