@@ -221,9 +221,9 @@ def test_the_autoencoder_exports_its_codes_and_round_trips():
 
 
 def test_a_user_module_reads_only_the_inputs_its_first_layer_uses():
-    from test_common import _TwoLayer
+    from _user_module import TwoLayer
 
-    est = DGatedNeuralNetRegressor(_TwoLayer, gates={"hidden.weight": "in"}, max_epochs=2)
+    est = DGatedNeuralNetRegressor(TwoLayer, gates={"hidden.weight": "in"}, max_epochs=2)
     X, y, X_new = _data(est)
     _fit(est, X, y)
     with torch.no_grad():  # as if training had removed inputs 1 and 3
