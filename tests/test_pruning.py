@@ -187,3 +187,24 @@ def test_a_fixed_budget_ends_with_the_unneeded_groups_dropped():
         net.set_params(**options)
         callback.on_train_begin(net, X=data)
         assert callback.data_ is None
+
+
+def test_a_needed_group_is_kept_however_much_the_others_save():
+    # ten blind columns (pure penalty, still on their way to zero) and a weak signal:
+    # dropping all eleven lowers the objective (the blind groups' penalty pays for the
+    # signal's fit), but the signal's own drop raises it; the run stops before it
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 12)).astype(np.float32)
+    X[:, :10] = 0.0
+    y = (0.2 * X[:, 10:11] + 2.0 * X[:, 11:12]).astype(np.float32)
+    net, data = _net(X, y)
+    order = [("weight", j) for j in range(11)]  # the candidates: all but the strong one
+    masks = {"weight": np.arange(12) < 11}
+    before = net.training_objective(data)
+    state = {k: v.clone() for k, v in net.module_.state_dict().items()}
+    drop_groups_(net.module_, masks)
+    assert net.training_objective(data) < before  # the run's total would allow it
+    net.module_.load_state_dict(state)
+    assert drop_smallest_first(net, data, order) == 10
+    norms = group_norms(net.module_)["weight"]
+    assert torch.all(norms[:10] == 0) and torch.all(norms[10:] > 0)

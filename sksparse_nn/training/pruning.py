@@ -10,8 +10,8 @@ is a jump to where training was going, and it is kept only if the training objec
 Two rules use that one test: the automatic budget's :class:`~.schedule.StopWhenSettled`
 during training (:func:`drop_if_no_worse`), and, at the end of a fit with a fixed
 ``max_epochs``, :class:`DropInTransitAtEnd`, which asks it for the longest run of the
-shrinking groups, smallest first, whose drop does not raise the objective
-(:func:`drop_smallest_first`).
+shrinking groups, smallest first, in which each group's own drop does not raise the
+objective (:func:`drop_smallest_first`).
 """
 
 from __future__ import annotations
@@ -122,16 +122,33 @@ def _masks(candidates, norms):
     return drop
 
 
+def _objective_without(net, dataset, drop, devices):
+    """The training objective with the groups ``drop`` at zero; the module is left as
+    it was (None when a tensor's method cannot drop a group)."""
+    saved = {id(p): p.detach().clone() for p in net.module_.parameters()}
+    touched = drop_groups_(net.module_, drop)
+    if touched is None:
+        return None
+    value = _objective(net, dataset, devices)
+    for tensor, _ in touched:
+        tensor.copy_(saved[id(tensor)])
+    return value
+
+
 @torch.no_grad()
 def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
-    """Drop the longest run ``candidates[:k]`` whose drop does not raise the training
-    objective on ``dataset`` (:func:`drop_if_no_worse`'s test); ``k``.
+    """Drop the longest run ``candidates[:k]`` in which every group pays for its own
+    drop: the objective on ``dataset`` with ``candidates[:k]`` at zero is at most the
+    one with ``candidates[:k-1]`` at zero, and at most the objective before; ``k``.
 
-    A bisection on ``k``: all candidates first, then, while a drop is refused, half of
-    what is left between the longest run kept and the shortest refused (each run kept
-    stays dropped, and the next try adds to it). The objective need not grow with
-    ``k``, so ``k`` is where the bisection ends, not the largest run that could be
-    kept.
+    The test is at the margin, group by group, not on the run's total: a run's total
+    lets the penalty that many unneeded groups save pay for a needed group dropped with
+    them, a jump to a sparser model than training was going to (nothing is retrained
+    after the drop). The run is found by bisection on ``k`` (all candidates first, then
+    half of what lies between the longest run that passed and the shortest that
+    failed), each try two passes over the rows (``candidates[:k-1]`` and
+    ``candidates[:k]`` at zero): smallest first, a group's share of the penalty falls
+    and its share of the fit grows along the run, so the test passes up to a point.
 
     Parameters
     ----------
@@ -143,7 +160,7 @@ def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
         Sparsified tensor (as :func:`~sksparse_nn.sparsifiers.group_norms` keys it)
         and group, in the order to drop them (the smallest first).
     max_tries : int, default=MAX_TRIES
-        Most drops tried.
+        Most runs tried.
 
     Returns
     -------
@@ -155,17 +172,27 @@ def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
     devices = _devices(module)
     norms = {k: v.cpu().numpy() for k, v in group_norms(module).items()}
     before = _objective(net, dataset, devices)
-    kept, refused = 0, len(candidates) + 1
+    values = {0: before}  # objective with candidates[:k] at zero
+
+    def value(k):
+        if k not in values:
+            values[k] = _objective_without(net, dataset, _masks(candidates[:k], norms), devices)
+        return values[k]
+
+    passed, failed = 0, len(candidates) + 1
     for _ in range(max_tries):
-        if refused - kept <= 1:
+        if failed - passed <= 1:
             break
-        k = len(candidates) if refused > len(candidates) else (kept + refused) // 2
-        dropped, value = _try_drop(net, dataset, _masks(candidates[kept:k], norms), before, devices)
-        if dropped:
-            kept, before = k, value
+        k = len(candidates) if failed > len(candidates) else (passed + failed) // 2
+        last, prior = value(k), value(k - 1)
+        if last is not None and prior is not None and last <= prior and last <= before:
+            passed = k
         else:
-            refused = k
-    return kept
+            failed = k
+    if not passed:
+        return 0
+    dropped, _ = _try_drop(net, dataset, _masks(candidates[:passed], norms), before, devices)
+    return passed if dropped else 0
 
 
 def _running_stats_modules(module):
@@ -218,7 +245,9 @@ class DropInTransitAtEnd(Callback):
     transit falls by a few percent, and the objective is the judge), in the order of
     their norm relative to the largest group of their tensor (a tie's groups once, by
     their norm over all its tensors); :func:`drop_smallest_first` keeps the longest run
-    of them whose drop does not raise the training objective. Normalization layers' running
+    of them in which each group's own drop does not raise the training objective
+    (nothing is retrained after the drop, so a group the fit needs must not go because
+    the others' penalty pays for it). Normalization layers' running
     statistics are then recomputed over the training rows (:func:`refresh_running_stats`).
 
     Only when the rest of the fit is done: not while the training loss is still falling
