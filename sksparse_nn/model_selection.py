@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from numbers import Integral, Real
 
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.model_selection import check_cv
+from sklearn.utils import indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
 
 from .exceptions import TrainingDivergedError
-from .path import regularization_path
+from .path import prefer_linear, regularization_path
 
 __all__ = ["SparsePathCV"]
 
@@ -43,6 +45,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     Fits the warm-started path of ``estimator`` on every CV fold (in parallel) and on all
     the data, picks lam by ``rule`` and then behaves as the full-data fit at that lam
     (itself warm-started along the path, so no extra refit is needed).
+
+    A network whose family contains the sparse linear model (the MLP, the NAM: see
+    ``linear_member``) is searched together with that member, on the same folds: the
+    search keeps the linear model where the network's CV score does not beat it, so
+    selecting features with a network never costs what a lasso would have found.
 
     Parameters
     ----------
@@ -86,11 +93,26 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         is written; refitting with the same directory resumes after the last finished
         point of each path and refuses a directory of another computation (see
         :func:`~sksparse_nn.regularization_path`). ``None`` (the default) writes nothing.
+    linear_member : bool, default=True
+        Also search the estimator's linear member (``estimator.linear_member()``: the
+        sparse linear model with the same ``D`` and groups, the network with its
+        non-linear part at zero; families without one ignore this) on the same folds,
+        on its own default grid, and keep it unless the network's CV score at its
+        chosen lam is higher (with ``rule="1se"``: higher by more than one standard
+        error of the fold-by-fold differences; see
+        :func:`~sksparse_nn.path.prefer_linear`). Where the signal is nearly linear, the
+        lam that keeps a network's hidden part from overfitting also removes weak
+        linear effects; the member keeps them, for the cost of an exact linear path
+        (seconds). ``False`` searches the network alone.
 
     Attributes
     ----------
     estimator_ : estimator
-        The full-data fit at ``lam_``.
+        The full-data fit at ``lam_`` (of the linear member where ``member_`` is
+        ``"linear"``).
+    member_ : {"network", "linear"}
+        Which search was kept: ``"network"`` also for estimators without a linear
+        member (and for ``linear_member=False``).
     lam_ : float
         The chosen lam.
     best_lam_ : float
@@ -100,7 +122,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         The largest lam within one standard error of the best (the largest converged
         one, if any in that band converged).
     cv_path_ : RegularizationPath
-        The path with per-fold scores (``cv_scores``, ``cv_mean``, ``cv_se``).
+        The kept search's path with per-fold scores (``cv_scores``, ``cv_mean``,
+        ``cv_se``).
+    member_paths_ : dict
+        ``{"network": path, "linear": path}`` (the linear entry only where the member
+        was searched): both CV paths, the kept one's without its fitted estimators.
     selected_features_, feature_importances_, classes_, coef_, intercept_
         Those of ``estimator_`` (where it has them).
     n_features_in_, feature_names_in_
@@ -126,6 +152,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
         "checkpoint": [str, os.PathLike, None],
+        "linear_member": ["boolean"],
     }
 
     def __init__(
@@ -142,6 +169,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         n_jobs=None,
         verbose=0,
         checkpoint=None,
+        linear_member=True,
     ):
         self.estimator = estimator
         self.lams = lams
@@ -154,6 +182,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.checkpoint = checkpoint
+        self.linear_member = linear_member
 
     def fit(self, X, y=None, **fit_params):
         """Run the CV path, choose lam and keep the full-data fit there.
@@ -193,21 +222,55 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
             check_X_y(
                 X, y, accept_sparse=True, dtype=None, ensure_all_finite=False, multi_output=True
             )
+        estimator = clone(self.estimator)
+        member = estimator.linear_member() if self._searches_member(estimator) else None
+        cv = self.cv
+        if member is not None:  # one set of folds for both searches
+            X, y = indexable(X, y)
+            cv = list(check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y))
+        paths = {"network": self._search(estimator, X, y, cv, fit_params, self.lams, "")}
+        if member is not None:
+            paths["linear"] = self._search(member, X, y, cv, fit_params, None, "linear-member")
+        kept = "network"
+        if member is not None and prefer_linear(paths["network"], paths["linear"], self.rule):
+            kept = "linear"
+        path = paths[kept]
+        self.best_lam_, self.lam_1se_ = path.best_lam_, path.lam_1se_
+        self.lam_ = self.lam_1se_ if self.rule == "1se" else self.best_lam_
+        self.estimator_ = path.estimators[path.index_of(self.lam_)]
+        for searched in paths.values():
+            searched.estimators = []  # keep only the chosen fit
+        self.member_ = kept
+        self.cv_path_ = path
+        self.member_paths_ = paths
+        self.n_features_in_ = self.estimator_.n_features_in_
+        if hasattr(self.estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.estimator_.feature_names_in_
+        return self
+
+    def _searches_member(self, estimator):
+        return self.linear_member and callable(getattr(estimator, "linear_member", None))
+
+    def _search(self, estimator, X, y, cv, fit_params, lams, name):
+        """One CV path, lam chosen (or the error that says why none can be)."""
+        checkpoint = self.checkpoint
+        if checkpoint is not None and name:  # the member's paths beside the network's
+            checkpoint = os.path.join(checkpoint, name)
         path = regularization_path(
-            clone(self.estimator),
+            estimator,
             X,
             y,
-            lams=self.lams,
-            n_lams=self.n_lams,
-            lam_min_ratio=self.lam_min_ratio,
-            cv=self.cv,
-            cv_stride=self.cv_stride,
+            lams=lams,
+            n_lams=self.n_lams if lams is None and not name else None,
+            lam_min_ratio=self.lam_min_ratio if not name else None,
+            cv=cv,
+            cv_stride=self.cv_stride if not name else None,
             cv_rule=self.rule,
             scoring=self.scoring,
             n_jobs=self.n_jobs,
             verbose=self.verbose,
             keep_estimators=True,
-            checkpoint=self.checkpoint,
+            checkpoint=checkpoint,
             fit_params=fit_params,
         )
         if not path.completed:
@@ -226,15 +289,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
                     lam=lam,
                 )
             raise ValueError("Every mean CV score is NaN: cannot choose lam.")
-        self.best_lam_, self.lam_1se_ = path.best_lam_, path.lam_1se_
-        self.lam_ = self.lam_1se_ if self.rule == "1se" else self.best_lam_
-        self.estimator_ = path.estimators[path.index_of(self.lam_)]
-        path.estimators = []  # keep only the chosen fit
-        self.cv_path_ = path
-        self.n_features_in_ = self.estimator_.n_features_in_
-        if hasattr(self.estimator_, "feature_names_in_"):
-            self.feature_names_in_ = self.estimator_.feature_names_in_
-        return self
+        return path
 
     # ---- delegation to the chosen fit
     def _fitted(self):

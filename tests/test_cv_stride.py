@@ -113,11 +113,7 @@ def test_network_search_defaults_to_the_two_passes(data):
     ga2m = DGatedNAMClassifier(
         hidden_layer_sizes=(4,), max_epochs=2, random_state=0, interactions=[(0, 1)]
     )
-    search = SparsePathCV(
-        ga2m,
-        n_lams=6,
-        cv=2,
-    )
+    search = SparsePathCV(ga2m, n_lams=6, cv=2, linear_member=False)  # the network's path
     search.fit(X, labels)
     path = search.cv_path_
     fitted = np.isfinite(path.cv_mean)

@@ -3,11 +3,13 @@
 The families (linear, MLP, NAM, NODE, a user's module, the autoencoder) derive from
 :class:`BaseDGated` and answer its hook table; a new family does the same with the
 extension names exported here (:class:`BaseDGated`, :class:`Traits`, the task mixins,
+:class:`LinearMember` for a family that contains the sparse linear model,
 :func:`column_norms`).
 """
 
 from ._base import BaseDGated, column_norms
 from ._contract import HOOKS, Traits
+from ._linear_member import LinearMember
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 from .autoencoder import DGatedAutoencoder
 from .linear import SparseLinearClassifier, SparseLinearRegressor
@@ -27,6 +29,7 @@ __all__ = [
     "DGatedNAMRegressor",
     "DGatedNeuralNetClassifier",
     "DGatedNeuralNetRegressor",
+    "LinearMember",
     "NODEClassifier",
     "NODERegressor",
     "RegressorTaskMixin",

@@ -117,6 +117,7 @@ HOOKS = (
         "() -> {'n_lams', 'lam_min_ratio'[, 'cv_stride', 'extend_below']}",
     ),
     Hook("path_order", "path", "() -> 'ascending' or 'descending'"),
+    Hook("linear_member", "path", "() -> the family's sparse linear member, or None"),
     Hook("path_start", "path", "() -> lam of an unrecorded start model, or None"),
     Hook("regularization_path", "path", "(X, y, keywords) -> RegularizationPath"),
     Hook("fit", "scikit-learn", "a signature with sample_weight, or y=None"),

@@ -115,6 +115,23 @@ class PathProtocol:
         """
         return "ascending"
 
+    def linear_member(self):
+        """The sparse linear model this family contains, or None.
+
+        Part of the path protocol (optional). A family whose models reduce to the
+        sparse linear model when their non-linear part is zero returns that member,
+        unfitted, with the same penalty on each feature;
+        :class:`~sksparse_nn.SparsePathCV` searches both on the same folds and keeps
+        the linear member where the data do not support the non-linear part
+        (:class:`~sksparse_nn.estimators.LinearMember` implements it for the MLP
+        and the NAM). None (the default): the family has no such member.
+
+        Returns
+        -------
+        estimator : estimator or None
+        """
+        return None
+
     def path_start(self):
         """The lam of the model an ascending path starts from, or None.
 

@@ -15,12 +15,13 @@ from ..sparsifiers import ZERO_TOL, get_sparsifier
 from ._base import BaseDGated, column_norms
 from ._contract import Traits
 from ._docs import fill
+from ._linear_member import LinearMember
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
 
 
-class _DGatedMLP(BaseDGated):
+class _DGatedMLP(LinearMember, BaseDGated):
     """The MLP family: first-layer input-feature groups, optionally hidden neurons."""
 
     # the networks' short grid; the folds fit every lam: the two passes (cv_stride=2)
@@ -143,6 +144,13 @@ class _DGatedMLP(BaseDGated):
 
     def _feature_importances(self, module):
         return column_norms(module.linears[0].weight)
+
+    def _member_penalty_matches(self):
+        # the linear member is the MLP without hidden units: its first-layer groups
+        # are the input features' (not every weight's), gated by D-Gating
+        return super()._member_penalty_matches() and (
+            self.sparsity == "features" and self.gate_inputs
+        )
 
     @torch.no_grad()
     def _rescale_inputs(self, module, shift, scale):

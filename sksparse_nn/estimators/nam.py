@@ -35,6 +35,7 @@ from ..training import PenaltyAwareClipping, as_numpy
 from ._base import BaseDGated, column_norms
 from ._contract import Traits
 from ._docs import fill
+from ._linear_member import LinearMember
 from ._nam_inspection import AdditiveInspection, _levels
 from ._nam_interactions import InteractionTerms
 from ._nam_step import nam_training_step
@@ -43,7 +44,7 @@ from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 __all__ = ["DGatedNAMClassifier", "DGatedNAMRegressor"]
 
 
-class _DGatedNAM(InteractionTerms, AdditiveInspection, BaseDGated):
+class _DGatedNAM(LinearMember, InteractionTerms, AdditiveInspection, BaseDGated):
     """The NAM family: one group per term = its first layer (weights + biases). A term is
     one feature, or with ``groups`` one group of features sharing one subnetwork;
     unpenalized features (label -1) are terms of their own, never gated. With

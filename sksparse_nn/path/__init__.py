@@ -32,6 +32,8 @@ Modules, one job each:
 * ``_parallel``: the CV folds in joblib workers, with Ctrl-C forwarded to them;
 * ``_assemble``: the result from the points and folds, and the one-standard-error rule;
 * ``_result``: :class:`RegularizationPath`;
+* ``_members``: :func:`prefer_linear`, the choice between a network's CV path and its
+  linear member's on the same folds;
 * ``_warnings``: the path's warnings, raised once in the calling process;
 * ``_checkpoint``: a checkpoint directory: its manifest, the point files of each path
   (atomic writes, checksums), the refusal of another computation;
@@ -42,6 +44,13 @@ Modules, one job each:
 from ._assemble import _one_se_rule  # noqa: F401 (importable as sksparse_nn.path._one_se_rule)
 from ._engine import regularization_path, weighted_lambda_max
 from ._grid import lambda_grid
+from ._members import prefer_linear
 from ._result import RegularizationPath
 
-__all__ = ["RegularizationPath", "lambda_grid", "regularization_path", "weighted_lambda_max"]
+__all__ = [
+    "RegularizationPath",
+    "lambda_grid",
+    "prefer_linear",
+    "regularization_path",
+    "weighted_lambda_max",
+]
