@@ -226,11 +226,66 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         return self.variable_importances_ > 0
 
     def transform(self, X):
-        """The selected variables' columns of ``X`` (a DataFrame stays a DataFrame)."""
+        """The selected variables' columns of ``X``.
+
+        A table (pandas, polars, pyarrow) stays a table of its kind, its columns taken
+        by name when the model was fitted on names (in any order, extra ones ignored);
+        an array gives an array.
+
+        Parameters
+        ----------
+        X : DataFrame (pandas, polars), pyarrow Table or array-like
+
+        Returns
+        -------
+        X_selected : table or ndarray of shape (n_samples, n_selected_variables)
+        """
         check_is_fitted(self, "estimator_")
+        columns = _column_names(X)
+        if hasattr(self, "feature_names_in_") and columns is not None:
+            chosen = [str(n) for n in self.selected_variables_]
+            missing = [n for n in chosen if n not in set(columns)]
+            if missing:
+                raise ValueError(
+                    f"VariableModel: X has no column {', '.join(map(repr, missing))} "
+                    "(columns are missing); columns are matched by name."
+                )
+            return _columns_by_name(X, chosen)
         if hasattr(X, "iloc"):
             return _safe_indexing(X, self.selected_features_, axis=1)
         return super().transform(X)
+
+    # ------------------------------------------------------------------- export
+    def to_onnx(self, X=None, *, drop_inputs=False, dtype="float32", opset=None):
+        """The fitted model as an ONNX graph (see :func:`sksparse_nn.export.to_onnx`).
+
+        With the default encoder the graph takes one input per column of the table,
+        named by the column and typed by what it held at fit (string, bool, int64,
+        float; a missing string fed as ``""``, a missing number as NaN), encodes the
+        variables the estimator reads and runs the compacted estimator;
+        :func:`sksparse_nn.export.onnx_feeds` builds the inputs from rows of the table.
+
+        Parameters
+        ----------
+        X : table, optional
+            A few rows of the table: checked to hold the fitted columns (with the
+            default encoder), or the types of the inputs (an encoder of your own).
+        drop_inputs : bool, default=False
+            ``True``: only the columns the graph reads are inputs (default encoder).
+        dtype : {"float32", "float64"}, default="float32"
+            Float inputs and arithmetic of the graph.
+        opset : int or None, default=None
+            ONNX operator set (``None``: skl2onnx's default).
+
+        Returns
+        -------
+        model : onnx.ModelProto
+            Outputs ``variable`` (regression) or ``label`` and ``probabilities``
+            (classification).
+        """
+        from .export import to_onnx
+
+        return to_onnx(self, X, drop_inputs=drop_inputs, dtype=dtype, opset=opset)
 
     # -------------------------------------------------------------------- paths
     def lambda_max(self, X, y, sample_weight=None):
@@ -301,6 +356,25 @@ class VariableModel(SelectorMixin, MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.categorical = True
         tags.input_tags.allow_nan = isinstance(self.encoder, str) and self.encoder == "auto"
         return tags
+
+
+def _column_names(X):
+    """The column names of a table (pandas, polars: ``columns``; pyarrow:
+    ``column_names``), or None."""
+    if isinstance(X, np.ndarray):
+        return None
+    names = getattr(X, "column_names", None)
+    names = getattr(X, "columns", None) if names is None else names
+    return None if names is None else [str(n) for n in names]
+
+
+def _columns_by_name(X, names):
+    """The columns ``names`` of a table, as a table of its kind."""
+    if hasattr(X, "iloc"):  # pandas
+        return X[names]
+    if hasattr(X, "select"):  # polars, pyarrow
+        return X.select(names)
+    return _safe_indexing(X, names, axis=1)
 
 
 def _check_finite(encoded, encoder):

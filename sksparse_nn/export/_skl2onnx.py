@@ -17,6 +17,13 @@ from sklearn.pipeline import Pipeline
 
 from ._deps import require
 from ._encoders import register_encoders
+from ._tables import (
+    check_sample,
+    parse_table_model,
+    raw_table_model,
+    register_table_encoding,
+    skl2onnx_types,
+)
 from ._torch_export import export_module
 
 __all__ = ["convert", "package_estimators", "register_converters"]
@@ -24,6 +31,8 @@ __all__ = ["convert", "package_estimators", "register_converters"]
 #: The highest operator set torch's TorchScript exporter writes.
 _MAX_TORCH_OPSET = 20
 _CLASSIFIER_OPTIONS = {"zipmap": [True, False, "columns"], "nocl": [True, False]}
+#: A raw-table VariableModel's options: its classifier's, and the arithmetic of its graph.
+_TABLE_OPTIONS = {**_CLASSIFIER_OPTIONS, "dtype": ["float32", "float64"]}
 
 
 def package_estimators():
@@ -67,11 +76,17 @@ def _shape(operator):
 
 
 def _convert(scope, operator, container):
-    """Inline the estimator's exported graph, its tensors renamed into the scope."""
+    """Inline the estimator's exported graph, its tensors renamed into the scope (on the
+    columns it reads alone where a raw table's encoding gives them)."""
     from onnx import helper, numpy_helper
 
     opset = min(int(container.target_opset), _MAX_TORCH_OPSET)
-    model = export_module(operator.raw_operator, dtype=_tensor_type(operator), opset=opset)
+    model = export_module(
+        operator.raw_operator,
+        dtype=_tensor_type(operator),
+        opset=opset,
+        drop_inputs=getattr(operator, "sksparse_drop_inputs", False),
+    )
     graph = model.graph
     names = {graph.input[0].name: operator.inputs[0].full_name, "": ""}
     for out, var in zip(graph.output, operator.outputs, strict=False):
@@ -111,7 +126,9 @@ def _forward_options(scope, outer, inner):
     classifier's ``zipmap``)."""
     options = getattr(scope, "options", None)
     if options and id(outer) in options and id(inner) not in options:
-        options[id(inner)] = options[id(outer)]
+        forwarded = {k: v for k, v in options[id(outer)].items() if k != "dtype"}
+        if forwarded:
+            options[id(inner)] = forwarded
 
 
 def _parse_inner(scope, model, inputs, custom_parsers=None):
@@ -132,9 +149,14 @@ def _parse_fitted_encoding(scope, model, inputs, custom_parsers=None):
 
 
 def _parse_variable_model(scope, model, inputs, custom_parsers=None):
-    """``VariableModel``: its fitted encoder, then its estimator."""
+    """``VariableModel``: its fitted encoder, then its estimator (on a raw table: the
+    encoding of the columns read, then the estimator on the encoded columns it reads)."""
     from skl2onnx._parse import _parse_sklearn
 
+    if raw_table_model(model) is model:
+        return parse_table_model(
+            scope, model, inputs, custom_parsers, forward_options=_forward_options
+        )
     pipeline = Pipeline([("encoder", model.encoder_), ("estimator", model.estimator_)])
     _forward_options(scope, model, model.estimator_)
     return _parse_sklearn(scope, pipeline, inputs, custom_parsers=custom_parsers)
@@ -165,13 +187,19 @@ def register_converters(classes=None):
     from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
 
     register_encoders()  # settings of VariableModel's encoders skl2onnx refuses
+    register_table_encoding()  # a raw table's encoding
     classes = package_estimators() if classes is None else list(classes)
     for cls in classes:
         alias = f"SksparseNN{cls.__name__}"
         parameters = inspect.signature(cls).parameters
         if "encoder" in parameters:  # VariableModel
             update_registered_converter(
-                cls, alias, _not_shaped, _not_converted, parser=_parse_variable_model
+                cls,
+                alias,
+                _not_shaped,
+                _not_converted,
+                parser=_parse_variable_model,
+                options=_TABLE_OPTIONS,
             )
         elif "estimator" in parameters:  # SparsePathCV
             update_registered_converter(
@@ -196,30 +224,53 @@ def register_converters(classes=None):
 
 
 def convert(estimator, *, X=None, dtype="float32", opset=None, drop_inputs=False):
-    """A model with an encoder (``VariableModel``) through skl2onnx: ``X`` (a few rows
-    of the training table, e.g. a DataFrame of mixed columns) gives the input types, its
-    float columns as ``dtype``; without it the input is one ``dtype`` tensor of
-    ``n_features_in_`` columns."""
+    """A model with an encoder (``VariableModel``, a Pipeline) through skl2onnx.
+
+    On a raw table (a ``VariableModel`` with its default encoder, or a Pipeline that
+    starts with one) the inputs are one per column, typed by the fit (``X``, when
+    given, is checked to hold the fitted columns); ``drop_inputs``: only the columns
+    read. Otherwise ``X`` (a few rows of the training table, e.g. a DataFrame of mixed
+    columns) gives the input types, its float columns as ``dtype``; without it the
+    input is one ``dtype`` tensor of ``n_features_in_`` columns."""
     skl2onnx = require("skl2onnx", "ONNX export of a VariableModel")
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
+    register_converters()
+    options = _no_zipmap(estimator)
+    table_model = raw_table_model(estimator)
+    if table_model is not None:
+        if X is not None:
+            check_sample(table_model, X)
+        options = {**(options or {}), id(table_model): {"dtype": dtype}}
+        return skl2onnx.to_onnx(
+            estimator,
+            initial_types=skl2onnx_types(table_model, dtype=dtype, drop_inputs=drop_inputs),
+            target_opset=opset,
+            options=options,
+        )
     if drop_inputs:
         raise ValueError(
             f"drop_inputs=True is not available for {type(estimator).__name__}: its "
             "encoder reads the columns."
         )
-    register_converters()
     kind = DoubleTensorType if dtype == "float64" else FloatTensorType
     initial = None if X is not None else [("X", kind([None, estimator.n_features_in_]))]
     if X is not None:
         X = _with_float_dtype(X, np.float64 if dtype == "float64" else np.float32)
-    return skl2onnx.to_onnx(
-        estimator,
-        X,
-        initial_types=initial,
-        target_opset=opset,
-        options=_no_zipmap(estimator),
-    )
+    try:
+        return skl2onnx.to_onnx(
+            estimator, X, initial_types=initial, target_opset=opset, options=options
+        )
+    except RuntimeError as exc:
+        if X is not None or "Unable to find column name" not in str(exc):
+            raise
+        raise ValueError(
+            f"The encoder of {type(estimator).__name__} reads columns by name: pass a few "
+            "rows of the table as X (to_onnx(model, X=table.head())), which types one "
+            "input per column."
+        ) from exc
 
 
 def _with_float_dtype(X, dtype):
@@ -235,6 +286,6 @@ def _with_float_dtype(X, dtype):
 def _no_zipmap(estimator):
     """Options asking the (inner) classifier for a probability tensor, no ZipMap."""
     inner = estimator
-    while hasattr(inner, "estimator_"):
-        inner = inner.estimator_
+    while isinstance(inner, Pipeline) or hasattr(inner, "estimator_"):
+        inner = inner.steps[-1][1] if isinstance(inner, Pipeline) else inner.estimator_
     return {id(inner): {"zipmap": False}} if hasattr(inner, "classes_") else None
