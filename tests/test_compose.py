@@ -191,7 +191,7 @@ def test_path_counts_variables():
 def test_works_with_grid_search_and_sparse_path_cv():
     df, y = _table(n=300)
     search = GridSearchCV(
-        VariableModel(SparseLinearRegressor(), encoder=_encoder()),
+        VariableModel(SparseLinearRegressor(D=3), encoder=_encoder()),  # the sparser penalty
         {"estimator__lam": [0.01, 0.1]},
         cv=3,
     ).fit(df, y)

@@ -168,7 +168,8 @@ def test_interrupted_path_keeps_the_points_computed(known_support):
     X, y, groups, _ = known_support
     lams = [0.02, 0.05, 0.2, 0.5]
     with pytest.warns(UserWarning, match="interrupted"):
-        path = _Interrupting(groups=groups).regularization_path(X, y, lams=lams)
+        # D=3: an ascending path (dense to sparse), interrupted at its third lam
+        path = _Interrupting(groups=groups, D=3).regularization_path(X, y, lams=lams)
     assert not path.completed
     np.testing.assert_allclose(path.lams, lams[:2])
     assert path.coefs.shape[0] == 2

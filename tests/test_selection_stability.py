@@ -242,7 +242,7 @@ def _ladder(seed=0):
 
 def test_exact_k_bisects_between_bracketing_points():
     X, y = _ladder()
-    est = SparseLinearRegressor()
+    est = SparseLinearRegressor(D=3)  # keeps only the three at a small lam (the lasso: five)
     lam_max = est.lambda_max(X, y)
     # a coarse grid whose points keep 3 and then 0 features: k = 1, 2 need bisection
     lams = [lam_max * 1e-3, lam_max * 2]

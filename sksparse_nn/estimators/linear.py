@@ -80,7 +80,7 @@ class _SparseLinearModel(_LinearTraining, BaseDGated):
         self,
         lam=1e-2,
         *,
-        D=3,
+        D=2,
         groups=None,
         group_weights=None,
         fit_intercept=True,
@@ -267,7 +267,14 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         along ``regularization_path``. A 2-d ``y`` is one multi-task group lasso (a
         feature's coefficients across outputs form one group, as ``MultiTaskLasso``); for
         independent columns use ``sklearn.multioutput.MultiOutputRegressor``.
-    $D
+    D : int, default=2
+        Gating depth >= 2: 2 is the group lasso (convex: one solution, a smooth
+        cross-validation curve, the exact solver's certified stop); 3 and 4 give the
+        sparser non-convex penalties ``||w_j||^(2/3)`` and ``||w_j||^(1/2)``, which
+        keep fewer features at a given accuracy but leave less shrinkage to tell lams
+        apart, so a cross-validated search can land near the unpenalized end where the
+        data cannot support it. The networks' default is 3; the linear model a
+        network's search compares with (its ``linear_member()``) takes the network's.
     $groups
     $group_weights
     fit_intercept : bool, default=True
