@@ -61,7 +61,8 @@ class _DGatedNAM(LinearMember, InteractionTerms, AdditiveInspection, BaseDGated)
         auto_min_steps=8000,
         hold_cold_rate=True,
         fused_step=nam_training_step,  # one compiled call per step (see _nam_step)
-        default_grid={"n_lams": 16, "lam_min_ratio": 0.02},  # folds fit every lam
+        # nine lams over the base's range, the folds every lam (as the MLP's)
+        default_grid={"n_lams": 9, "lam_min_ratio": 0.02},
     )
 
     _parameter_constraints = {
