@@ -32,6 +32,9 @@ from typing import NamedTuple
 # and set it before its own numpy import
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = RESULTS.parents[1]
+#: The cells of panels (one JSON per table x model x split): scratch, ignored by git;
+#: only a panel's summary goes to ``RESULTS``.
+CELLS = Path(__file__).resolve().parent / "cells"
 #: Environment variables that cap BLAS/OpenMP/numba thread pools (read at import).
 THREAD_ENV = dict.fromkeys(
     (

