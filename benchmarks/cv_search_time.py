@@ -79,7 +79,7 @@ def run_cell(table, family, seed):
             task, y_test, real_tables._output(model, X_test, task)
         ),
         "n_variables": int(len(model.selected_features_)),
-        "member": getattr(search, "member_", "network"),
+        "member": search.member_,
         "lam": float(search.lam_),
         "machine": machine(),
     }

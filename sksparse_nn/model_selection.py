@@ -110,9 +110,9 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
     estimator_ : estimator
         The full-data fit at ``lam_`` (of the linear member where ``member_`` is
         ``"linear"``).
-    member_ : {"network", "linear"}
-        Which search was kept: ``"network"`` also for estimators without a linear
-        member (and for ``linear_member=False``).
+    member_ : {"estimator", "linear"}
+        Which search was kept: the estimator's own (also for estimators without a
+        linear member, and for ``linear_member=False``) or its linear member's.
     lam_ : float
         The chosen lam.
     best_lam_ : float
@@ -125,7 +125,7 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         The kept search's path with per-fold scores (``cv_scores``, ``cv_mean``,
         ``cv_se``).
     member_paths_ : dict
-        ``{"network": path, "linear": path}`` (the linear entry only where the member
+        ``{"estimator": path, "linear": path}`` (the linear entry only where the member
         was searched): both CV paths, the kept one's without its fitted estimators.
     selected_features_, feature_importances_, classes_, coef_, intercept_
         Those of ``estimator_`` (where it has them).
@@ -228,11 +228,11 @@ class SparsePathCV(MetaEstimatorMixin, BaseEstimator):
         if member is not None:  # one set of folds for both searches
             X, y = indexable(X, y)
             cv = list(check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y))
-        paths = {"network": self._search(estimator, X, y, cv, fit_params, self.lams, "")}
+        paths = {"estimator": self._search(estimator, X, y, cv, fit_params, self.lams, "")}
         if member is not None:
             paths["linear"] = self._search(member, X, y, cv, fit_params, None, "linear-member")
-        kept = "network"
-        if member is not None and prefer_linear(paths["network"], paths["linear"], self.rule):
+        kept = "estimator"
+        if member is not None and prefer_linear(paths["estimator"], paths["linear"], self.rule):
             kept = "linear"
         path = paths[kept]
         self.best_lam_, self.lam_1se_ = path.best_lam_, path.lam_1se_

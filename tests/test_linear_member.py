@@ -104,8 +104,8 @@ def _linear_data(seed=0, n=160):
 
 
 def _keeps_what_the_scores_say(search):
-    network, linear = search.member_paths_["network"], search.member_paths_["linear"]
-    kept = "linear" if prefer_linear(network, linear, search.rule) else "network"
+    network, linear = search.member_paths_["estimator"], search.member_paths_["linear"]
+    kept = "linear" if prefer_linear(network, linear, search.rule) else "estimator"
     assert search.member_ == kept
     assert search.cv_path_ is search.member_paths_[kept]
     assert search.cv_path_.estimators == [] and network.estimators == []
@@ -132,7 +132,7 @@ def test_an_interaction_keeps_the_network():
     network = DGatedMLPRegressor(hidden_layer_sizes=(16,), max_epochs=40, random_state=0)
     search = SparsePathCV(network, n_lams=4, cv=3).fit(X, y)
     _keeps_what_the_scores_say(search)
-    assert search.member_ == "network"
+    assert search.member_ == "estimator"
     assert type(search.estimator_) is DGatedMLPRegressor
 
 
@@ -143,9 +143,15 @@ def test_folds_given_once_serve_both_searches():
     _keeps_what_the_scores_say(search.fit(X, y))
 
 
+def test_a_linear_model_has_no_member_to_search():
+    X, y = _linear_data(n=90)
+    search = SparsePathCV(SparseLinearRegressor(), n_lams=3, cv=3).fit(X, y)
+    assert search.member_ == "estimator" and list(search.member_paths_) == ["estimator"]
+
+
 def test_the_network_alone_on_request():
     X, y = _linear_data(n=90)
     search = SparsePathCV(DGatedMLPRegressor(**SMALL), n_lams=3, cv=3, linear_member=False)
     search.fit(X, y)
-    assert search.member_ == "network" and list(search.member_paths_) == ["network"]
+    assert search.member_ == "estimator" and list(search.member_paths_) == ["estimator"]
     assert type(search.estimator_) is DGatedMLPRegressor
