@@ -155,3 +155,22 @@ def test_the_network_alone_on_request():
     search.fit(X, y)
     assert search.member_ == "estimator" and list(search.member_paths_) == ["estimator"]
     assert type(search.estimator_) is DGatedMLPRegressor
+
+
+def test_the_member_keeps_the_variables_of_a_raw_table():
+    # VariableModel sets the search's groups; the member takes them: a categorical
+    # enters or leaves whole, in the member as in the network
+    import pandas as pd
+
+    from sksparse_nn import VariableModel
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"city": rng.choice(["a", "b", "c"], 150), "x": rng.normal(size=150)})
+    y = df["city"].map({"a": 1.0, "b": -1.0, "c": 0.0}) + df["x"] + 0.3 * rng.normal(size=150)
+    search = SparsePathCV(DGatedMLPRegressor(**SMALL), n_lams=3, cv=3)
+    model = VariableModel(search).fit(df, y)
+    inner = model.estimator_
+    assert inner.member_ == "linear"
+    groups = inner.estimator_.get_params()["groups"]
+    np.testing.assert_array_equal(groups, model.groups_)
+    assert model.selected_variables_.tolist() == ["city", "x"]
