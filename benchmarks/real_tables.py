@@ -17,7 +17,9 @@ were seen), five 70/30 splits each, one thread, defaults only. Every model gets 
 * peers: a plain L1 model with scikit-learn's CV (``LassoCV`` /
   ``LogisticRegressionCV(penalty="l1")``) on the same encoding; HistGradientBoosting
   (categories native, NaN native); EBM (``interpret``); LassoNet's CV model on the same
-  encoding.
+  encoding; TabM (``tabm``: the package's default ``TabM.make`` model, one fit, no
+  tuning) and TabM with piecewise-linear embeddings of the numeric features
+  (``tabm-ple``), trained as the package's example does (see :func:`run_tabm`).
 
 ``ga2m`` is our NAM with ``interactions="auto"`` (screened pairwise interactions, one
 group each); its cells also record the kept terms (mains and pairs) per lam.
@@ -91,7 +93,7 @@ TABLES = {
 #: the first eight: the panel of issues 39-59
 PANEL8 = ("ames", "attrition", "cells", "credit", "saratoga", "wage", "titanic", "mroz")
 OURS = ("linear", "linear3", "mlp", "nam", "ga2m")
-PEERS = ("l1", "hgb", "ebm", "lassonet")
+PEERS = ("l1", "hgb", "ebm", "lassonet", "tabm", "tabm-ple")
 RULES = ("1se", "best")
 #: families searched with their linear member (the ``MEMBER`` cell of the split): the
 #: report's ``<family>-net`` is the network's search alone
@@ -234,7 +236,9 @@ def _variables_of(encoder, coef):
     return np.asarray(names)[used].tolist()
 
 
-def run_peer(peer, X_train, X_test, y_train, y_test, task):
+def run_peer(peer, X_train, X_test, y_train, y_test, task, seed=0):
+    if peer in ("tabm", "tabm-ple"):  # its own encoding (see _tabm_inputs)
+        return run_tabm(peer == "tabm-ple", X_train, X_test, y_train, y_test, task, seed)
     from sklearn.pipeline import make_pipeline
 
     from sksparse_nn import TableEncoder
@@ -295,6 +299,199 @@ def run_peer(peer, X_train, X_test, y_train, y_test, task):
     }
 
 
+#: TabM's plain recipe: the package's default model and optimizer (README "Default
+#: model", "Default optimizer") and the training loop of its ``example.ipynb``
+TABM = dict(
+    lr=2e-3,
+    weight_decay=3e-4,
+    batch_size=256,
+    clip=1.0,  # gradient clipping norm of the example
+    patience=16,
+    max_epochs=200,
+    val_size=0.2,
+    n_bins=48,  # PiecewiseLinearEmbeddings: compute_bins(n_bins=48), d_embedding=16
+    d_embedding=16,
+)
+
+
+def _tabm_inputs(X_fit, *others):
+    """(continuous columns, binary columns) of ``X_fit`` and of each of ``others``, and
+    the chunk sizes of the binary block (one per indicator, one per categorical):
+    numeric columns mean-imputed with a missing indicator, then quantile-transformed
+    to a normal (fitted on ``X_fit``, with the package example's 1e-5 noise and
+    ``n_quantiles``); categorical columns (object, string, bool, category) one-hot
+    encoded (``handle_unknown="ignore"``) after filling missing with a "missing" level.
+    Columns constant on ``X_fit`` are dropped."""
+    from sklearn.preprocessing import OneHotEncoder, QuantileTransformer
+
+    frames = (X_fit, *others)
+    numeric = [
+        c for c in X_fit.columns
+        if pd.api.types.is_numeric_dtype(X_fit[c]) and not pd.api.types.is_bool_dtype(X_fit[c])
+    ]  # fmt: skip
+    categorical = [c for c in X_fit.columns if c not in numeric]
+    numeric = [c for c in numeric if X_fit[c].nunique() > 1]
+    categorical = [c for c in categorical if X_fit[c].nunique(dropna=False) > 1]
+    cont = [np.zeros((len(f), 0)) for f in frames]
+    binary = [[] for _ in frames]
+    chunks = []
+    if numeric:
+        raw = [f[numeric].to_numpy(dtype=float) for f in frames]
+        mean = np.nanmean(raw[0], axis=0)
+        missing = np.isnan(raw[0]).any(axis=0)
+        for parts, a in zip(binary, raw, strict=True):
+            parts.append(np.isnan(a[:, missing]).astype(float))
+        chunks += [1] * int(missing.sum())
+        raw = [np.where(np.isnan(a), mean, a) for a in raw]
+        noise = np.random.default_rng(0).normal(0.0, 1e-5, raw[0].shape)
+        qt = QuantileTransformer(
+            n_quantiles=max(min(len(raw[0]) // 30, 1000), 10),
+            output_distribution="normal",
+            subsample=10**9,
+        ).fit(raw[0] + noise)
+        cont = [qt.transform(a) for a in raw]
+    if categorical:
+
+        def filled(frame):
+            out = frame[categorical].astype(object)
+            return out.where(out.notna(), "missing").astype(str)
+
+        enc = OneHotEncoder(handle_unknown="ignore", sparse_output=False, dtype=float)
+        enc.fit(filled(X_fit))
+        for parts, f in zip(binary, frames, strict=True):
+            parts.append(enc.transform(filled(f)))
+        chunks += [len(c) for c in enc.categories_]
+    binary = [np.hstack(parts) if parts else np.zeros((len(f), 0))
+              for parts, f in zip(binary, frames, strict=True)]  # fmt: skip
+    return list(zip(cont, binary, strict=True)), chunks
+
+
+def _tabm_net(n_cont, n_binary, chunks, d_out, bins):
+    """``tabm.TabM`` as ``TabM.make`` builds it (its defaults: k 32, width 512, depth 3,
+    or 2 with embeddings, dropout 0.1, arch "tabm", start scaling "random-signs", or
+    "normal" with embeddings; one initialization chunk per feature), taking the
+    continuous columns (embedded when ``bins``) and a dense block of binary columns
+    (indicators, one-hot levels) in place of TabM's ``x_cat`` indices, so that unseen
+    levels stay all-zero."""
+    import rtdl_num_embeddings as rne
+    import tabm
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.num = None
+            d_cont = 1
+            if bins is not None:
+                self.num = rne.PiecewiseLinearEmbeddings(
+                    bins, d_embedding=TABM["d_embedding"], activation=False, version="B"
+                )
+                d_cont = TABM["d_embedding"]
+            d_features = [d_cont] * n_cont + list(chunks)
+            self.ensemble_view = tabm.EnsembleView(k=32)
+            self.backbone = tabm.make_tabm_backbone(
+                d_in=sum(d_features),
+                n_blocks=2 if bins is not None else 3,
+                d_block=512,
+                dropout=0.1,
+                activation="ReLU",
+                k=32,
+                arch_type="tabm",
+                start_scaling_init="normal" if bins is not None else "random-signs",
+                start_scaling_init_chunks=d_features,
+            )
+            self.output = tabm.LinearEnsemble(512, d_out, k=32)
+
+        def forward(self, x_cont, x_bin):
+            parts = []
+            if n_cont:
+                parts.append(x_cont if self.num is None else self.num(x_cont).flatten(1))
+            if n_binary:
+                parts.append(x_bin)
+            x = self.ensemble_view(torch.cat(parts, dim=1))
+            return self.output(self.backbone(x))  # (batch, k, d_out)
+
+    return Net()
+
+
+def run_tabm(ple, X_train, X_test, y_train, y_test, task, seed):
+    """One fit of TabM (``ple``: with ``PiecewiseLinearEmbeddings(version="B")`` of the
+    continuous columns, bins from ``compute_bins`` on the training rows): AdamW, mean
+    loss over the k members (shared batches), early stopping on 20% of the training
+    rows (the panel's metric: AUC, RMSE), the best epoch's weights; prediction the mean
+    of the members' probabilities (classification) or predictions (regression; the
+    target standardized for training)."""
+    import copy
+
+    import torch
+    from rtdl_num_embeddings import compute_bins
+
+    clf = task == "clf"
+    torch.manual_seed(seed)
+    fit_X, val_X, fit_y, val_y = train_test_split(
+        X_train, y_train, test_size=TABM["val_size"], random_state=seed,
+        stratify=y_train if clf else None,
+    )  # fmt: skip
+    inputs, chunks = _tabm_inputs(fit_X, val_X, X_test)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
+    (c_fit, b_fit), (c_val, b_val), (c_test, b_test) = [(as_t(c), as_t(b)) for c, b in inputs]
+    if clf:
+        target = torch.as_tensor(fit_y, dtype=torch.long)
+        loss_of = torch.nn.functional.cross_entropy
+    else:
+        mu, sd = float(np.mean(fit_y)), float(np.std(fit_y))
+        target = as_t((fit_y - mu) / sd)
+        loss_of = torch.nn.functional.mse_loss
+    bins = compute_bins(c_fit, n_bins=TABM["n_bins"]) if ple and c_fit.shape[1] else None
+    net = _tabm_net(c_fit.shape[1], b_fit.shape[1], chunks, 2 if clf else 1, bins)
+    opt = torch.optim.AdamW(net.parameters(), lr=TABM["lr"], weight_decay=TABM["weight_decay"])
+
+    def predict(c, b):
+        net.eval()
+        with torch.inference_mode():
+            out = torch.cat(
+                [net(ci, bi) for ci, bi in zip(c.split(8192), b.split(8192), strict=True)]
+            )
+        if clf:
+            return torch.softmax(out, dim=-1).mean(1)[:, 1].numpy()
+        return out.squeeze(-1).mean(1).numpy() * sd + mu
+
+    def val_score():
+        score = test_score(task, val_y, predict(c_val, b_val))
+        return score if clf else -score  # higher is better
+
+    best, best_state, best_epoch, wait = -np.inf, None, -1, TABM["patience"]
+    epoch = -1
+    for epoch in range(TABM["max_epochs"]):
+        net.train()
+        for idx in torch.randperm(len(target)).split(TABM["batch_size"]):
+            opt.zero_grad()
+            out = net(c_fit[idx], b_fit[idx])  # (batch, k, d_out)
+            k = out.shape[1]
+            pred = out.flatten(0, 1) if clf else out.squeeze(-1).flatten(0, 1)
+            loss = loss_of(pred, target[idx].repeat_interleave(k))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), TABM["clip"])
+            opt.step()
+        score = val_score()
+        if score > best:
+            best, best_epoch, wait = score, epoch, TABM["patience"]
+            best_state = copy.deepcopy(net.state_dict())
+        else:
+            wait -= 1
+            if wait < 0:
+                break
+    net.load_state_dict(best_state)
+    return {
+        "test_score": test_score(task, y_test, predict(c_test, b_test)),
+        "variables": list(X_train.columns),
+        "best_epoch": best_epoch,
+        "epochs": epoch + 1,
+        "val_score": float(best),
+        "recipe": TABM,
+    }
+
+
 # ---------------------------------------------------------------------------- run
 def cell_path(table, model, seed):
     return CACHE / f"{table}__{model}__{seed}.json"
@@ -307,8 +504,10 @@ def run_cell(table, model, seed):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            run = run_ours if model in OURS else run_peer
-            out = run(model, X_train, X_test, y_train, y_test, task)
+            if model in OURS:
+                out = run_ours(model, X_train, X_test, y_train, y_test, task)
+            else:  # the split's seed: the peers that draw (TabM) draw from it
+                out = run_peer(model, X_train, X_test, y_train, y_test, task, seed=seed)
             out["error"] = None
         except Exception as exc:  # a failure is a result of the panel
             out = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
