@@ -102,6 +102,25 @@ NESTED = ("mlp", "nam", "ga2m")
 MEMBER = "linear3"
 
 
+#: tag -> our family's options: ``mlp@ple`` is the MLP with these options (cells of
+#: other tags, e.g. ``@16``, are an earlier version's, kept to compare)
+OPTIONS = {
+    "ple": {"embedding": "piecewise-linear"},
+    "k32": {"n_members": 32},
+    "ple-k32": {"embedding": "piecewise-linear", "n_members": 32},
+    "k8": {"n_members": 8},
+    "d2": {"D": 2},
+    "d2-k8": {"D": 2, "n_members": 8},
+}
+
+
+def member_of(model):
+    """The cells of a nested model's linear member: the sparse linear model at its D
+    (``MEMBER`` at the networks' default, ``linear`` where a tag sets D = 2)."""
+    _, _, tag = model.partition("@")
+    return "linear" if OPTIONS.get(tag, {}).get("D") == 2 else MEMBER
+
+
 def nested(model):
     """Whether ``model`` is a nested family's cells: its name, or its name then ``@``
     and a tag (cells of an earlier version kept beside the panel's, e.g. ``mlp@16``)."""
@@ -162,7 +181,7 @@ def _output(model, X, task):
 
 
 # ---------------------------------------------------------------------- our cells
-def _ours(family, task):
+def _ours(family, task, **options):
     import sksparse_nn as sk
 
     table = {
@@ -174,18 +193,18 @@ def _ours(family, task):
     }
     cls = table[family][0 if task == "clf" else 1]
     if family == "ga2m":  # the NAM with screened pairwise interactions
-        return cls(interactions="auto", random_state=0)
+        return cls(interactions="auto", random_state=0, **options)
     if family == "linear3":
-        return cls(D=3, random_state=0)
-    return cls(random_state=0)
+        return cls(D=3, random_state=0, **options)
+    return cls(random_state=0, **options)
 
 
-def run_ours(family, X_train, X_test, y_train, y_test, task):
+def run_ours(family, X_train, X_test, y_train, y_test, task, options=None):
     """The default CV path through VariableModel, every point judged on the test rows."""
     from sksparse_nn import TableEncoder
     from sksparse_nn.compose import VariableModel
 
-    model = VariableModel(_ours(family, task))
+    model = VariableModel(_ours(family, task, **(options or {})))
     path = model.regularization_path(X_train, y_train, cv=5, keep_estimators=True)
     encoder = TableEncoder().fit(X_train)  # the encoding the path's fits saw
     encoded = encoder.transform(X_test)
@@ -504,8 +523,10 @@ def run_cell(table, model, seed):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            if model in OURS:
-                out = run_ours(model, X_train, X_test, y_train, y_test, task)
+            family, _, tag = model.partition("@")
+            if family in OURS:
+                options = OPTIONS[tag] if tag else {}
+                out = run_ours(family, X_train, X_test, y_train, y_test, task, options)
             else:  # the split's seed: the peers that draw (TabM) draw from it
                 out = run_peer(model, X_train, X_test, y_train, y_test, task, seed=seed)
             out["error"] = None
@@ -546,12 +567,13 @@ def _cells():
     """The cached cells; a nested family's cell also as ``<family>-net`` (the network's
     search alone), and with its split's ``MEMBER`` cell as its ``member``."""
     cells = [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
-    linear = {(c["table"], c["seed"]): c for c in cells if c["model"] == MEMBER}
+    linear = {(c["model"], c["table"], c["seed"]): c for c in cells}
     out = []
     for cell in cells:
         if nested(cell["model"]):
             out.append({**cell, "model": f"{cell['model']}-net"})
-            cell = {**cell, "member": linear.get((cell["table"], cell["seed"]))}
+            key = (member_of(cell["model"]), cell["table"], cell["seed"])
+            cell = {**cell, "member": linear.get(key)}
             if cell["member"] is None:
                 continue  # no member searched yet: the nested search is incomplete
         out.append(cell)

@@ -312,7 +312,8 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
     def _ridge(self, module):
         """``{parameter name: c}``: the L2 term ``lam * c * ||V||^2`` (``c`` a number or
         per-entry weights) on the ungated weights of a family with ``ridge_downstream``
-        (parameters of two or more dimensions no sparsifier owns; biases are free),
+        (parameters of two or more dimensions no sparsifier owns; biases, a member's
+        too, are free),
         ``c = kappa / D``, ``kappa = ridge_scale``: a fraction of the L2 each D-Gating
         factor carries.
 
@@ -327,7 +328,9 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
         return {
             name: self._traits.ridge_scale / self.D
             for name, param in module.named_parameters()
-            if param.dim() >= 2 and "parametrizations" not in name.split(".")
+            if param.dim() >= 2
+            and "parametrizations" not in name.split(".")
+            and not name.endswith("bias")
         }
 
     # ---------------------------------------------------------- inference

@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..training import weighted_mean
 
-__all__ = ["ClassifierTaskMixin", "RegressorTaskMixin"]
+__all__ = ["ClassifierTaskMixin", "RegressorTaskMixin", "member_mean"]
 
 
 class _HalfSquaredError(torch.nn.Module):
@@ -19,6 +19,34 @@ class _HalfSquaredError(torch.nn.Module):
 
     def forward(self, y_pred, y_true, sample_weight=None):
         return weighted_mean(0.5 * (y_pred - y_true).pow(2).sum(dim=1), sample_weight)
+
+
+class _MemberMean(torch.nn.Module):
+    """The mean of a criterion over an ensemble's members: outputs of shape
+    ``(n, n_members, n_outputs)`` are scored member by member against the same targets
+    (each member is fitted, as in *TabM*); ``(n, n_outputs)`` as the criterion does."""
+
+    def __init__(self, criterion):
+        super().__init__()
+        self.criterion = criterion
+
+    def forward(self, y_pred, y_true, sample_weight=None):
+        if y_pred.dim() < 3:
+            return self.criterion(y_pred, y_true, sample_weight)
+        n_members = y_pred.shape[1]
+        if sample_weight is not None:
+            sample_weight = sample_weight.repeat_interleave(n_members)
+        return self.criterion(
+            y_pred.reshape(-1, y_pred.shape[-1]),
+            y_true.repeat_interleave(n_members, dim=0),
+            sample_weight,
+        )
+
+
+def member_mean(criterion):
+    """``criterion`` that also takes an ensemble's per-member outputs (their mean loss):
+    the tasks' criteria, so that any family's module may return them in training."""
+    return _MemberMean(criterion)
 
 
 class RegressorTaskMixin(RegressorMixin):
@@ -36,7 +64,7 @@ class RegressorTaskMixin(RegressorMixin):
         return targets.mean(dim=0, keepdim=True).expand(len(targets), -1)
 
     def _criterion(self):
-        return _HalfSquaredError()
+        return member_mean(_HalfSquaredError())
 
     def _path_targets(self, y):
         return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
@@ -89,7 +117,7 @@ class ClassifierTaskMixin(ClassifierMixin):
         return codes, (1 if len(self.classes_) == 2 else len(self.classes_))
 
     def _criterion(self):
-        return _BinaryLoss() if len(self.classes_) == 2 else _CrossEntropy()
+        return member_mean(_BinaryLoss() if len(self.classes_) == 2 else _CrossEntropy())
 
     def _constant_output(self, targets, n_outputs):
         counts = torch.bincount(targets, minlength=len(self.classes_)).double()

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..groups import AxisGroups
+from ..nn.embeddings import PiecewiseLinearEncoding, quantile_edges
 from ..nn.mlp import ACTIVATIONS, MLP, compact_mlp
 from ..sparsifiers import ZERO_TOL, get_sparsifier
 from ._base import BaseDGated, column_norms
@@ -19,6 +20,11 @@ from ._linear_member import LinearMember
 from ._tasks import ClassifierTaskMixin, RegressorTaskMixin
 
 __all__ = ["DGatedMLPClassifier", "DGatedMLPRegressor"]
+
+
+#: Training rows on which the encoded columns are standardized (the first ones: the
+#: training rows come in the user's order, a sample of them is enough for two moments).
+_STANDARDIZE_ROWS = 100_000
 
 
 class _DGatedMLP(LinearMember, BaseDGated):
@@ -43,6 +49,9 @@ class _DGatedMLP(LinearMember, BaseDGated):
         "activation": [StrOptions(set(ACTIVATIONS))],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "linear_skip": ["boolean"],
+        "embedding": [StrOptions({"piecewise-linear"}), None],
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "n_members": [Interval(Integral, 1, None, closed="left")],
         "groups": [None, Integral, "array-like"],
         "group_weights": [None, StrOptions({"sqrt"}), "array-like"],
         "sparsity": [StrOptions({"features", "weights"})],
@@ -61,6 +70,9 @@ class _DGatedMLP(LinearMember, BaseDGated):
         activation="relu",
         dropout=0.0,
         linear_skip=False,
+        embedding=None,
+        n_bins=16,
+        n_members=1,
         groups=None,
         group_weights=None,
         sparsity="features",
@@ -90,6 +102,9 @@ class _DGatedMLP(LinearMember, BaseDGated):
         self.activation = activation
         self.dropout = dropout
         self.linear_skip = linear_skip
+        self.embedding = embedding
+        self.n_bins = n_bins
+        self.n_members = n_members
         self.groups = groups
         self.group_weights = group_weights
         self.sparsity = sparsity
@@ -111,11 +126,40 @@ class _DGatedMLP(LinearMember, BaseDGated):
         self.n_threads = n_threads
         self.verbose = verbose
 
+    def _plan_module(self, X, targets):
+        # the bins of a fresh fit, at the training data's quantiles (in its units)
+        self._edges = quantile_edges(X, self.n_bins) if self.embedding else None
+
     def _build_module(self, n_features, n_outputs):
         sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=int)))
         if any(s < 1 for s in sizes):
             raise ValueError(f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
-        return MLP(n_features, sizes, n_outputs, self.activation, self.dropout, self.linear_skip)
+        if self.n_members > 1 and not sizes:
+            raise ValueError("n_members > 1 needs at least one hidden layer.")
+        if self.n_members > 1 and (self.sparsity == "weights" or self.gate_hidden):
+            raise ValueError(
+                "n_members > 1 shares the gated input layer between the members; it does "
+                "not combine with sparsity='weights' or gate_hidden=True."
+            )
+        encoding = PiecewiseLinearEncoding(self._edges) if self.embedding else None
+        return MLP(
+            n_features,
+            sizes,
+            n_outputs,
+            self.activation,
+            self.dropout,
+            self.linear_skip,
+            encoding=encoding,
+            n_members=self.n_members,
+        )
+
+    def _init_module(self, module, dataset, targets):
+        if module.encoding is None:
+            return
+        if dataset.scale is not None:  # the bins into training units
+            shift, scale = np.asarray(dataset.shift), np.asarray(dataset.scale)
+            module.encoding.rescale_(-shift / scale, 1.0 / scale)
+        module.encoding.standardize_(dataset.rows(slice(0, _STANDARDIZE_ROWS)))
 
     def _gate_module(self, module, init):
         if self.sparsity == "weights":
@@ -126,7 +170,9 @@ class _DGatedMLP(LinearMember, BaseDGated):
             raise ValueError("gate_hidden=True needs at least one hidden layer.")
         # "in": one group per column: per input feature, per hidden neuron (outgoing weights)
         if self.gate_inputs:  # one group per feature, or per group of features
-            labels, rho = self._penalty_groups(module.linears[0].in_features)
+            labels, rho = self._penalty_groups(module.n_features)
+            if module.encoding is not None:  # a feature's encoded columns: its group
+                labels = np.asarray(labels)[module.encoding.feature.numpy()]
             groups = AxisGroups(1, labels)
             self._sparsify(module.linears[0], "weight", groups, init, "input features", rho)
         if self.gate_hidden:
@@ -143,8 +189,42 @@ class _DGatedMLP(LinearMember, BaseDGated):
         for layer in module.linears:
             self._sparsify(layer, "weight", "element", init, "weights")
 
+    def _ridge(self, module):
+        # an ensemble's objective is the mean of its members': so is their ridge
+        ridge = super()._ridge(module)
+        if ridge is not None and module.n_members > 1:
+            for name in ridge:
+                if name.startswith("members."):
+                    ridge[name] = ridge[name] / module.n_members
+        return ridge
+
+    def _optimizer(self, module, ridge):
+        # a member's weights see 1/n_members of the loss's gradient (the loss is the
+        # members' mean): SGD steps them n_members times as far, as a lone network's
+        optimizer, options = super()._optimizer(module, ridge)
+        k = module.n_members
+        if k == 1 or not issubclass(optimizer, torch.optim.SGD):
+            return optimizer, options
+        groups = options.get("param_groups", [])
+        named = {name for name, _ in groups}
+        per_member = [
+            name
+            for name, _ in module.named_parameters()
+            if name.startswith("members.") or name == "member_bias"
+        ]
+        scaled = [
+            (name, {**o, "lr": o["lr"] * k}) if name in per_member and "lr" in o else (name, o)
+            for name, o in groups
+        ]
+        rest = [(name, {"lr": self.lr * k}) for name in per_member if name not in named]
+        return optimizer, {**options, "param_groups": scaled + rest}
+
     def _feature_importances(self, module):
-        return column_norms(module.linears[0].weight)
+        norms = column_norms(module.linears[0].weight)
+        if module.encoding is None:
+            return norms
+        feature = module.encoding.feature.numpy()  # the norm of a feature's columns
+        return np.sqrt(np.bincount(feature, norms**2, minlength=module.n_features))
 
     def _member_penalty_matches(self):
         # the linear member is the MLP without hidden units: its first-layer groups
@@ -155,6 +235,9 @@ class _DGatedMLP(LinearMember, BaseDGated):
 
     @torch.no_grad()
     def _rescale_inputs(self, module, shift, scale):
+        if module.encoding is not None:  # the bins move with the units
+            module.encoding.rescale_(shift, scale)
+            return
         layer = module.linears[0]
         weight = layer.weight.double() / torch.as_tensor(scale)
         bias = layer.bias.double() - weight @ torch.as_tensor(shift)
@@ -163,7 +246,9 @@ class _DGatedMLP(LinearMember, BaseDGated):
 
     @torch.no_grad()
     def _rescale_outputs(self, module, shift, scale):
-        layer, scale = module.linears[-1], torch.as_tensor(scale)
+        scale = torch.as_tensor(scale)
+        # the last layer, shared or the members' (weight (members, outputs, inputs))
+        layer = module.members[-1] if module.n_members > 1 else module.linears[-1]
         layer.weight.copy_(layer.weight.double() * scale[:, None])
         layer.bias.copy_(layer.bias.double() * scale + torch.as_tensor(shift))
         if module.skip:  # the skip path's rows of the first layer are outputs too
@@ -172,11 +257,14 @@ class _DGatedMLP(LinearMember, BaseDGated):
             first.bias[-k:] = first.bias[-k:].double() * scale
 
     def _after_fit(self, X, y, sample_weight=None):
-        self.n_nonzero_weights_ = int(
-            sum(int(torch.count_nonzero(layer.weight)) for layer in self.module_.linears)
-        )
+        layers = [*self.module_.linears, *getattr(self.module_, "members", [])]
+        self.n_nonzero_weights_ = int(sum(int(torch.count_nonzero(x.weight)) for x in layers))
+        # a neuron lives while a weight leaving it (in any member) is non-zero
         self.n_neurons_ = np.array(
-            [int((layer.weight.abs().sum(dim=0) > 0).sum()) for layer in self.module_.linears[1:]]
+            [
+                int((x.weight.abs().reshape(-1, x.weight.shape[-1]).sum(dim=0) > 0).sum())
+                for x in layers[1:]
+            ]
         )
 
     def compact(self):
@@ -222,6 +310,21 @@ _MLP_DOC = fill(
         feature's group holds its hidden-layer weights and its skip weights (LassoNet's
         idea of a feature that must enter linearly to enter at all, reached here by one
         group instead of a constraint).
+    embedding : {"piecewise-linear"} or None, default=None
+        Encode each input feature by its place in its ``n_bins`` quantile bins before
+        the first layer (:class:`~sksparse_nn.nn.PiecewiseLinearEncoding`, the encoding
+        of *On Embeddings for Numerical Features in Tabular Deep Learning*): one hidden
+        layer then fits sharp or non-monotone effects of a feature. A feature's group
+        holds the first-layer weights of all its bins, so selection stays by feature.
+    n_bins : int, default=16
+        Most bins per feature with ``embedding``: a feature of at most ``n_bins + 1``
+        distinct values has them as edges (a binary feature one bin: itself).
+    n_members : int, default=1
+        Members of an efficient ensemble (the idea of *TabM*): one forward pass computes
+        them all. They share the gated first layer, so they use the same features;
+        each has its own biases on the first layer's outputs and its own later layers,
+        each is fitted to the targets (the loss is the members' mean), and predictions
+        are the mean of the members' outputs (logits for classifiers).
     $groups
     $group_weights
     sparsity : {"features", "weights"}, default="features"
