@@ -208,3 +208,23 @@ def test_a_needed_group_is_kept_however_much_the_others_save():
     assert drop_smallest_first(net, data, order) == 10
     norms = group_norms(net.module_)["weight"]
     assert torch.all(norms[:10] == 0) and torch.all(norms[10:] > 0)
+
+
+def test_a_drop_the_fit_would_notice_is_not_made():
+    # a weak signal whose group saves more penalty than its drop costs the data term:
+    # the objective allows the drop, a data tolerance of 0 does not (the blind column's
+    # drop leaves the data term exactly where it was, and goes at any tolerance)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 3)).astype(np.float32)
+    X[:, 0] = 0.0
+    y = (0.05 * X[:, 1:2] + 2.0 * X[:, 2:3]).astype(np.float32)
+    order = [("weight", 0), ("weight", 1)]
+    net, data = _net(X, y)
+    assert torch.all(group_norms(net.module_)["weight"] > 0)
+    assert drop_smallest_first(net, data, order) == 2
+    net, data = _net(X, y)
+    data_before = net.training_terms(data)[0]
+    assert drop_smallest_first(net, data, order, data_tolerance=0.0) == 1
+    norms = group_norms(net.module_)["weight"]
+    assert norms[0] == 0 and torch.all(norms[1:] > 0)
+    assert net.training_terms(data)[0] == data_before  # the blind drop: no trace in the fit

@@ -164,6 +164,12 @@ class PenalizedNet(NeuralNet):
         (BatchNorm's running statistics) and mode are left as they were. ``batch_size``:
         rows per forward pass (the net's when None; another size changes the value only
         through batch statistics and dropout masks)."""
+        data, penalized = self.training_terms(dataset, batch_size)
+        return data + penalized
+
+    def training_terms(self, dataset, batch_size=None):
+        """``(data term, lam times the penalty and the ridge)`` of
+        :meth:`training_objective`, which is their sum."""
         module = self.module_
         was_training = module.training
         saved = [(buffer, buffer.clone()) for buffer in module.buffers()]
@@ -183,7 +189,7 @@ class PenalizedNet(NeuralNet):
                 for buffer, copy_ in saved:
                     buffer.copy_(copy_)
             module.train(was_training)
-        return total / max(count, 1) + self.lam * value
+        return total / max(count, 1), self.lam * value
 
     def _objective_batches(self, dataset, batch_size):
         if batch_size is None:

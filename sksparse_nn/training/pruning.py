@@ -11,7 +11,8 @@ Two rules use that one test: the automatic budget's :class:`~.schedule.StopWhenS
 during training (:func:`drop_if_no_worse`), and, at the end of a fit with a fixed
 ``max_epochs``, :class:`DropInTransitAtEnd`, which asks it for the longest run of the
 shrinking groups, smallest first, in which each group's own drop does not raise the
-objective (:func:`drop_smallest_first`).
+objective and the run leaves the data term where training would not notice
+(:func:`drop_smallest_first`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 from skorch.callbacks import Callback
 
 from ..sparsifiers import can_drop, drop_groups_, group_norms, sparsified_tensors
-from .signals import ending_width, still_falling
+from .signals import ending_width, plateau_tolerance, still_falling
 
 __all__ = [
     "DropInTransitAtEnd",
@@ -55,18 +56,25 @@ def _seed(devices):
         torch.default_generator.manual_seed(0)
 
 
-def _objective(net, dataset, devices):
-    """The training objective, with dropout masks drawn from a fixed seed: every
-    evaluation of a drop sees the same masks, and training's random stream is left as
-    it was. Over batches of at least ``OBJECTIVE_ROWS`` rows where no layer normalizes
-    by batch statistics (the same value up to rounding and dropout masks, in fewer
-    passes through the module); over the training batches otherwise."""
+def _terms(net, dataset, devices):
+    """``(objective, data term)`` of the training objective, with dropout masks drawn
+    from a fixed seed: every evaluation of a drop sees the same masks, and training's
+    random stream is left as it was. Over batches of at least ``OBJECTIVE_ROWS`` rows
+    where no layer normalizes by batch statistics (the same value up to rounding and
+    dropout masks, in fewer passes through the module); over the training batches
+    otherwise."""
     batch_size = None
     if not _running_stats_modules(net.module_):
         batch_size = max(OBJECTIVE_ROWS, net.batch_size or 0)
     with torch.random.fork_rng(devices=devices):
         _seed(devices)
-        return net.training_objective(dataset, batch_size)
+        data, penalized = net.training_terms(dataset, batch_size)
+    return data + penalized, data
+
+
+def _objective(net, dataset, devices):
+    """The training objective of :func:`_terms`."""
+    return _terms(net, dataset, devices)[0]
 
 
 def _try_drop(net, dataset, drop, before, devices):
@@ -122,24 +130,25 @@ def _masks(candidates, norms):
     return drop
 
 
-def _objective_without(net, dataset, drop, devices):
-    """The training objective with the groups ``drop`` at zero; the module is left as
-    it was (None when a tensor's method cannot drop a group)."""
+def _terms_without(net, dataset, drop, devices):
+    """``(objective, data term)`` with the groups ``drop`` at zero; the module is left
+    as it was (None when a tensor's method cannot drop a group)."""
     saved = {id(p): p.detach().clone() for p in net.module_.parameters()}
     touched = drop_groups_(net.module_, drop)
     if touched is None:
         return None
-    value = _objective(net, dataset, devices)
+    value = _terms(net, dataset, devices)
     for tensor, _ in touched:
         tensor.copy_(saved[id(tensor)])
     return value
 
 
 @torch.no_grad()
-def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
+def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES, data_tolerance=np.inf):
     """Drop the longest run ``candidates[:k]`` in which every group pays for its own
     drop: the objective on ``dataset`` with ``candidates[:k]`` at zero is at most the
-    one with ``candidates[:k-1]`` at zero, and at most the objective before; ``k``.
+    one with ``candidates[:k-1]`` at zero, and at most the objective before, and the
+    data term at most ``data_tolerance`` above the one before; ``k``.
 
     The test is at the margin, group by group, not on the run's total: a run's total
     lets the penalty that many unneeded groups save pay for a needed group dropped with
@@ -161,6 +170,9 @@ def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
         and group, in the order to drop them (the smallest first).
     max_tries : int, default=MAX_TRIES
         Most runs tried.
+    data_tolerance : float, default=inf
+        Most the data term may rise: a drop that changes the fit visibly is not made,
+        however much penalty it saves.
 
     Returns
     -------
@@ -171,21 +183,26 @@ def drop_smallest_first(net, dataset, candidates, max_tries=MAX_TRIES):
     module = net.module_
     devices = _devices(module)
     norms = {k: v.cpu().numpy() for k, v in group_norms(module).items()}
-    before = _objective(net, dataset, devices)
-    values = {0: before}  # objective with candidates[:k] at zero
+    before, data_before = _terms(net, dataset, devices)
+    values = {0: (before, data_before)}  # (objective, data term), candidates[:k] at zero
 
     def value(k):
         if k not in values:
-            values[k] = _objective_without(net, dataset, _masks(candidates[:k], norms), devices)
+            values[k] = _terms_without(net, dataset, _masks(candidates[:k], norms), devices)
         return values[k]
+
+    def passes(last, prior):
+        if last is None or prior is None:
+            return False
+        (objective, data), (prior_objective, _) = last, prior
+        return objective <= min(prior_objective, before) and data - data_before <= data_tolerance
 
     passed, failed = 0, len(candidates) + 1
     for _ in range(max_tries):
         if failed - passed <= 1:
             break
         k = len(candidates) if failed > len(candidates) else (passed + failed) // 2
-        last, prior = value(k), value(k - 1)
-        if last is not None and prior is not None and last <= prior and last <= before:
+        if passes(value(k), value(k - 1)):
             passed = k
         else:
             failed = k
@@ -234,7 +251,8 @@ def refresh_running_stats(net, dataset):
 
 class DropInTransitAtEnd(Callback):
     """At the end of a fit with a fixed budget, drop the groups still on their way to
-    zero, smallest first, as far as the training objective does not rise.
+    zero, smallest first, as far as the training objective does not rise and the fit
+    does not notice.
 
     A fixed ``max_epochs`` can end while groups the data do not support are still
     shrinking (at a rate proportional to the learning rate, which a cosine plan takes to
@@ -247,7 +265,11 @@ class DropInTransitAtEnd(Callback):
     their norm over all its tensors); :func:`drop_smallest_first` keeps the longest run
     of them in which each group's own drop does not raise the training objective
     (nothing is retrained after the drop, so a group the fit needs must not go because
-    the others' penalty pays for it). Normalization layers' running
+    the others' penalty pays for it) and the run's data term rises by no more than the
+    loss may move on a plateau (:func:`~.signals.plateau_tolerance`): a group the
+    model still uses is not in transit as far as this budget can tell, and dropping it
+    would trade the fit for the penalty it saves; it stays, and the sparsity gap lists
+    it among the live groups. Normalization layers' running
     statistics are then recomputed over the training rows (:func:`refresh_running_stats`).
 
     Only when the rest of the fit is done: not while the training loss is still falling
@@ -328,7 +350,11 @@ class DropInTransitAtEnd(Callback):
         norms = self._norms(net)
         leaders = [q for q, *_, s in sparsified_tensors(net.module_) if not s.tied]
         candidates = self._candidates(norms, leaders)
-        k = drop_smallest_first(net, self.data_, candidates, self.max_tries)
+        # a jump the fit would notice is not made: the data term may rise by no more
+        # than the loss moves on a plateau (a group the fit still uses stays, listed
+        # live with its norm by the sparsity gap)
+        tolerance = plateau_tolerance(losses)
+        k = drop_smallest_first(net, self.data_, candidates, self.max_tries, tolerance)
         if not k:
             return
         for key, j in candidates[:k]:

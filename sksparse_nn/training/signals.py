@@ -8,7 +8,14 @@ import math
 
 import numpy as np
 
-__all__ = ["ending_width", "in_transit", "on_plateau", "still_falling", "still_shrinking"]
+__all__ = [
+    "ending_width",
+    "in_transit",
+    "on_plateau",
+    "plateau_tolerance",
+    "still_falling",
+    "still_shrinking",
+]
 
 
 #: The objective is "still falling" when the last window lowered its mean by more than
@@ -65,6 +72,13 @@ def _tolerated_change(losses, recent):
     """How much two window means may differ on a plateau: ``STILL_FALLING`` of the fit's
     whole decrease so far, or ``FLAT`` of the loss, whichever is larger."""
     return max(STILL_FALLING * abs(float(losses[0]) - recent), FLAT * abs(recent))
+
+
+def plateau_tolerance(losses):
+    """How far the loss of a fit that ended on a plateau may move without training
+    noticing: what :func:`still_falling` tolerates between its last two windows
+    (``STILL_FALLING`` of the whole decrease, or ``FLAT`` of the loss)."""
+    return _tolerated_change(losses, _window_means(losses, ending_width(len(losses)))[1])
 
 
 def still_falling(losses, width):
