@@ -273,8 +273,8 @@ class SparseLinearRegressor(RegressorTaskMixin, _SparseLinearModel):
         sparser non-convex penalties ``||w_j||^(2/3)`` and ``||w_j||^(1/2)``, which
         keep fewer features at a given accuracy but leave less shrinkage to tell lams
         apart, so a cross-validated search can land near the unpenalized end where the
-        data cannot support it. The networks' default is 3; the linear model a
-        network's search compares with (its ``linear_member()``) takes the network's.
+        data cannot support it. The linear model a network's search compares with
+        (its ``linear_member()``) takes the network's.
     $groups
     $group_weights
     fit_intercept : bool, default=True
