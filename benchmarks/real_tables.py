@@ -9,17 +9,22 @@ were seen), five 70/30 splits each, one thread, defaults only. Every model gets 
   point is kept (its test score and variables), so each selection rule of the search can
   be judged from one run: ``1se`` (the sparsest lam within one standard error of the
   best mean CV score), ``best`` (the best mean CV score). ``linear`` is the sparse
-  linear model's default (D = 2), ``linear3`` the same at D = 3, the networks' D. The
+  linear model's default (D = 2), ``linear3`` the same at D = 3, the NAM's D. The
   MLP and the NAM are reported as ``SparsePathCV`` keeps them: their own search against
-  their linear member's (the ``linear3`` cell of the same split: the same folds, D and
-  groups) by :func:`~sksparse_nn.path.prefer_linear`; ``mlp-net`` and ``nam-net`` are
-  the networks' searches alone;
+  their linear member's (the cell of the sparse linear model at their D, ``MEMBERS``,
+  of the same split: the same folds, D and groups) by
+  :func:`~sksparse_nn.path.prefer_linear`; ``mlp-net`` and ``nam-net`` are the
+  networks' searches alone. A tag names other options of a family (``OPTIONS``):
+  ``mlp@d3`` is the MLP at D = 3, its default before issue 60, ``mlp@k8`` an ensemble
+  of 8, ``mlp@ple`` with piecewise-linear embeddings;
 * peers: a plain L1 model with scikit-learn's CV (``LassoCV`` /
   ``LogisticRegressionCV(penalty="l1")``) on the same encoding; HistGradientBoosting
   (categories native, NaN native); EBM (``interpret``); LassoNet's CV model on the same
   encoding; TabM (``tabm``: the package's default ``TabM.make`` model, one fit, no
   tuning) and TabM with piecewise-linear embeddings of the numeric features
-  (``tabm-ple``), trained as the package's example does (see :func:`run_tabm`).
+  (``tabm-ple``), trained as the package's example does (see :func:`run_tabm`), and
+  ``mlp-ple``: the same recipe with one plain MLP (no ensemble, no gating) on the
+  same embeddings.
 
 ``ga2m`` is our NAM with ``interactions="auto"`` (screened pairwise interactions, one
 group each); its cells also record the kept terms (mains and pairs) per lam.
@@ -93,38 +98,54 @@ TABLES = {
 #: the first eight: the panel of issues 39-59
 PANEL8 = ("ames", "attrition", "cells", "credit", "saratoga", "wage", "titanic", "mroz")
 OURS = ("linear", "linear3", "mlp", "nam", "ga2m")
-PEERS = ("l1", "hgb", "ebm", "lassonet", "tabm", "tabm-ple")
+PEERS = ("l1", "hgb", "ebm", "lassonet", "tabm", "tabm-ple", "mlp-ple")
 RULES = ("1se", "best")
-#: families searched with their linear member (the ``MEMBER`` cell of the split): the
+#: families searched with their linear member (the ``MEMBERS`` cell of the split): the
 #: report's ``<family>-net`` is the network's search alone
 NESTED = ("mlp", "nam", "ga2m")
-#: the cells of the networks' linear member: the sparse linear model at their D (3)
-MEMBER = "linear3"
+#: the nested families' default D, and the cells of the sparse linear model at each D
+#: (a network's linear member has its D)
+NETWORK_D = {"mlp": 2, "nam": 3, "ga2m": 3}
+MEMBERS = {2: "linear", 3: "linear3"}
 
 
 #: tag -> our family's options: ``mlp@ple`` is the MLP with these options (cells of
 #: other tags, e.g. ``@16``, are an earlier version's, kept to compare)
 OPTIONS = {
     "ple": {"embedding": "piecewise-linear"},
-    "k32": {"n_members": 32},
-    "ple-k32": {"embedding": "piecewise-linear", "n_members": 32},
     "k8": {"n_members": 8},
+    "k32": {"n_members": 32},
     "d2": {"D": 2},
     "d2-k8": {"D": 2, "n_members": 8},
+    "d3": {"D": 3},
+    "d3-ple": {"D": 3, "embedding": "piecewise-linear"},
+    "d3-k8": {"D": 3, "n_members": 8},
+    "d3-k32": {"D": 3, "n_members": 32},
+    "d3-ple-k32": {"D": 3, "embedding": "piecewise-linear", "n_members": 32},
 }
 
 
 def member_of(model):
     """The cells of a nested model's linear member: the sparse linear model at its D
-    (``MEMBER`` at the networks' default, ``linear`` where a tag sets D = 2)."""
-    _, _, tag = model.partition("@")
-    return "linear" if OPTIONS.get(tag, {}).get("D") == 2 else MEMBER
+    (the family's default, ``NETWORK_D``, or its tag's)."""
+    family, _, tag = model.partition("@")
+    D = OPTIONS.get(tag, {}).get("D", NETWORK_D[family])
+    return MEMBERS[D]
 
 
 def nested(model):
     """Whether ``model`` is a nested family's cells: its name, or its name then ``@``
     and a tag (cells of an earlier version kept beside the panel's, e.g. ``mlp@16``)."""
     return model.split("@")[0] in NESTED
+#: per table, the one of these models with the best mean score (a name of the paired
+#: report): the better linear model, the better boosting, the best of our families
+#: the bound of "within" in the paired report (issue 60's): 0.01 AUC, 5% of RMSE
+WITHIN = {"clf": 0.01, "reg": 5.0}
+BEST = {
+    "best-linear": ("l1", "linear", "linear3"),
+    "best-boosting": ("hgb", "ebm"),
+    "best-ours": ("linear", "mlp", "nam"),
+}
 #: (model, reference) pairs of the paired report; "best-linear" is, per table, the one
 #: of ``l1``, ``linear`` and ``linear3`` with the better mean score
 COMPARISONS = (
@@ -136,11 +157,13 @@ COMPARISONS = (
     ("nam", "nam-net"),
     ("mlp-net", "best-linear"),
     ("nam-net", "best-linear"),
-    # against the cells of the 16-lam default grid (tagged @16), the networks alone
-    ("mlp", "mlp@16-net"),
-    ("nam", "nam@16-net"),
-    ("mlp@16-net", "best-linear"),
-    ("nam@16-net", "best-linear"),
+    # the MLP at D = 2 against its D = 3 (before issue 60), and against TabM
+    ("mlp", "mlp@d3"),
+    ("mlp", "tabm-ple"),
+    ("mlp", "tabm"),
+    ("mlp", "mlp-ple"),
+    ("best-ours", "best-boosting"),
+    ("tabm-ple", "best-boosting"),
 )
 
 
@@ -256,8 +279,9 @@ def _variables_of(encoder, coef):
 
 
 def run_peer(peer, X_train, X_test, y_train, y_test, task, seed=0):
-    if peer in ("tabm", "tabm-ple"):  # its own encoding (see _tabm_inputs)
-        return run_tabm(peer == "tabm-ple", X_train, X_test, y_train, y_test, task, seed)
+    if peer in ("tabm", "tabm-ple", "mlp-ple"):  # its own encoding (see _tabm_inputs)
+        k = 1 if peer == "mlp-ple" else 32
+        return run_tabm(peer != "tabm", X_train, X_test, y_train, y_test, task, seed, k)
     from sklearn.pipeline import make_pipeline
 
     from sksparse_nn import TableEncoder
@@ -385,13 +409,14 @@ def _tabm_inputs(X_fit, *others):
     return list(zip(cont, binary, strict=True)), chunks
 
 
-def _tabm_net(n_cont, n_binary, chunks, d_out, bins):
+def _tabm_net(n_cont, n_binary, chunks, d_out, bins, k=32):
     """``tabm.TabM`` as ``TabM.make`` builds it (its defaults: k 32, width 512, depth 3,
     or 2 with embeddings, dropout 0.1, arch "tabm", start scaling "random-signs", or
     "normal" with embeddings; one initialization chunk per feature), taking the
     continuous columns (embedded when ``bins``) and a dense block of binary columns
     (indicators, one-hot levels) in place of TabM's ``x_cat`` indices, so that unseen
-    levels stay all-zero."""
+    levels stay all-zero. ``k=1``: one plain MLP of the same shape (arch "tabm-packed"
+    with one member: no ensemble, no adapters)."""
     import rtdl_num_embeddings as rne
     import tabm
     import torch
@@ -407,19 +432,19 @@ def _tabm_net(n_cont, n_binary, chunks, d_out, bins):
                 )
                 d_cont = TABM["d_embedding"]
             d_features = [d_cont] * n_cont + list(chunks)
-            self.ensemble_view = tabm.EnsembleView(k=32)
+            self.ensemble_view = tabm.EnsembleView(k=k)
             self.backbone = tabm.make_tabm_backbone(
                 d_in=sum(d_features),
                 n_blocks=2 if bins is not None else 3,
                 d_block=512,
                 dropout=0.1,
                 activation="ReLU",
-                k=32,
-                arch_type="tabm",
+                k=k,
+                arch_type="tabm" if k > 1 else "tabm-packed",
                 start_scaling_init="normal" if bins is not None else "random-signs",
                 start_scaling_init_chunks=d_features,
             )
-            self.output = tabm.LinearEnsemble(512, d_out, k=32)
+            self.output = tabm.LinearEnsemble(512, d_out, k=k)
 
         def forward(self, x_cont, x_bin):
             parts = []
@@ -433,7 +458,7 @@ def _tabm_net(n_cont, n_binary, chunks, d_out, bins):
     return Net()
 
 
-def run_tabm(ple, X_train, X_test, y_train, y_test, task, seed):
+def run_tabm(ple, X_train, X_test, y_train, y_test, task, seed, k=32):
     """One fit of TabM (``ple``: with ``PiecewiseLinearEmbeddings(version="B")`` of the
     continuous columns, bins from ``compute_bins`` on the training rows): AdamW, mean
     loss over the k members (shared batches), early stopping on 20% of the training
@@ -462,7 +487,7 @@ def run_tabm(ple, X_train, X_test, y_train, y_test, task, seed):
         target = as_t((fit_y - mu) / sd)
         loss_of = torch.nn.functional.mse_loss
     bins = compute_bins(c_fit, n_bins=TABM["n_bins"]) if ple and c_fit.shape[1] else None
-    net = _tabm_net(c_fit.shape[1], b_fit.shape[1], chunks, 2 if clf else 1, bins)
+    net = _tabm_net(c_fit.shape[1], b_fit.shape[1], chunks, 2 if clf else 1, bins, k)
     opt = torch.optim.AdamW(net.parameters(), lr=TABM["lr"], weight_decay=TABM["weight_decay"])
 
     def predict(c, b):
@@ -565,7 +590,8 @@ def run(args):
 # ------------------------------------------------------------------------- report
 def _cells():
     """The cached cells; a nested family's cell also as ``<family>-net`` (the network's
-    search alone), and with its split's ``MEMBER`` cell as its ``member``."""
+    search alone), and with its split's member cell (:func:`member_of`) as its
+    ``member``."""
     cells = [json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))]
     linear = {(c["model"], c["table"], c["seed"]): c for c in cells}
     out = []
@@ -687,21 +713,22 @@ def paired(rows, model, reference):
     """Per table, the mean paired difference of ``model`` against ``reference`` over
     the splits both scored (AUC points; for RMSE the percentage by which ``model`` is
     below, so positive is better in both), its standard error and the splits; and the
-    mean over the tables. ``"best-linear"``: per table the one of ``l1``, ``linear``
-    and ``linear3`` with the better mean score."""
+    mean over the tables. A name of ``BEST`` (either side): per table the one of its
+    models with the best mean score."""
     by = {(r["table"], r["model"]): r for r in rows}
+
+    def resolve(name, table):
+        candidates = [by.get((table, m)) for m in BEST.get(name, (name,))]
+        candidates = [c for c in candidates if c is not None]
+        if not candidates:
+            return None
+        pick = max if candidates[0]["task"] == "clf" else min
+        return pick(candidates, key=lambda r: r["score"])
+
     out = {}
     for table in sorted({r["table"] for r in rows}):
-        ref = reference
-        if reference == "best-linear":
-            candidates = [by.get((table, m)) for m in ("l1", "linear", "linear3")]
-            candidates = [c for c in candidates if c is not None]
-            if not candidates:
-                continue
-            clf = candidates[0]["task"] == "clf"
-            pick = max if clf else min
-            ref = pick(candidates, key=lambda r: r["score"])["model"]
-        a, b = by.get((table, model)), by.get((table, ref))
+        a, b = resolve(model, table), resolve(reference, table)
+        ref = None if b is None else b["model"]
         if a is None or b is None:
             continue
         sa = dict(zip(a["seeds"], a["split_scores"], strict=True))
@@ -713,13 +740,16 @@ def paired(rows, model, reference):
         diff = x - y if a["task"] == "clf" else 100.0 * (y - x) / y
         se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
         out[table] = dict(
-            reference=ref, task=a["task"], diff=float(diff.mean()), se=float(se),
-            splits=len(seeds),
+            model=a["model"], reference=ref, task=a["task"], diff=float(diff.mean()),
+            se=float(se), splits=len(seeds),
         )  # fmt: skip
+    tables = list(out.values())
     for task in ("clf", "reg"):
-        diffs = [v["diff"] for v in out.values() if v["task"] == task]
+        diffs = [v["diff"] for v in tables if v["task"] == task]
         if diffs:
             out[f"mean ({task})"] = dict(task=task, diff=float(np.mean(diffs)), tables=len(diffs))
+    within = [v["diff"] >= -WITHIN[v["task"]] for v in tables]
+    out["within"] = dict(tables=len(within), count=int(sum(within)))
     return out
 
 
@@ -775,12 +805,14 @@ def report(args):
             comparisons[f"{model} - {reference}"] = found
             print(f"\n{model} - {reference} (AUC points; RMSE % lower), mean +- SE:")
             for table, v in found.items():
-                if table.startswith("mean"):
+                if table == "within":
+                    print(f"  within 0.01 AUC / 5% RMSE: {v['count']} of {v['tables']} tables")
+                elif table.startswith("mean"):
                     print(f"  {table:14s} {v['diff']:+8.4f} over {v['tables']} tables")
                 else:
                     print(
-                        f"  {table:10s} {v['reference']:8s} {v['diff']:+8.4f} +- {v['se']:.4f}"
-                        f"  ({v['splits']} splits)"
+                        f"  {table:13s} {v['model']:8s} {v['reference']:8s} {v['diff']:+8.4f}"
+                        f" +- {v['se']:.4f}  ({v['splits']} splits)"
                     )
         results["rules"][rule]["paired"] = comparisons
     print("\n" + rst_table(results["rules"]["best"]["rows"]))
