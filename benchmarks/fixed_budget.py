@@ -14,8 +14,8 @@ the same fit:
   until the support settles and retrains after its drops: the converged model.
 
 Prints the test score (R^2, accuracy) and the features kept of each; the claim is that
-the drop removes only what the fit does not use: its scores are the no-drop fit's. ``python fixed_budget.py``
-(results in ``results/fixed_budget.json``).
+the drop removes only what the fit does not use: its scores are the no-drop fit's.
+``python fixed_budget.py`` (results in ``results/fixed_budget.json``).
 """
 
 from __future__ import annotations
