@@ -29,7 +29,8 @@ def nam_training_step(net):
     """The :class:`~sksparse_nn.nn.NAMTrainingStep` of ``net`` (an initialized
     ``PenalizedNet`` of a D-gated NAM), or None where it does not apply."""
     module = net.module_
-    loss = _LOSSES.get(type(net.criterion_))
+    # the task's loss inside the members' mean (a NAM has no members)
+    loss = _LOSSES.get(type(getattr(net.criterion_, "criterion", net.criterion_)))
     # (a parametrized module is of a subclass torch made; one that computes otherwise
     # has a forward of its own)
     plain_nam = isinstance(module, NAM) and type(module).forward is NAM.forward
