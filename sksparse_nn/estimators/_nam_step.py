@@ -14,7 +14,7 @@ import torch
 
 from ..nn import NAM, NAMTrainingStep
 from ..sparsifiers import DGate, sparsified_tensors
-from ._tasks import _BinaryLoss, _CrossEntropy, _HalfSquaredError
+from ._tasks import _BinaryLoss, _CrossEntropy, _HalfSquaredError, task_loss
 
 __all__ = ["nam_training_step"]
 
@@ -29,8 +29,7 @@ def nam_training_step(net):
     """The :class:`~sksparse_nn.nn.NAMTrainingStep` of ``net`` (an initialized
     ``PenalizedNet`` of a D-gated NAM), or None where it does not apply."""
     module = net.module_
-    # the task's loss inside the members' mean (a NAM has no members)
-    loss = _LOSSES.get(type(getattr(net.criterion_, "criterion", net.criterion_)))
+    loss = _LOSSES.get(type(task_loss(net.criterion_)))  # a NAM has no members
     # (a parametrized module is of a subclass torch made; one that computes otherwise
     # has a forward of its own)
     plain_nam = isinstance(module, NAM) and type(module).forward is NAM.forward

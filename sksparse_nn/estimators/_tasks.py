@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..training import weighted_mean
 
-__all__ = ["ClassifierTaskMixin", "RegressorTaskMixin", "member_mean"]
+__all__ = ["ClassifierTaskMixin", "RegressorTaskMixin", "member_mean", "task_loss"]
 
 
 class _HalfSquaredError(torch.nn.Module):
@@ -41,6 +41,11 @@ class _MemberMean(torch.nn.Module):
             y_true.repeat_interleave(n_members, dim=0),
             sample_weight,
         )
+
+
+def task_loss(criterion):
+    """The task's own loss of a criterion :func:`member_mean` wrapped (else itself)."""
+    return criterion.criterion if isinstance(criterion, _MemberMean) else criterion
 
 
 def member_mean(criterion):

@@ -30,9 +30,10 @@ def quantile_edges(X, n_bins):
     edges = []
     for j in range(X.shape[1]):
         column = X[:, j].toarray().ravel() if sp.issparse(X) else np.asarray(X[:, j])
-        cuts = np.unique(column.astype(np.float64))
+        column = column.astype(np.float64)
+        cuts = np.unique(column)
         if len(cuts) > len(levels):  # more distinct values than edges: their quantiles
-            cuts = np.unique(np.quantile(cuts.take(np.searchsorted(cuts, column)), levels))
+            cuts = np.unique(np.quantile(column, levels))
         if len(cuts) < 2:  # a constant column: one bin, the identity around its value
             cuts = np.array([cuts[0], cuts[0] + 1.0])
         edges.append(cuts)
