@@ -221,3 +221,25 @@ def test_classifiers_are_scored_by_the_log_loss_by_default():
     )
     assert np.all((accuracy.val_score >= 0) & (accuracy.val_score <= 1))
     assert SparsePathCV(SparseLinearClassifier()).rule == "best"
+
+
+def test_the_folds_fit_with_the_fold_params_and_the_full_path_as_configured(known_support):
+    # fold models are only scored: they stop on the objective's plateau
+    # (fold_params(): settle="objective"); the full-data path's models are kept and wait
+    # for their groups, as the user configured them
+    from sksparse_nn import DGatedMLPRegressor
+
+    seen = []
+
+    class Spy(DGatedMLPRegressor):
+        def fit(self, X, y):
+            seen.append((len(X), self.settle))
+            return super().fit(X, y)
+
+    X, y, _, _ = known_support
+    est = Spy(hidden_layer_sizes=(4,), max_epochs=2, random_state=0)
+    assert est.fold_params() == {"settle": "objective"}
+    est.regularization_path(X, y, lams=LAMS[-2:], cv=KFold(2, shuffle=True, random_state=0))
+    assert {s for n, s in seen if n == len(X)} == {"support"}
+    assert {s for n, s in seen if n < len(X)} == {"objective"}
+    assert est.settle == "support"  # the estimator passed is not modified

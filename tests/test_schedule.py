@@ -176,6 +176,7 @@ def _drive(
     hold=0,
     recover=None,
     earliest=0,
+    watch_transit=True,
 ):
     """Run StopWhenSettled over given group norms; returns (stopped epoch, callback, plan)."""
     from sksparse_nn.training import StopTraining
@@ -183,7 +184,14 @@ def _drive(
 
     plan = LRPlan(cap, "cosine", hold=hold).initialize()
     rule = _schedule.StopWhenSettled(
-        plan, window, 1e-7, anneal, nonconvex=True, recover=recover, earliest=earliest
+        plan,
+        window,
+        1e-7,
+        anneal,
+        nonconvex=True,
+        recover=recover,
+        earliest=earliest,
+        watch_transit=watch_transit,
     ).initialize()
     net, current = _FakeNet(), {}
     monkeypatch.setattr(_schedule, "group_norms", lambda module: current)
@@ -275,6 +283,21 @@ def test_groups_shrinking_under_noise_do_not_look_settled(monkeypatch):
     # the same noise, but every live group falls 3% per epoch (~22% per window): on its
     # way to zero, not settled
     stopped, rule, _ = _drive(monkeypatch, _noisy_norms(60, rate=0.03), window=8, cap=60)
+    assert stopped is None and rule.settled_ is None
+
+
+def test_groups_in_transit_do_not_hold_a_fit_that_is_only_scored(monkeypatch):
+    # the groups of the test above, on their way to zero under noise, with a flat
+    # objective and a steady support: a fit that is only scored (settle="objective")
+    # anneals after its first two windows and stops
+    norms = _noisy_norms(60, rate=0.03)
+    stopped, rule, _ = _drive(monkeypatch, norms, window=8, anneal=4, watch_transit=False)
+    assert stopped == 2 * 8 + 4 - 1 and rule.resumed_ == 0
+    # the objective still falling keeps it going
+    falling = np.exp(-0.05 * np.arange(60))
+    stopped, rule, _ = _drive(
+        monkeypatch, _noisy_norms(60, 0.0), loss=falling, window=8, cap=60, watch_transit=False
+    )
     assert stopped is None and rule.settled_ is None
 
 

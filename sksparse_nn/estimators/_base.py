@@ -97,6 +97,7 @@ class BaseDGated(PathProtocol, ShippingMixin, BaseEstimator, metaclass=ABCMeta):
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "settle": [StrOptions({"support", "objective"})],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "device": [str, torch.device],

@@ -119,6 +119,11 @@ HOOKS = (
     Hook("path_order", "path", "() -> 'ascending' or 'descending'"),
     Hook("linear_member", "path", "() -> the family's sparse linear member, or None"),
     Hook("path_start", "path", "() -> lam of an unrecorded start model, or None"),
+    Hook(
+        "fold_params",
+        "path",
+        "() -> parameters of the CV folds' fits ({'settle': 'objective'})",
+    ),
     Hook("regularization_path", "path", "(X, y, keywords) -> RegularizationPath"),
     Hook("fit", "scikit-learn", "a signature with sample_weight, or y=None"),
     Hook("get_params", "scikit-learn", "module__* parameters"),

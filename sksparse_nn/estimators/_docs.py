@@ -63,6 +63,16 @@ validation_fraction : float, default=0.1
     "n_iter_no_change": """\
 n_iter_no_change : int, default=10
     Patience of ``early_stopping``, in epochs.""",
+    "settle": """\
+settle : {"support", "objective"}, default="support"
+    What a fit with the automatic budget (``max_epochs=None``) waits for before its
+    final anneal, besides a steady support. ``"support"``: also every selected group
+    settled, none still on its way to zero, so that the kept groups are exact: the
+    model you keep. ``"objective"``: the objective on a plateau, groups on their way to
+    zero left where they are (those whose removal the objective allows are dropped as
+    they go); faster, for models that are only scored: the CV folds of
+    :func:`~sksparse_nn.regularization_path` and :class:`~sksparse_nn.SparsePathCV`
+    fit with it (``fold_params()``).""",
     "warm_start": """\
 warm_start : bool, default=False
     Start from the previous fit (its factors re-split balanced); the path engine uses it
@@ -131,6 +141,7 @@ _GROUPS = {
         "early_stopping",
         "validation_fraction",
         "n_iter_no_change",
+        "settle",
         "warm_start",
         "random_state",
         "device",

@@ -115,6 +115,24 @@ class PathProtocol:
         """
         return "ascending"
 
+    def fold_params(self):
+        """Parameters the CV folds' fits take instead of this estimator's own.
+
+        Part of the path protocol (optional). A fold's models are only scored, never
+        kept, so they need not wait for exact zeros: with ``{"settle": "objective"}``
+        (and the automatic budget) a fold's fit ends once its objective is on a plateau
+        and its support steady, without waiting for the groups still on their way to
+        zero, which had taken most of a search's epochs. The full-data path, whose
+        models are kept, fits as configured.
+
+        Returns
+        -------
+        params : dict
+            Passed to ``set_params`` of the folds' copies of the estimator (empty for
+            a family without the ``settle`` parameter).
+        """
+        return {"settle": "objective"} if "settle" in self.get_params(deep=False) else {}
+
     def linear_member(self):
         """The sparse linear model this family contains, or None.
 

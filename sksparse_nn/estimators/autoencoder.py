@@ -171,6 +171,7 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         early_stopping=False,
         validation_fraction=0.1,
         n_iter_no_change=10,
+        settle="support",
         warm_start=False,
         random_state=None,
         device="cpu",
@@ -194,6 +195,7 @@ class DGatedAutoencoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseD
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.settle = settle
         self.warm_start = warm_start
         self.random_state = random_state
         self.device = device

@@ -93,6 +93,7 @@ class _NODEFamily(BaseDGated):
         early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=10,
+        settle="support",
         warm_start=False,
         random_state=None,
         device="cpu",
@@ -117,6 +118,7 @@ class _NODEFamily(BaseDGated):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.settle = settle
         self.warm_start = warm_start
         self.random_state = random_state
         self.device = device
@@ -374,6 +376,7 @@ _NODE_DOC = fill(
         ``"auto"``: on with ``max_epochs=None``, where NODE would overfit small data.
     $validation_fraction
     $n_iter_no_change
+    $settle
     $warm_start
     $random_state
     $device

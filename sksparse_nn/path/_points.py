@@ -317,6 +317,13 @@ def _rows(y, index):
     return None if y is None else _safe_indexing(y, index)
 
 
+def _for_scoring(estimator):
+    """The estimator with its ``fold_params()`` (path protocol, optional: none) set: the
+    configuration of fits that are only scored."""
+    params = getattr(estimator, "fold_params", dict)()
+    return clone(estimator).set_params(**params) if params else estimator
+
+
 def fold_scores(
     estimator, X, y, train, test, lams, scorer, threads, checkpoint=None, fit_params=None,
     fit_at=None, keep_models=False,
@@ -326,11 +333,12 @@ def fold_scores(
     fold's store, see :func:`run_path`; ``fit_params``: per-row values indexed with the
     fold's training rows), over the grid ``lams``.
 
+    The path fits the estimator with its ``fold_params()`` set (path protocol).
     ``fit_at``: the lams of ``lams`` this path fits (all when None; the others score
     NaN). ``keep_models``: the record's ``models`` maps each fitted grid index to the
     fold's model there (for :func:`~._refine.refine_fold`)."""
     rec = run_path(
-        estimator,
+        _for_scoring(estimator),
         _safe_indexing(X, train),
         _rows(y, train),
         lams if fit_at is None else fit_at,

@@ -302,5 +302,7 @@ class GradientTrainer:
                 restore=restore,
                 ramp=ramp,
                 earliest=0 if warm else cold,
+                # families without the parameter wait for their groups
+                watch_transit=getattr(est, "settle", "support") == "support",
             )
             net.callbacks.append(("settled", settled))

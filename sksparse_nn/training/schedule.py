@@ -147,7 +147,8 @@ class StopWhenSettled(Callback):
     Checked at the end of every epoch after the warm-up: over the last ``window`` epochs
     the set of groups above ``zero_tol`` did not change, and between the last two windows
     no selected group is :func:`still_shrinking` and the training objective is
-    :func:`on_plateau` (both beyond mini-batch noise). Then the plan anneals the learning
+    :func:`on_plateau` (both beyond mini-batch noise; with ``watch_transit=False`` the
+    shrinking groups are not waited for). Then the plan anneals the learning
     rate over ``anneal`` epochs and training ends (a constant plan stops at once). Should
     a selected group start to collapse during the anneal (leave the support, halve, or
     turn tiny), the fit had not settled: the plan ramps back to where it was and the
@@ -189,6 +190,12 @@ class StopWhenSettled(Callback):
         Epochs before which the fit never counts as settled (nor is checked for loss
         spikes). For a cold start: from a random init, training can rest on a plateau
         for hundreds of steps before it finds the rest of the signal.
+    watch_transit : bool, default=True
+        Whether a selected group still on its way to zero (:meth:`_in_transit`) keeps
+        the fit from settling. False: the objective on a plateau and the support the
+        same over the last window settle it, groups in transit left where they are (they
+        are still dropped as they go), for models that are only scored, such as a CV
+        fold's.
     drop_in_transit : bool, default=True
         Once the objective is on a plateau and the fit has not settled only because
         groups are still shrinking (or, non-convex, tiny), those groups are set to zero
@@ -211,6 +218,7 @@ class StopWhenSettled(Callback):
         restore=False,
         ramp=None,
         earliest=0,
+        watch_transit=True,
         drop_in_transit=True,
     ):
         self.plan, self.window, self.zero_tol, self.anneal = plan, window, zero_tol, anneal
@@ -219,6 +227,7 @@ class StopWhenSettled(Callback):
         self.restore = restore
         self.ramp = ramp
         self.earliest = earliest
+        self.watch_transit = watch_transit
         self.drop_in_transit = drop_in_transit
 
     def initialize(self):
@@ -391,14 +400,14 @@ class StopWhenSettled(Callback):
         return bool(losses[-1] > SPIKE * np.median(recent))
 
     def _settled(self, losses):
-        """The support unchanged over the last window, no group in transit
-        (:meth:`_in_transit`) and the objective on a plateau."""
+        """The support unchanged over the last window, (with ``watch_transit``) no group
+        in transit (:meth:`_in_transit`) and the objective on a plateau."""
         recent, last = list(self.norms_)[-self.window - 1 :], self.norms_[-1]
         for key, norms in last.items():
             support = norms >= self.zero_tol
             if any(not np.array_equal(old[key] >= self.zero_tol, support) for old in recent):
                 return False
-        if self._in_transit():
+        if self.watch_transit and self._in_transit():
             return False
         losses = np.asarray(losses[self.origin_ + self._warmup() :], dtype=np.float64)
         return on_plateau(losses, self.window, noise=True)
