@@ -1,8 +1,8 @@
 """Selections with a stated error (issue 44): the knockoff filter's FDR and power, stability
 selection's false selections against its bound, real tables with noise, and the cost.
 
-Every cell (one method on one data set) is a JSON file under
-``benchmarks/results/selection_error/``, written when it finishes: panels and cells run in
+Every cell (one method on one data set) is a JSON file under the ignored
+``benchmarks/cells/selection_error/``, written when it finishes: panels and cells run in
 separate processes (a cell being computed is claimed by a ``.running`` file), an
 interrupted run continues where it stopped, and ``--report`` prints the tables of what
 the cache holds and writes the summary ``benchmarks/results/selection_error.json``.
@@ -55,13 +55,14 @@ import re
 import time
 import warnings
 
+from _common import CELLS as CELL_ROOT
 from _common import RESULTS, THREAD_ENV, machine, single_thread, uptime, write_json
 
 os.environ.update(THREAD_ENV)
 
 import numpy as np  # noqa: E402
 
-CELLS = RESULTS / "selection_error"
+CELLS = CELL_ROOT / "selection_error"
 OUT = RESULTS / "selection_error.json"
 #: The simulation: rows, features, active features, amplitude of a linear effect (an
 #: additive truth's shapes get twice it), the filters' target FDR.
