@@ -432,6 +432,7 @@ def _tabm_net(n_cont, n_binary, chunks, d_out, bins, k=32):
                 )
                 d_cont = TABM["d_embedding"]
             d_features = [d_cont] * n_cont + list(chunks)
+            scaling = "normal" if bins is not None else "random-signs"
             self.ensemble_view = tabm.EnsembleView(k=k)
             self.backbone = tabm.make_tabm_backbone(
                 d_in=sum(d_features),
@@ -441,8 +442,9 @@ def _tabm_net(n_cont, n_binary, chunks, d_out, bins, k=32):
                 activation="ReLU",
                 k=k,
                 arch_type="tabm" if k > 1 else "tabm-packed",
-                start_scaling_init="normal" if bins is not None else "random-signs",
-                start_scaling_init_chunks=d_features,
+                # a packed ensemble has no adapters to initialize
+                start_scaling_init=None if k == 1 else scaling,
+                start_scaling_init_chunks=None if k == 1 else d_features,
             )
             self.output = tabm.LinearEnsemble(512, d_out, k=k)
 
