@@ -11,7 +11,7 @@ AUC, over the regression tables at most 2% RMSE, with at most 30 terms and at mo
 fifth of EBM's on every table.
 
 A cell is looked up in the caches in the order given (``--ga2m``, ``--nam``: directories
-under ``benchmarks/results/``), the first that holds it wins, so cells of the current
+under the ignored ``benchmarks/cells/``), the first that holds it wins, so cells of the current
 code go first and older runs of the same computation fill in::
 
     python benchmarks/ga2m_panel.py  # today's defaults (robust: the regressors' cells)
@@ -25,7 +25,7 @@ import argparse
 import json
 
 import numpy as np
-from _common import RESULTS, machine, write_json
+from _common import CELLS, RESULTS, machine, write_json
 
 #: the issue's bounds
 MAX_AUC_GAP, MAX_RMSE_GAP, MAX_TERMS, MAX_TERMS_SHARE = 0.005, 0.02, 30, 0.2
@@ -34,7 +34,7 @@ MAX_AUC_GAP, MAX_RMSE_GAP, MAX_TERMS, MAX_TERMS_SHARE = 0.005, 0.02, 30, 0.2
 def cell(caches, table, model, seed):
     """(the cached cell, the cache it came from), or (None, None)."""
     for cache in caches:
-        path = RESULTS / cache / f"{table}__{model}__{seed}.json"
+        path = CELLS / cache / f"{table}__{model}__{seed}.json"
         if path.exists():
             found = json.loads(path.read_text())
             if not found.get("error"):
@@ -69,7 +69,7 @@ def gap(task, ours, ebm):
 
 def rows(args):
     tables = sorted(
-        {p.name.split("__")[0] for c in args.ga2m for p in (RESULTS / c).glob("*.json")}
+        {p.name.split("__")[0] for c in args.ga2m for p in (CELLS / c).glob("*.json")}
     )
     out = []
     for table in tables:

@@ -14,7 +14,7 @@ averaged fits would choose. Two variants ask what keeps the average's terms few:
 ``--lam-factor F`` fits at ``F`` times the chosen lam (sparser members);
 ``--on-support`` fits on the chosen point's variables only, its pairs given
 (``interactions`` as a list), so that no member holds a term the search did not keep.
-Each split is cached under ``results/<--cache>/``::
+Each split is cached under the ignored ``cells/<--cache>/``::
 
     python benchmarks/ga2m_seeds.py --tables ames saratoga wage  # fits, then the report
     python benchmarks/ga2m_seeds.py --tables ames saratoga wage --lam-factor 2 \
@@ -39,7 +39,7 @@ import time  # noqa: E402
 from functools import partial  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _common import RESULTS, machine, single_thread, write_json  # noqa: E402
+from _common import CELLS, RESULTS, machine, single_thread, write_json  # noqa: E402
 from ga2m_panel import MAX_AUC_GAP, MAX_RMSE_GAP, cell, chosen, format_gap, gap  # noqa: E402
 
 GA2M_CACHES = ["real_tables_ga2m_robust", "real_tables_ga2m_auto"]  # the panel's
@@ -138,7 +138,7 @@ def refit(table, split, args):
 
 
 def run(args):
-    cache = RESULTS / args.cache
+    cache = CELLS / args.cache
     cache.mkdir(parents=True, exist_ok=True)
     single_thread()
     for table in args.tables:
@@ -161,7 +161,7 @@ def run(args):
 
 
 def report(args):
-    cells = [json.loads(p.read_text()) for p in sorted((RESULTS / args.cache).glob("*.json"))]
+    cells = [json.loads(p.read_text()) for p in sorted((CELLS / args.cache).glob("*.json"))]
     if not cells:
         print("no cells")
         return
