@@ -41,15 +41,14 @@ class InteractionTerms:
 
     def default_grid(self):
         """The plain NAM's grid without pairs, its CV folds fitting every lam (a fold's
-        score depends on its warm-start path: two passes chose 1.0 variable fewer on
-        attrition; the fused step pays for every lam). With pairs, 21 lams a factor
-        1.3 apart down to ``0.005 lam_max`` (finer and deeper than the plain grid),
-        the folds fitting every second lam first: on the real tables the plain grid's
-        densest lam had the best CV score of the GA2M (and the NAM) in every split of
-        the regression tables, so its end, not the data, set how many terms the search
-        could keep. (A CV search also goes on below any default grid whose densest lam
-        it chooses; for the GA2M, blocks of cold fits below the plain grid cost more
-        than starting 5 lams deeper.)"""
+        score depends on its warm-start path, and two passes kept fewer variables; the
+        fused step pays for every lam). With pairs, 21 lams a factor 1.3 apart down to
+        ``0.005 lam_max`` (finer and deeper than the plain grid), the folds fitting
+        every second lam first: on the real-tables panel the GA2M's searches chose the
+        plain grid's densest lam on the regression tables, so its end, not the data,
+        set how many terms the search could keep. (A CV search also goes on below any
+        default grid whose densest lam it chooses; for the GA2M, blocks of cold fits
+        below the plain grid cost more than starting 5 lams deeper.)"""
         grid = super().default_grid()
         spec = self.interactions
         if spec is None or (not isinstance(spec, str) and not spec):  # None, 0, []

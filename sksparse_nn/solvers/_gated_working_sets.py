@@ -126,8 +126,8 @@ class WorkingSetSteps:
         D = 2: the rounds of :func:`working_set_rounds` (shared with the logistic
         model); the problem on a set is solved with one output by :meth:`proximal_finish`
         alone (block steps before it cost a solve each and bought nothing once its
-        Newton steps handle nearly singular sets: the paper simulation's and wider paths
-        ran 5-30% faster without them), else by up to ``max_steps`` block steps per set.
+        Newton steps handle nearly singular sets), else by up to ``max_steps`` block
+        steps per set.
         D > 2: zero groups are stationary (their factors get no gradient), so one run
         on the live groups is the whole-design run at the live set's cost. A set too
         large for the cache gets whole-design steps (Woodbury solves) until the support
