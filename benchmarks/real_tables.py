@@ -648,23 +648,32 @@ def outcome(cell, rule="1se"):
     return cell["test_scores"][index], cell["n_selected"][index], terms
 
 
+def splits_by_table(cells):
+    """Per table, the splits every model of it finished, among the models with the most
+    splits there (a fair comparison while the panel is run in parts); and the
+    ``{(table, model): n splits}`` left out for having fewer, so that a model screened on
+    one split does not cut a table to that split."""
+    runs = {}
+    for c in cells:
+        runs.setdefault(c["table"], {}).setdefault(c["model"], set()).add(c["seed"])
+    common, partial = {}, {}
+    for table, models in runs.items():
+        most = max(len(seeds) for seeds in models.values())
+        common[table] = set.intersection(*(s for s in models.values() if len(s) == most))
+        partial.update({(table, m): len(s) for m, s in models.items() if len(s) < most})
+    return common, partial
+
+
 def summary(cells, rule):
     """Rows ``(table, model, n splits, failures, mean score, sd, mean variables, min,
     max, mean CPU s, mean wall s, per-split scores)``; a nested family's CPU and wall
     seconds include its linear member's search."""
     rows = []
     keys = sorted({(c["table"], c["model"]) for c in cells})
-    # each table on the splits every model of it finished (a fair comparison while the
-    # panel is run in parts)
-    common = {}
-    for table in {t for t, _ in keys}:
-        seeds = [
-            {c["seed"] for c in cells if (c["table"], c["model"]) == (table, m)}
-            for t, m in keys
-            if t == table
-        ]
-        common[table] = set.intersection(*seeds)
+    common, partial = splits_by_table(cells)
     for table, model in keys:
+        if (table, model) in partial:
+            continue
         group = [
             c
             for c in cells
@@ -781,6 +790,12 @@ def report(args):
         print("no cached cells: run the panel first")
         return None
     results = {"machine": machine(), "rules": {}}
+    partial = splits_by_table(cells)[1]
+    if partial:
+        print(
+            "left out of their tables (fewer splits than the others there): "
+            + ", ".join(f"{m} on {t} ({n})" for (t, m), n in sorted(partial.items()))
+        )
     for rule in RULES:
         rows = summary(cells, rule)
         results["rules"][rule] = {"rows": rows, "mean_ranks": mean_ranks(rows)}
