@@ -298,8 +298,8 @@ _MLP_DOC = fill(
         the gated layer (which gives the objective a minimizer: ReLU is positively
         homogeneous), on standardized features (and targets), so ``lam`` means the same
         in any units. The default removes pure-noise columns of small tables at the
-        default ``D`` (at ``D = 3``, 0.03 did); choose it along ``regularization_path``
-        or with ``SparsePathCV``.
+        default ``D``; choose it along ``regularization_path`` or with
+        ``SparsePathCV``.
     D : int, default=2
         Gating depth >= 2: 2 is the group lasso on the first layer's columns; 3 and 4
         give the sparser non-convex penalties ``||w_j||^(2/3)`` and ``||w_j||^(1/2)``.
